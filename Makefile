@@ -1,0 +1,100 @@
+# sovereign-keys: one GNU Makefile for everything.
+#   make            build libsk, sk (and, later, the module, milter, daemons)
+#   make test       unit tests, short fuzz runs, integration tests (t/)
+#   make SAN=1 test the same under AddressSanitizer + UBSan
+#   make fuzz       each fuzz target for FUZZ_TIME seconds
+#   make bench      every benchmark (B=name for one)
+
+CC      ?= cc
+SAN     ?=
+ifeq ($(SAN),1)
+BUILD   ?= build-san
+SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all \
+           -fno-omit-frame-pointer
+else
+BUILD   ?= build
+SANFLAGS =
+endif
+
+WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+           -Wmissing-prototypes -Wpointer-arith -Wformat=2
+CFLAGS  ?= -O2 -g
+# -fPIC: libsk.a is linked into the nginx module, a shared object.
+ALL_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) \
+             $(CFLAGS) -fPIC $(SANFLAGS) -Icommon/include
+LDFLAGS ?=
+LIBS     = -lssl -lcrypto
+
+LIB_SRCS  = $(sort $(wildcard common/src/*.c))
+LIB_OBJS  = $(LIB_SRCS:%.c=$(BUILD)/%.o)
+CLI_SRCS  = $(sort $(wildcard common/cli/*.c))
+CLI_OBJS  = $(CLI_SRCS:%.c=$(BUILD)/%.o)
+UNIT_SRCS = $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+BENCH_SRCS = $(sort $(wildcard tests/bench/bench_*.c))
+BENCH_BINS = $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
+FUZZ_SRCS = $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+LIBSK = $(BUILD)/libsk.a
+SK    = $(BUILD)/sk
+
+.PHONY: all test unit fuzz fuzz-build bench clean deps demo
+all: $(LIBSK) $(SK) $(UNIT_BINS) $(BENCH_BINS)
+
+$(BUILD)/%.o: %.c $(wildcard common/include/sk/*.h) $(wildcard common/src/*.h) $(wildcard common/cli/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(LIBSK): $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(SK): $(CLI_OBJS) $(LIBSK)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIBSK) $(LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(LIBSK)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS) -lcmocka
+
+$(BUILD)/bench/%: tests/bench/%.c $(LIBSK)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS)
+
+# Fuzz targets need clang's libFuzzer; they get their own ASan build of libsk.
+FUZZ_CC    ?= clang
+FUZZ_BUILD  = build-fuzz
+FUZZ_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -g -O1 -Icommon/include \
+              -fsanitize=fuzzer-no-link,address,undefined
+FUZZ_OBJS   = $(LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_BINS   = $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
+FUZZ_TIME  ?= 60
+
+$(FUZZ_BUILD)/%.o: %.c $(wildcard common/include/sk/*.h) $(wildcard common/src/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJS) $(LIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	FUZZ_TIME=$(FUZZ_TIME) tests/fuzz/run.sh $(FUZZ_BUILD)
+
+unit: $(UNIT_BINS)
+	tests/run-unit.sh $(BUILD)
+
+test: all fuzz-build
+	BUILD=$(BUILD) SAN=$(SAN) tests/run-all.sh
+
+bench: $(BENCH_BINS) $(SK)
+	BUILD=$(BUILD) tests/bench/run.sh $(B)
+
+deps:
+	scripts/install-deps.sh
+
+demo: all
+	BUILD=$(BUILD) scripts/walkthrough.sh
+
+clean:
+	rm -rf build build-san build-fuzz

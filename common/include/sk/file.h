@@ -1,0 +1,31 @@
+/*
+ * sk/file.h -- careful file I/O shared by libsk, sk and the daemons.
+ */
+#ifndef SK_FILE_H
+#define SK_FILE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include "err.h"
+
+/* Whole file into a malloc()ed, NUL-terminated buffer; refuses files over
+ * max bytes (SK_ERR_FORMAT naming the file). */
+int sk_file_read(char **buf, size_t *len, const char *path, size_t max,
+    sk_err_t *err) SK_WUR;
+
+/* Atomic replace: temp file in the same directory, write, fsync, chmod
+ * mode, rename over path, fsync the directory.  Readers see the old or the
+ * new content, never a part. */
+int sk_file_write_atomic(const char *path, const void *buf, size_t len,
+    mode_t mode, sk_err_t *err) SK_WUR;
+
+/* Create a new file (O_CREAT|O_EXCL|O_NOFOLLOW) with mode, write, fsync.
+ * SK_ERR_EXISTS if it exists; a half-written file is removed. */
+int sk_file_write_new(const char *path, const void *buf, size_t len,
+    mode_t mode, sk_err_t *err) SK_WUR;
+
+/* 0 if path (opened, not followed) is a regular file with no group/other
+ * permission bits; SK_ERR_PERM naming the mode otherwise. */
+int sk_file_check_private(const char *path, sk_err_t *err) SK_WUR;
+
+#endif

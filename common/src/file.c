@@ -1,0 +1,218 @@
+/*
+ * file.c -- reading and writing files so that a crash or a hostile path
+ * never leaves a half-written key or chain behind.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sk/file.h>
+
+
+int
+sk_file_read(char **buf, size_t *len, const char *path, size_t max,
+    sk_err_t *err)
+{
+    struct stat  st;
+    char        *p;
+    size_t       got;
+    ssize_t      n;
+    int          fd;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd == -1) {
+        return sk_err_sys(err, "%s: cannot open", path);
+    }
+    if (fstat(fd, &st) == -1) {
+        sk_err_sys(err, "%s: cannot stat", path);
+        goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        sk_err_set(err, SK_ERR_FORMAT, "%s: not a regular file", path);
+        goto fail;
+    }
+    if ((size_t) st.st_size > max) {
+        sk_err_set(err, SK_ERR_FORMAT, "%s: larger than %zu bytes", path,
+            max);
+        goto fail;
+    }
+
+    p = malloc((size_t) st.st_size + 1);
+    if (p == NULL) {
+        sk_err_set(err, SK_ERR_NOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    for (got = 0; got < (size_t) st.st_size; got += (size_t) n) {
+        n = read(fd, p + got, (size_t) st.st_size - got);
+        if (n == -1 && errno == EINTR) {
+            n = 0;
+            continue;
+        }
+        if (n <= 0) {
+            /* 0: the file shrank under us; treat it as unreadable. */
+            if (n == 0) {
+                errno = EIO;
+            }
+            sk_err_sys(err, "%s: read failed", path);
+            free(p);
+            goto fail;
+        }
+    }
+    p[got] = '\0';
+    close(fd);
+    *buf = p;
+    if (len != NULL) {
+        *len = got;
+    }
+    return 0;
+
+fail:
+    close(fd);
+    return -1;
+}
+
+
+static int
+sk_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    ssize_t     n;
+
+    while (len > 0) {
+        n = write(fd, p, len);
+        if (n == -1) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -1;
+        }
+        p += n;
+        len -= (size_t) n;
+    }
+    return 0;
+}
+
+
+static int
+sk_fsync_parent(const char *path, sk_err_t *err)
+{
+    char *copy, *dir;
+    int   fd, rc = 0;
+
+    copy = strdup(path);
+    if (copy == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
+    }
+    dir = dirname(copy);
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd == -1 || fsync(fd) == -1) {
+        rc = sk_err_sys(err, "%s: cannot sync directory", dir);
+    }
+    if (fd != -1) {
+        close(fd);
+    }
+    free(copy);
+    return rc;
+}
+
+
+int
+sk_file_write_atomic(const char *path, const void *buf, size_t len,
+    mode_t mode, sk_err_t *err)
+{
+    char   *tmp;
+    size_t  n = strlen(path) + sizeof(".tmp.XXXXXX");
+    int     fd;
+
+    tmp = malloc(n);
+    if (tmp == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
+    }
+    snprintf(tmp, n, "%s.tmp.XXXXXX", path);
+
+    fd = mkstemp(tmp);
+    if (fd == -1) {
+        sk_err_sys(err, "%s: cannot create temporary file", path);
+        free(tmp);
+        return -1;
+    }
+    if (fchmod(fd, mode) == -1 || sk_write_all(fd, buf, len) == -1
+        || fsync(fd) == -1)
+    {
+        sk_err_sys(err, "%s: cannot write", tmp);
+        goto fail;
+    }
+    if (close(fd) == -1) {
+        fd = -1;
+        sk_err_sys(err, "%s: cannot write", tmp);
+        goto fail;
+    }
+    fd = -1;
+    if (rename(tmp, path) == -1) {
+        sk_err_sys(err, "%s: cannot rename into place", path);
+        goto fail;
+    }
+    free(tmp);
+    return sk_fsync_parent(path, err);
+
+fail:
+    if (fd != -1) {
+        close(fd);
+    }
+    unlink(tmp);
+    free(tmp);
+    return -1;
+}
+
+
+int
+sk_file_write_new(const char *path, const void *buf, size_t len,
+    mode_t mode, sk_err_t *err)
+{
+    int fd;
+
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+        mode);
+    if (fd == -1) {
+        if (errno == EEXIST) {
+            return sk_err_set(err, SK_ERR_EXISTS,
+                "%s: already exists, refusing to overwrite", path);
+        }
+        return sk_err_sys(err, "%s: cannot create", path);
+    }
+    /* The umask may have narrowed mode; set exactly what was asked. */
+    if (fchmod(fd, mode) == -1 || sk_write_all(fd, buf, len) == -1
+        || fsync(fd) == -1 || close(fd) == -1)
+    {
+        sk_err_sys(err, "%s: cannot write", path);
+        close(fd);
+        unlink(path);
+        return -1;
+    }
+    return sk_fsync_parent(path, err);
+}
+
+
+int
+sk_file_check_private(const char *path, sk_err_t *err)
+{
+    struct stat st;
+
+    if (lstat(path, &st) == -1) {
+        return sk_err_sys(err, "%s: cannot stat", path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        return sk_err_set(err, SK_ERR_PERM, "%s: not a regular file", path);
+    }
+    if ((st.st_mode & 077) != 0) {
+        return sk_err_set(err, SK_ERR_PERM,
+            "%s: permissions %04o are too open (must be 0600 or stricter)",
+            path, (unsigned) (st.st_mode & 07777));
+    }
+    return 0;
+}

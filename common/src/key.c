@@ -1,0 +1,597 @@
+/*
+ * key.c -- sovereign and operational keys over OpenSSL's EVP_PKEY.
+ *
+ * A key carries its DER SubjectPublicKeyInfo and its SHA-256, computed
+ * once, because fingerprints and SPKI comparisons are on every hot path
+ * (carrier verification, cache lookups).
+ */
+#include <string.h>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
+#include <openssl/x509.h>
+
+#include <sk/file.h>
+#include <sk/key.h>
+
+#define SK_KEY_FILE_MAX  (64 * 1024)
+
+struct sk_key_s {
+    EVP_PKEY      *pkey;
+    sk_key_alg_t   alg;
+    int            has_private;
+    unsigned char *spki;                        /* DER, OPENSSL_malloc()ed */
+    size_t         spki_len;
+    unsigned char  spki_sha256[SK_SHA256_BYTES];
+};
+
+
+static int
+sk_pkey_alg(sk_key_alg_t *alg, EVP_PKEY *pkey, sk_err_t *err)
+{
+    char  group[64];
+    int   bits;
+
+    switch (EVP_PKEY_get_base_id(pkey)) {
+    case EVP_PKEY_ED25519:
+        *alg = SK_KEY_ED25519;
+        return 0;
+
+    case EVP_PKEY_EC:
+        if (EVP_PKEY_get_utf8_string_param(pkey, OSSL_PKEY_PARAM_GROUP_NAME,
+                group, sizeof(group), NULL) != 1
+            || strcmp(group, "prime256v1") != 0)
+        {
+            ERR_clear_error();
+            return sk_err_set(err, SK_ERR_FORMAT,
+                "unsupported elliptic curve (only P-256 is accepted)");
+        }
+        *alg = SK_KEY_P256;
+        return 0;
+
+    case EVP_PKEY_RSA:
+        bits = EVP_PKEY_get_bits(pkey);
+        if (bits < SK_RSA_MIN_BITS) {
+            return sk_err_set(err, SK_ERR_FORMAT,
+                "RSA key of %d bits is too short (minimum %d)", bits,
+                SK_RSA_MIN_BITS);
+        }
+        *alg = SK_KEY_RSA;
+        return 0;
+
+    default:
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "unsupported key type \"%s\" (ed25519, P-256 or RSA)",
+            OBJ_nid2sn(EVP_PKEY_get_base_id(pkey)));
+    }
+}
+
+
+static int
+sk_pkey_has_private(EVP_PKEY *pkey, sk_key_alg_t alg)
+{
+    BIGNUM        *bn = NULL;
+    unsigned char  raw[32];
+    size_t         len = sizeof(raw);
+    int            have;
+
+    if (alg == SK_KEY_ED25519) {
+        have = EVP_PKEY_get_raw_private_key(pkey, raw, &len) == 1;
+        OPENSSL_cleanse(raw, sizeof(raw));
+    } else {
+        have = EVP_PKEY_get_bn_param(pkey, alg == SK_KEY_RSA
+                   ? OSSL_PKEY_PARAM_RSA_D : OSSL_PKEY_PARAM_PRIV_KEY,
+                   &bn) == 1;
+        BN_clear_free(bn);
+    }
+    ERR_clear_error();
+    return have;
+}
+
+
+/* Takes ownership of pkey (freed on failure too). */
+static int
+sk_key_wrap(sk_key_t **out, EVP_PKEY *pkey, sk_err_t *err)
+{
+    sk_key_t      *key;
+    unsigned char *der = NULL;
+    int            len;
+
+    key = calloc(1, sizeof(*key));
+    if (key == NULL) {
+        EVP_PKEY_free(pkey);
+        return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
+    }
+    key->pkey = pkey;
+    if (sk_pkey_alg(&key->alg, pkey, err) != 0) {
+        goto fail;
+    }
+    len = i2d_PUBKEY(pkey, &der);
+    if (len <= 0) {
+        sk_err_crypto(err, "cannot encode public key");
+        goto fail;
+    }
+    key->spki = der;
+    key->spki_len = (size_t) len;
+    if (EVP_Digest(der, key->spki_len, key->spki_sha256, NULL, EVP_sha256(),
+            NULL) != 1)
+    {
+        sk_err_crypto(err, "cannot hash public key");
+        goto fail;
+    }
+    key->has_private = sk_pkey_has_private(pkey, key->alg);
+    *out = key;
+    return 0;
+
+fail:
+    sk_key_free(key);
+    return -1;
+}
+
+
+int
+sk_key_alg_parse(sk_key_alg_t *alg, const char *s, sk_err_t *err)
+{
+    if (strcmp(s, "ed25519") == 0) {
+        *alg = SK_KEY_ED25519;
+    } else if (strcmp(s, "p256") == 0 || strcmp(s, "ecdsa") == 0) {
+        *alg = SK_KEY_P256;
+    } else if (strcmp(s, "rsa") == 0) {
+        *alg = SK_KEY_RSA;
+    } else {
+        return sk_err_set(err, SK_ERR_USAGE,
+            "unknown key type \"%s\" (ed25519, p256 or rsa)", s);
+    }
+    return 0;
+}
+
+
+const char *
+sk_key_alg_name(sk_key_alg_t alg)
+{
+    switch (alg) {
+    case SK_KEY_ED25519: return "ed25519";
+    case SK_KEY_P256:    return "p256";
+    case SK_KEY_RSA:     return "rsa";
+    }
+    return "unknown";
+}
+
+
+int
+sk_key_generate(sk_key_t **key, sk_key_alg_t alg, int rsa_bits,
+    sk_err_t *err)
+{
+    EVP_PKEY *pkey;
+
+    switch (alg) {
+    case SK_KEY_ED25519:
+        pkey = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+        break;
+    case SK_KEY_P256:
+        pkey = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+        break;
+    case SK_KEY_RSA:
+        if (rsa_bits == 0) {
+            rsa_bits = 3072;
+        }
+        if (rsa_bits < SK_RSA_MIN_BITS) {
+            return sk_err_set(err, SK_ERR_USAGE,
+                "RSA keys must have at least %d bits", SK_RSA_MIN_BITS);
+        }
+        pkey = EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t) rsa_bits);
+        break;
+    default:
+        return sk_err_set(err, SK_ERR_USAGE, "unknown key algorithm");
+    }
+    if (pkey == NULL) {
+        return sk_err_crypto(err, "key generation failed");
+    }
+    return sk_key_wrap(key, pkey, err);
+}
+
+
+static int
+sk_key_read_pem(char **buf, size_t *len, const char *path, sk_err_t *err)
+{
+    return sk_file_read(buf, len, path, SK_KEY_FILE_MAX, err);
+}
+
+
+int
+sk_key_load_private(sk_key_t **key, const char *path, sk_err_t *err)
+{
+    EVP_PKEY *pkey;
+    BIO      *bio;
+    char     *buf;
+    size_t    len;
+
+    if (sk_file_check_private(path, err) != 0
+        || sk_key_read_pem(&buf, &len, path, err) != 0)
+    {
+        return -1;
+    }
+    bio = BIO_new_mem_buf(buf, (int) len);
+    /* An empty passphrase callback: encrypted keys fail instead of
+     * prompting on a daemon's terminal. */
+    pkey = bio ? PEM_read_bio_PrivateKey(bio, NULL, NULL, (void *) "") : NULL;
+    BIO_free(bio);
+    OPENSSL_cleanse(buf, len);
+    free(buf);
+    if (pkey == NULL) {
+        sk_err_crypto(err, "%s: not a PEM private key (PKCS#8, unencrypted)",
+            path);
+        return -1;
+    }
+    if (sk_key_wrap(key, pkey, err) != 0) {
+        return sk_err_prefix(err, "%s", path);
+    }
+    return 0;
+}
+
+
+int
+sk_key_load_public(sk_key_t **key, const char *path, sk_err_t *err)
+{
+    EVP_PKEY *pkey = NULL;
+    sk_key_t *priv;
+    X509     *x;
+    BIO      *bio;
+    char     *buf;
+    size_t    len;
+    int       rc;
+
+    if (sk_key_read_pem(&buf, &len, path, err) != 0) {
+        return -1;
+    }
+
+    if (strstr(buf, "PRIVATE KEY-----") != NULL) {
+        OPENSSL_cleanse(buf, len);
+        free(buf);
+        if (sk_key_load_private(&priv, path, err) != 0) {
+            return -1;
+        }
+        rc = sk_key_from_spki(key, priv->spki, priv->spki_len, err);
+        sk_key_free(priv);
+        return rc;
+    }
+
+    bio = BIO_new_mem_buf(buf, (int) len);
+    if (bio != NULL && strstr(buf, "-----BEGIN PUBLIC KEY-----") != NULL) {
+        pkey = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
+    } else if (bio != NULL && strstr(buf, "-----BEGIN CERTIFICATE-----")) {
+        x = PEM_read_bio_X509(bio, NULL, NULL, NULL);
+        pkey = x ? X509_get_pubkey(x) : NULL;
+        X509_free(x);
+    }
+    BIO_free(bio);
+    free(buf);
+    if (pkey == NULL) {
+        return sk_err_crypto(err,
+            "%s: no PEM public key, certificate or private key", path);
+    }
+    if (sk_key_wrap(key, pkey, err) != 0) {
+        return sk_err_prefix(err, "%s", path);
+    }
+    return 0;
+}
+
+
+int
+sk_key_from_spki(sk_key_t **key, const unsigned char *der, size_t len,
+    sk_err_t *err)
+{
+    const unsigned char *p = der;
+    EVP_PKEY            *pkey;
+
+    if (len > SK_KEY_FILE_MAX) {
+        return sk_err_set(err, SK_ERR_FORMAT, "public key too long");
+    }
+    pkey = d2i_PUBKEY(NULL, &p, (long) len);
+    if (pkey == NULL) {
+        return sk_err_crypto(err, "not a DER SubjectPublicKeyInfo");
+    }
+    if ((size_t) (p - der) != len) {
+        EVP_PKEY_free(pkey);
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "trailing bytes after the SubjectPublicKeyInfo");
+    }
+    if (sk_key_wrap(key, pkey, err) != 0) {
+        return -1;
+    }
+    /* One key, one encoding: a fingerprint must not have twins. */
+    if ((*key)->spki_len != len || memcmp((*key)->spki, der, len) != 0) {
+        sk_key_free(*key);
+        *key = NULL;
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "SubjectPublicKeyInfo is not in canonical DER");
+    }
+    return 0;
+}
+
+
+int
+sk_key_from_pkey(sk_key_t **key, EVP_PKEY *pkey, sk_err_t *err)
+{
+    if (EVP_PKEY_up_ref(pkey) != 1) {
+        return sk_err_crypto(err, "cannot reference key");
+    }
+    return sk_key_wrap(key, pkey, err);
+}
+
+
+static int
+sk_key_pem(char **pem, size_t *len, const sk_key_t *key, int private,
+    sk_err_t *err)
+{
+    BIO     *bio;
+    BUF_MEM *mem;
+    int      ok;
+
+    bio = BIO_new(BIO_s_secmem());
+    if (bio == NULL) {
+        return sk_err_crypto(err, "out of memory");
+    }
+    ok = private
+        ? PEM_write_bio_PrivateKey(bio, key->pkey, NULL, NULL, 0, NULL, NULL)
+        : PEM_write_bio_PUBKEY(bio, key->pkey);
+    if (ok != 1 || BIO_get_mem_ptr(bio, &mem) != 1) {
+        BIO_free(bio);
+        return sk_err_crypto(err, "cannot encode key");
+    }
+    *pem = malloc(mem->length + 1);
+    if (*pem == NULL) {
+        BIO_free(bio);
+        return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
+    }
+    memcpy(*pem, mem->data, mem->length);
+    (*pem)[mem->length] = '\0';
+    *len = mem->length;
+    BIO_free(bio);
+    return 0;
+}
+
+
+int
+sk_key_save_private(const sk_key_t *key, const char *path, sk_err_t *err)
+{
+    char   *pem;
+    size_t  len;
+    int     rc;
+
+    if (!key->has_private) {
+        return sk_err_set(err, SK_ERR_USAGE, "%s: key has no private half",
+            path);
+    }
+    if (sk_key_pem(&pem, &len, key, 1, err) != 0) {
+        return -1;
+    }
+    rc = sk_file_write_new(path, pem, len, 0600, err);
+    OPENSSL_cleanse(pem, len);
+    free(pem);
+    return rc;
+}
+
+
+int
+sk_key_public_pem(char **pem, size_t *len, const sk_key_t *key,
+    sk_err_t *err)
+{
+    return sk_key_pem(pem, len, key, 0, err);
+}
+
+
+int
+sk_key_save_public(const sk_key_t *key, const char *path, sk_err_t *err)
+{
+    char   *pem;
+    size_t  len;
+    int     rc;
+
+    if (sk_key_pem(&pem, &len, key, 0, err) != 0) {
+        return -1;
+    }
+    rc = sk_file_write_atomic(path, pem, len, 0644, err);
+    free(pem);
+    return rc;
+}
+
+
+const unsigned char *
+sk_key_get0_spki(const sk_key_t *key, size_t *len)
+{
+    *len = key->spki_len;
+    return key->spki;
+}
+
+
+void
+sk_key_spki_sha256(unsigned char out[SK_SHA256_BYTES], const sk_key_t *key)
+{
+    memcpy(out, key->spki_sha256, SK_SHA256_BYTES);
+}
+
+
+void
+sk_fingerprint_format(char out[SK_FINGERPRINT_SIZE],
+    const unsigned char sha256[SK_SHA256_BYTES])
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t            i;
+
+    memcpy(out, "sha256:", 7);
+    for (i = 0; i < SK_SHA256_BYTES; i++) {
+        out[7 + 2 * i] = hex[sha256[i] >> 4];
+        out[7 + 2 * i + 1] = hex[sha256[i] & 0xf];
+    }
+    out[SK_FINGERPRINT_SIZE - 1] = '\0';
+}
+
+
+void
+sk_key_fingerprint(char out[SK_FINGERPRINT_SIZE], const sk_key_t *key)
+{
+    sk_fingerprint_format(out, key->spki_sha256);
+}
+
+
+sk_key_alg_t
+sk_key_alg(const sk_key_t *key)
+{
+    return key->alg;
+}
+
+
+const char *
+sk_key_type_name(const sk_key_t *key)
+{
+    return key->alg == SK_KEY_RSA ? "RSA" : "ECC";
+}
+
+
+int
+sk_key_has_private(const sk_key_t *key)
+{
+    return key->has_private;
+}
+
+
+EVP_PKEY *
+sk_key_get0_pkey(const sk_key_t *key)
+{
+    return key->pkey;
+}
+
+
+/* Start a sign or verify operation with the parameters architecture.md
+ * fixes for each algorithm. */
+static EVP_MD_CTX *
+sk_key_md_ctx(const sk_key_t *key, int sign)
+{
+    EVP_MD_CTX   *ctx;
+    EVP_PKEY_CTX *pctx = NULL;
+    const EVP_MD *md = key->alg == SK_KEY_ED25519 ? NULL : EVP_sha256();
+    int           ok;
+
+    ctx = EVP_MD_CTX_new();
+    if (ctx == NULL) {
+        return NULL;
+    }
+    ok = sign ? EVP_DigestSignInit(ctx, &pctx, md, NULL, key->pkey)
+              : EVP_DigestVerifyInit(ctx, &pctx, md, NULL, key->pkey);
+    if (ok == 1 && key->alg == SK_KEY_RSA) {
+        ok = EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) == 1
+            && EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST)
+               == 1
+            && EVP_PKEY_CTX_set_rsa_mgf1_md(pctx, EVP_sha256()) == 1;
+    }
+    if (ok != 1) {
+        EVP_MD_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+
+int
+sk_key_sign(unsigned char **sig, size_t *siglen, const sk_key_t *key,
+    const unsigned char *msg, size_t len, sk_err_t *err)
+{
+    EVP_MD_CTX *ctx;
+    size_t      n = 0;
+
+    if (!key->has_private) {
+        return sk_err_set(err, SK_ERR_USAGE, "signing needs a private key");
+    }
+    ctx = sk_key_md_ctx(key, 1);
+    if (ctx == NULL) {
+        return sk_err_crypto(err, "cannot start signing");
+    }
+    if (EVP_DigestSign(ctx, NULL, &n, msg, len) != 1
+        || (*sig = malloc(n)) == NULL)
+    {
+        EVP_MD_CTX_free(ctx);
+        return sk_err_crypto(err, "signing failed");
+    }
+    if (EVP_DigestSign(ctx, *sig, &n, msg, len) != 1) {
+        EVP_MD_CTX_free(ctx);
+        free(*sig);
+        *sig = NULL;
+        return sk_err_crypto(err, "signing failed");
+    }
+    EVP_MD_CTX_free(ctx);
+    *siglen = n;
+    return 0;
+}
+
+
+int
+sk_key_verify(const sk_key_t *key, const unsigned char *sig, size_t siglen,
+    const unsigned char *msg, size_t len, sk_err_t *err)
+{
+    EVP_MD_CTX *ctx;
+    int         ok;
+
+    ctx = sk_key_md_ctx(key, 0);
+    if (ctx == NULL) {
+        return sk_err_crypto(err, "cannot start verification");
+    }
+    ok = EVP_DigestVerify(ctx, sig, siglen, msg, len);
+    EVP_MD_CTX_free(ctx);
+    if (ok != 1) {
+        /* 0 and <0 (malformed signature) mean the same to the caller. */
+        ERR_clear_error();
+        return sk_err_set(err, SK_ERR_SIGNATURE, "signature does not verify");
+    }
+    return 0;
+}
+
+
+void
+sk_key_free(sk_key_t *key)
+{
+    if (key != NULL) {
+        EVP_PKEY_free(key->pkey);
+        OPENSSL_free(key->spki);
+        free(key);
+    }
+}
+
+
+int
+sk_key_ed25519_public(unsigned char out[32], const sk_key_t *key,
+    sk_err_t *err)
+{
+    size_t len = 32;
+
+    if (key->alg != SK_KEY_ED25519) {
+        return sk_err_set(err, SK_ERR_USAGE, "not an Ed25519 key");
+    }
+    if (EVP_PKEY_get_raw_public_key(key->pkey, out, &len) != 1 || len != 32) {
+        return sk_err_crypto(err, "cannot read Ed25519 public key");
+    }
+    return 0;
+}
+
+
+int
+sk_key_ed25519_seed(unsigned char out[32], const sk_key_t *key,
+    sk_err_t *err)
+{
+    size_t len = 32;
+
+    if (key->alg != SK_KEY_ED25519 || !key->has_private) {
+        return sk_err_set(err, SK_ERR_USAGE,
+            "not an Ed25519 private key");
+    }
+    if (EVP_PKEY_get_raw_private_key(key->pkey, out, &len) != 1
+        || len != 32)
+    {
+        return sk_err_crypto(err, "cannot read Ed25519 private key");
+    }
+    return 0;
+}

@@ -1,0 +1,34 @@
+#!/bin/sh
+# Install the Debian 12 packages sovereign-keys builds and tests with.
+# Idempotent and non-interactive: safe to run on every invocation.
+set -eu
+
+PKGS="build-essential pkg-config clang libclang-rt-14-dev
+libssl-dev openssl libcmocka-dev libhiredis-dev libmilter-dev
+libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev
+nginx nginx-dev redis-server tor postfix miltertest swaks
+gnutls-bin curl python3 perl libio-socket-ssl-perl libtest-simple-perl"
+
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
+        || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: need root to install:$missing" >&2
+    exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+# Postfix asks questions at install time; answer them so no prompt appears.
+echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
+echo "postfix postfix/mailname string localhost" | debconf-set-selections
+
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
+# The packaged daemons must not run: tests start private instances.
+for s in nginx redis-server tor postfix; do
+    (systemctl disable --now "$s" || service "$s" stop) >/dev/null 2>&1 || true
+done
