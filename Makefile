@@ -84,7 +84,9 @@ fuzz: fuzz-build
 unit: $(UNIT_BINS)
 	tests/run-unit.sh $(BUILD)
 
-test: all fuzz-build
+# The README's commands: each installs what it needs first.
+test: deps
+	$(MAKE) all fuzz-build
 	BUILD=$(BUILD) SAN=$(SAN) tests/run-all.sh
 
 bench: $(BENCH_BINS) $(SK)
@@ -93,7 +95,8 @@ bench: $(BENCH_BINS) $(SK)
 deps:
 	scripts/install-deps.sh
 
-demo: all
+demo: deps
+	$(MAKE) all
 	BUILD=$(BUILD) scripts/walkthrough.sh
 
 clean:

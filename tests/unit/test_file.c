@@ -1,0 +1,123 @@
+/*
+ * test_file.c -- atomic and exclusive writes, bounded reads, key modes.
+ */
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include "testutil.h"
+
+
+static int
+count_entries(const char *dir)
+{
+    DIR           *d = opendir(dir);
+    struct dirent *e;
+    int            n = 0;
+
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL) {
+        n += e->d_name[0] != '.';
+    }
+    closedir(d);
+    return n;
+}
+
+
+static void
+test_atomic_replace(void **state)
+{
+    char        *dir = tu_tmpdir(), *p = tu_path(dir, "chain.pem"), *buf;
+    struct stat  st;
+    size_t       len;
+    sk_err_t     err;
+
+    (void) state;
+    tu_assert_ok(sk_file_write_atomic(p, "old", 3, 0640, &err), &err);
+    tu_assert_ok(sk_file_write_atomic(p, "newer", 5, 0600, &err), &err);
+    tu_assert_ok(sk_file_read(&buf, &len, p, 100, &err), &err);
+    assert_int_equal(len, 5);
+    assert_string_equal(buf, "newer");
+    free(buf);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    /* No temporary file is left beside it. */
+    assert_int_equal(count_entries(dir), 1);
+
+    tu_assert_err(sk_file_read(&buf, &len, p, 4, &err), &err, SK_ERR_FORMAT,
+        "larger than 4 bytes");
+    tu_assert_err(sk_file_read(&buf, &len, dir, 100, &err), &err,
+        SK_ERR_FORMAT, "not a regular file");
+    free(p);
+    p = tu_path(dir, "missing/x");
+    tu_assert_err(sk_file_write_atomic(p, "x", 1, 0600, &err), &err,
+        SK_ERR_SYSTEM, "cannot create temporary file");
+    free(p);
+    tu_rmtree(dir);
+}
+
+
+static void
+test_write_new(void **state)
+{
+    char        *dir = tu_tmpdir(), *p = tu_path(dir, "k"),
+                *l = tu_path(dir, "link");
+    struct stat  st;
+    sk_err_t     err;
+
+    (void) state;
+    tu_assert_ok(sk_file_write_new(p, "secret", 6, 0600, &err), &err);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    tu_assert_err(sk_file_write_new(p, "x", 1, 0600, &err), &err,
+        SK_ERR_EXISTS, "refusing to overwrite");
+
+    /* A symlink is never followed, even to a file that does not exist. */
+    assert_int_equal(symlink("/tmp/sk-test-never-created", l), 0);
+    tu_assert_err(sk_file_write_new(l, "x", 1, 0600, &err), &err,
+        SK_ERR_EXISTS, "refusing");
+    assert_int_equal(access("/tmp/sk-test-never-created", F_OK), -1);
+    tu_assert_err(sk_file_check_private(l, &err), &err, SK_ERR_PERM,
+        "not a regular file");
+
+    tu_assert_ok(sk_file_check_private(p, &err), &err);
+    assert_int_equal(chmod(p, 0604), 0);
+    tu_assert_err(sk_file_check_private(p, &err), &err, SK_ERR_PERM,
+        "permissions 0604 are too open");
+    free(p);
+    free(l);
+    tu_rmtree(dir);
+}
+
+
+static void
+test_err_helpers(void **state)
+{
+    sk_err_t err;
+
+    (void) state;
+    assert_int_equal(sk_err_set(&err, SK_ERR_FORMAT, "field \"%s\"", "SN"),
+        -1);
+    assert_int_equal(err.code, SK_ERR_FORMAT);
+    assert_string_equal(err.msg, "field \"SN\"");
+    sk_err_prefix(&err, "%s", "entry.txt");
+    assert_string_equal(err.msg, "entry.txt: field \"SN\"");
+    assert_int_equal(sk_err_set(NULL, SK_ERR_FORMAT, "ignored"), -1);
+    assert_string_equal(sk_err_str(SK_ERR_WRONG_SK), "wrong sovereign key");
+    assert_string_equal(sk_err_str((sk_err_code_t) 999), "unknown");
+    sk_err_clear(&err);
+    assert_int_equal(err.code, SK_OK);
+    assert_string_equal(err.msg, "");
+}
+
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_atomic_replace),
+        cmocka_unit_test(test_write_new),
+        cmocka_unit_test(test_err_helpers),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
