@@ -10,7 +10,16 @@
  * "all" covers every service and carries neither port nor routes.  Routes
  * are alternates in decreasing preference: "IP:port", "[IPv6]:port",
  * "x.onion[:port]", "x.exit".  A service+port appears at most once.
- * "none" is the empty set (an SK pre-claimed with no services).
+ * "none" is the empty set (an SK pre-claimed with no services) and
+ * stands alone.
+ *
+ * A port-less element ("https") covers that service on every port; one
+ * with a port ("https:8443") covers only that port, and wins over a
+ * port-less element of the same name when looking up routes, which in
+ * turn wins over "all".  A query for port 0 means the service's default
+ * port (https 443, http 80, smtp 25, smtps 465, submission 587, imap 143,
+ * imaps 993, pop3s 995); for a service with no known default, port 0 is
+ * covered only by a port-less element or "all".
  */
 #ifndef SK_SERVICES_H
 #define SK_SERVICES_H
@@ -23,7 +32,7 @@
 typedef struct {
     char      name[SK_SERVICE_NAME_MAX + 1];  /* "https", "smtp", "all" */
     unsigned  port;                           /* 0: no port given */
-    char    **routes;                         /* NULL-free array */
+    char    **routes;                         /* nroutes strings, NULL */
     size_t    nroutes;
 } sk_service_t;
 
@@ -37,7 +46,8 @@ typedef struct {
 int sk_services_parse(sk_services_t *out, const char *s, size_t len,
     sk_err_t *err) SK_WUR;
 
-/* Canonical text, malloc()ed; "none" for the empty set. */
+/* Canonical text, malloc()ed; "none" for the empty set.  SK_ERR_USAGE if
+ * svcs would not parse back to itself (a hand-built, invalid set). */
 int sk_services_format(char **out, const sk_services_t *svcs, sk_err_t *err)
     SK_WUR;
 
@@ -51,6 +61,9 @@ int sk_services_covers(const sk_services_t *svcs, const char *service,
  * (an "all" match returns the "all" element). */
 const sk_service_t *sk_services_find(const sk_services_t *svcs,
     const char *service, unsigned port);
+
+/* 1 if a and b hold the same elements in the same order, 0 otherwise. */
+int sk_services_equal(const sk_services_t *a, const sk_services_t *b);
 
 void sk_services_free(sk_services_t *svcs);   /* zeroes it; NULL ok */
 
