@@ -19,7 +19,8 @@
 
 #define SK_ONION_ADDR_LEN 62            /* 56 base32 chars + ".onion" */
 
-/* Address of an Ed25519 public key; out gets a NUL too. */
+/* Address of an Ed25519 public key; out gets a NUL too.  out is "" only
+ * if OpenSSL cannot compute SHA3-256 (out of memory). */
 void sk_onion_address(char out[SK_ONION_ADDR_LEN + 1],
     const unsigned char pubkey[32]);
 int sk_onion_address_from_key(char out[SK_ONION_ADDR_LEN + 1],
@@ -33,6 +34,11 @@ typedef struct {
     const char *target;         /* "127.0.0.1:8443", "unix:/path"; NULL:
                                    127.0.0.1:virtport */
 } sk_onion_port_t;
+
+/* 0 if port can go into a torrc: virtport 1..65535, target NULL or
+ * printable with no space, '"', '#' or backslash (SK_ERR_USAGE otherwise).
+ * sk_onion_write_torrc checks each port with it before writing. */
+int sk_onion_port_check(const sk_onion_port_t *port, sk_err_t *err) SK_WUR;
 
 /*
  * Write a HiddenServiceDir for key (with its private half): the dir is
@@ -53,7 +59,9 @@ int sk_onion_read_hostname(char out[SK_ONION_ADDR_LEN + 1], const char *dir,
     sk_err_t *err) SK_WUR;
 
 /* Load the key of an existing HiddenServiceDir (hs_ed25519_secret_key) as
- * an address source: the public half is derived from the expanded key. */
+ * an address source: the public half is derived from the expanded key.  If
+ * hs_ed25519_public_key is there too it must hold the same key
+ * (SK_ERR_KEY_MISMATCH); if it is absent, Tor rewrites it. */
 int sk_onion_read_public(unsigned char pubkey[32], const char *dir,
     sk_err_t *err) SK_WUR;
 
