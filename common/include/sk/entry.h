@@ -82,7 +82,8 @@ int sk_entry_tid(const sk_entry_t *e, uint64_t *tid, sk_err_t *err) SK_WUR;
 int sk_entry_timestamp(const sk_entry_t *e, int64_t *t, sk_err_t *err)
     SK_WUR;
 
-/* Name field, or NULL for types without one (root-CA, incorporation). */
+/* Name field, or NULL for types without one (root-CA, incorporation) and
+ * while it is not set. */
 const char *sk_entry_name(const sk_entry_t *e);
 
 /* The SK of a Bind or Rebind (its Key field). */
@@ -94,8 +95,10 @@ int sk_entry_signed_bytes(char **out, size_t *len, const sk_entry_t *e,
     sk_sig_field_t which, sk_err_t *err) SK_WUR;
 
 /* Sign and fill field `which`; SK_ERR_USAGE if the type has no such
- * field.  Signing SK-Signature also fills Key and Key-Type of a Bind or
- * Rebind from key when they are "N/A". */
+ * field, or if a signature field it covers is still "N/A" (SK-Signature
+ * before Rebinder-Signature, those before the timeline's Signature).
+ * Signing SK-Signature also fills Key and Key-Type of a Bind or Rebind
+ * from key when they are "N/A" (SK_ERR_WRONG_SK if Key is another key). */
 int sk_entry_sign(sk_entry_t *e, sk_sig_field_t which, const sk_key_t *key,
     sk_err_t *err) SK_WUR;
 int sk_entry_verify(const sk_entry_t *e, sk_sig_field_t which,

@@ -7,7 +7,11 @@
  * record is the oldest Bind; a valid Unbind (SK-Signature by the SK in
  * force) ends it, and only a valid Rebind after it starts a new one; the
  * newest valid Change-Services after the record sets its services.
- * Entries whose signatures fail are skipped and counted.
+ * Entries whose signatures fail are skipped and counted, and so are
+ * Rebinds whose Rebinder-Name the revoked record does not list or whose
+ * rebinder has no SK (lookup says SK_ERR_NOT_FOUND).  Other failures
+ * (memory, a lookup backend) fail the call.  When UNBOUND, entry and key
+ * are the revoked record's, services is empty.
  */
 #ifndef SK_RECORD_H
 #define SK_RECORD_H
