@@ -23,5 +23,7 @@
 #include "record.h"
 #include "carrier.h"
 #include "onion.h"
+#include "cache.h"
+#include "merkle.h"
 
 #endif
