@@ -1,0 +1,112 @@
+#!/usr/bin/perl
+# sk-timeline durability: several clients append while the daemon is
+# killed with SIGKILL at random moments and restarted.  Every entry that got
+# 201 must be on disk, SNs contiguous, and every checkpoint seen must match
+# the root recomputed from the log.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use MIME::Base64 qw(decode_base64);
+use POSIX qw(_exit);
+use Time::HiRes qw(sleep);
+use SKTest;
+use SKTimeline;
+
+plan skip_all => 'sk-timeline not built' unless -x $SKTimeline::TL;
+plan skip_all => 'no openssl or curl' unless has_cmd('openssl') && has_cmd('curl');
+
+my ($CLIENTS, $PER_CLIENT, $KILLS) = (4, 30, 3);
+
+my $d = tmpdir();
+my $op = ed25519_key($d, 'operator');
+my $ca = make_ca($d, 'ca');
+my $sk = ed25519_key($d, 'sk');
+my $crt = issue($d, $ca, $sk, 'example.com', "$d/example");
+
+my $t = start_timeline($d, operator_key => "$d/operator.pub",
+    sk_budget => 1000000);
+ok($t->{up}, 'sk-timeline listens') or BAIL_OUT(slurp($t->{log}));
+is(append($t, root_entry(cert => "$ca.crt", key => $op))->{code}, 201,
+    'root added');
+is(append($t, bind_entry(name => 'example.com', key => $sk,
+    chain => [$crt]))->{code}, 201, 'name bound');
+
+# Entries made before the storm, so clients only POST.
+my @work = map {
+    my $c = $_;
+    [map { cs_entry(name => 'example.com', services => "https:"
+        . (1000 + $c * 100 + $_), key => $sk) } 1 .. $PER_CLIENT]
+} 0 .. $CLIENTS - 1;
+
+my @kids;
+for my $c (0 .. $CLIENTS - 1) {
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        open my $out, '>', "$d/acked.$c" or _exit(1);
+        for my $e (@{$work[$c]}) {
+            for my $try (1 .. 50) {
+                my $r = append($t, $e);
+                if ($r->{code} == 201) {
+                    my ($sn) = $r->{body} =~ /^SN: (\d+)$/m;
+                    print $out "$sn\n";
+                    last;
+                }
+                sleep 0.05;     # daemon down: retry
+            }
+        }
+        close $out;
+        _exit(0);
+    }
+    push @kids, $pid;
+}
+
+my @checkpoints;
+for my $k (1 .. $KILLS) {
+    sleep 0.3 + rand(0.7);
+    my $r = http('GET', "$t->{url}/checkpoint");
+    push @checkpoints, $r->{body} if $r->{code} == 200;
+    kill 'KILL', $t->{pid};
+    stop_daemon($t->{pid});
+    restart_timeline($t);
+    ok($t->{up}, "restart $k after SIGKILL") or diag(slurp($t->{log}));
+}
+waitpid($_, 0) for @kids;
+my $r = http('GET', "$t->{url}/checkpoint");
+push @checkpoints, $r->{body};
+stop_daemon($t->{pid});
+
+my @entries = parse_entries(slurp("$d/entries.log"));
+my @leaves = map { leaf_hash($_) } @entries;
+my $contiguous = 1;
+for my $i (0 .. $#entries) {
+    $contiguous &&= $entries[$i] =~ /^SN: $i$/m;
+}
+ok($contiguous, scalar(@entries) . ' entries, SNs contiguous from 0');
+
+my %acked;
+for my $c (0 .. $CLIENTS - 1) {
+    $acked{$_} = $c for split /\n/, slurp("$d/acked.$c");
+}
+my $present = 1;
+for my $sn (keys %acked) {
+    $present &&= defined $entries[$sn]
+        && $entries[$sn] =~ /^Services: https:1\d\d\d$/m;
+}
+ok($present, scalar(keys %acked) . ' acknowledged entries all on disk');
+cmp_ok(scalar(keys %acked), '==', $CLIENTS * $PER_CLIENT,
+    'every client entry was eventually acknowledged');
+
+my $roots_ok = 1;
+for my $cp (@checkpoints) {
+    my ($origin, $size, $root) = split /\n/, $cp;
+    $roots_ok &&= $size <= @leaves
+        && decode_base64($root) eq mth(@leaves[0 .. $size - 1]);
+}
+ok($roots_ok, scalar(@checkpoints) . ' checkpoints match the roots on disk');
+my ($last_size) = (split /\n/, $checkpoints[-1])[1];
+is($last_size, scalar @entries, 'last checkpoint covers the whole log');
+
+done_testing();

@@ -1,0 +1,151 @@
+/*
+ * tl.h -- sk-timeline internals: configuration, the durable log, the
+ * timeline's state (names, roots, budgets) and the HTTP front.
+ *
+ * Threads: libmicrohttpd runs one thread per connection.  Stateless checks
+ * (parsing, signatures, the CA chain) run in that thread without locks;
+ * tl_timeline_t.lock covers the state, the stamp and the write, and group
+ * commit shares one fdatasync among all writers waiting at that moment.
+ */
+#ifndef SK_TL_H
+#define SK_TL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <openssl/x509.h>
+#include <sk/sk.h>
+
+#define TL_PROG        "sk-timeline"
+#define TL_LOG_FILE    "entries.log"
+#define TL_KEY_FILE    "timeline.key"
+#define TL_PUB_FILE    "timeline.pub"
+
+/* Configuration (tl_conf.c): "key = value" lines, '#' comments. */
+typedef struct {
+    char      *listen;          /* ADDR:PORT, required */
+    char      *data_dir;        /* log and key, required */
+    char      *key_file;        /* default data_dir/timeline.key */
+    char      *operator_key;    /* public key signing root-CA entries */
+    char      *origin;          /* checkpoint origin and key name */
+    char      *clock_file;      /* tests only: read "now" from this file */
+    uint64_t   tid;             /* required, > 0 */
+    uint64_t   max_body;        /* bytes of a POST body, else 413 */
+    uint64_t   threads;         /* connection limit */
+    uint64_t   rate_global;     /* new entries per second, 0 = unlimited */
+    uint64_t   sk_budget;       /* Unbind/Change-Services per SK */
+    uint64_t   sk_refill;       /* seconds per budget token */
+    uint64_t   clock_wait_ms;   /* wait this long for a lagging clock */
+    uint64_t   max_clock_ahead; /* seconds past the newest stamp; 0 = off */
+    int        verify_on_start; /* check every timeline signature at start */
+} tl_conf_t;
+
+int tl_conf_load(tl_conf_t *conf, const char *path, sk_err_t *err) SK_WUR;
+void tl_conf_free(tl_conf_t *conf);
+
+/* What the timeline knows about one name (tl_state.c). */
+typedef struct {
+    char             *name;
+    char             *key;          /* the current SK: its Key field */
+    char             *rebinders;    /* Rebinder-Names of the record */
+    sk_entry_type_t   last;         /* newest entry's type */
+    double            tokens;       /* Unbind/Change-Services budget */
+    int64_t           tokens_at;    /* when tokens was last refilled */
+} tl_name_t;
+
+typedef struct {
+    X509             *cert;
+    unsigned char     hash[SK_SHA256_BYTES];
+} tl_root_t;
+
+typedef struct {
+    tl_conf_t         conf;
+    sk_key_t         *key;          /* the timeline's Ed25519 key */
+    sk_key_t         *operator_key; /* NULL: no root-CA entries accepted */
+
+    pthread_mutex_t   lock;         /* everything below */
+    pthread_cond_t    synced;       /* durable moved, or failed */
+    int               fd;           /* the log, O_APPEND */
+    uint64_t          size;         /* entries written */
+    uint64_t          durable;      /* entries fsynced */
+    int               syncing;      /* one writer is in fdatasync */
+    int               failed;       /* a write failed: refuse appends */
+    off_t            *off;          /* off[sn]: offset; off[size]: end */
+    int64_t          *ts;           /* ts[sn] */
+    uint64_t          cap;
+    sk_merkle_tree_t *tree;
+    int64_t           last_ts;      /* newest stamp */
+
+    tl_name_t        *names;        /* open addressing, nslots a power of 2 */
+    size_t            nnames, nslots;
+    tl_root_t        *roots;
+    size_t            nroots;
+
+    int64_t           rate_sec;     /* global limit window */
+    uint64_t          rate_count;
+} tl_timeline_t;
+
+/* tl_store.c: open and check the log, append durably, read back. */
+int tl_store_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+void tl_store_close(tl_timeline_t *tl);
+/* Under tl->lock: write one stamped entry as SN tl->size. */
+int tl_store_write(tl_timeline_t *tl, const char *buf, size_t len,
+    int64_t ts, sk_err_t *err) SK_WUR;
+/* Under tl->lock: wait until entry sn is on disk (group commit). */
+int tl_store_wait(tl_timeline_t *tl, uint64_t sn, sk_err_t *err) SK_WUR;
+/* Durable entries [first, last] as text, malloc()ed; takes tl->lock
+ * briefly, so call it without. */
+int tl_store_read(tl_timeline_t *tl, char **out, size_t *len, uint64_t first,
+    uint64_t last, sk_err_t *err) SK_WUR;
+
+/* tl_state.c: what the entries so far imply. */
+/* Apply an accepted (or replayed) entry to names and roots. */
+int tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
+    sk_err_t *err) SK_WUR;
+tl_name_t *tl_state_name(tl_timeline_t *tl, const char *name);
+/* Refill, then spend one of n's tokens (only check if dry); -1 if none. */
+int tl_state_spend(tl_timeline_t *tl, tl_name_t *n, int64_t now, int dry);
+/* Index of the root with this base64url SHA-256, or -1. */
+int tl_state_root_find(tl_timeline_t *tl, const char *hash_b64);
+void tl_state_free(tl_timeline_t *tl);
+
+/* A 403's rule, a 503's reason: what tl_validate reports besides err. */
+typedef enum {
+    TL_OK = 0,
+    TL_BAD_REQUEST,         /* 400 */
+    TL_FORBIDDEN,           /* 403: err names the rule */
+    TL_UNAVAILABLE,         /* 503 */
+    TL_TIMEOUT,             /* 408 */
+    TL_FAULT                /* 500 */
+} tl_verdict_t;
+
+/* tl_validate.c */
+/* Checks that need no state: run without the lock. */
+tl_verdict_t tl_validate_static(tl_timeline_t *tl, const sk_entry_t *e,
+    int64_t now, sk_err_t *err);
+/* Checks against the state; called with tl->lock held. */
+tl_verdict_t tl_validate_state(tl_timeline_t *tl, const sk_entry_t *e,
+    int64_t now, sk_err_t *err);
+
+/* tl_append.c: the whole POST /append path.  *out is the stamped entry. */
+tl_verdict_t tl_append(tl_timeline_t *tl, char **out, size_t *outlen,
+    const char *text, size_t len, sk_err_t *err);
+/* "now" from the clock (or conf.clock_file). */
+int64_t tl_now(const tl_timeline_t *tl);
+
+/* tl_publish.c: TFM and checkpoint of the durable tree. */
+int tl_publish_tfm(tl_timeline_t *tl, char **out, size_t *len, sk_err_t *err)
+    SK_WUR;
+int tl_publish_checkpoint(tl_timeline_t *tl, char **out, size_t *len,
+    sk_err_t *err) SK_WUR;
+
+/* tl_http.c */
+struct MHD_Daemon;
+int tl_http_start(tl_timeline_t *tl, struct MHD_Daemon **d, sk_err_t *err)
+    SK_WUR;
+
+void tl_log(const char *fmt, ...) SK_PRINTF(1, 2);
+
+#endif

@@ -1,0 +1,452 @@
+/*
+ * tl_http.c -- the draft's HTTP interface on libmicrohttpd.
+ *
+ *   POST /append                     form e=<entry>: 201 + stamped entry
+ *   GET  /status                     signed TFM
+ *   GET  /status/<token>             501: appends are synchronous
+ *   GET  /checkpoint                 C2SP signed note of the durable tree
+ *   GET  /proof/inclusion?sn=N&size=S
+ *   GET  /proof/consistency?from=A&to=B
+ *   GET  /entry/<sn>                 one durable entry (canonical text)
+ */
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+
+#include "tl.h"
+
+#define TL_HTTP_TIMEOUT  30     /* seconds of silence before closing */
+
+/* One POST in flight. */
+typedef struct {
+    struct MHD_PostProcessor  *pp;
+    char                      *e;       /* the "e" field so far */
+    size_t                     elen;
+    uint64_t                   total;   /* body bytes seen */
+    int                        too_big;
+    char                       bad[128];    /* a form error, or "" */
+} tl_req_t;
+
+
+static enum MHD_Result
+tl_http_reply(struct MHD_Connection *c, unsigned status, char *body,
+    size_t len)
+{
+    struct MHD_Response  *r;
+    enum MHD_Result       rc;
+
+    r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (r == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+        "text/plain; charset=us-ascii");
+    rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+
+static enum MHD_Result
+tl_http_text(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
+    SK_PRINTF(3, 4);
+
+
+static enum MHD_Result
+tl_http_text(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
+{
+    va_list  ap;
+    char    *s;
+    int      n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    s = n >= 0 ? malloc((size_t) n + 1) : NULL;
+    if (s == NULL) {
+        return MHD_NO;
+    }
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t) n + 1, fmt, ap);
+    va_end(ap);
+    return tl_http_reply(c, status, s, (size_t) n);
+}
+
+
+static enum MHD_Result
+tl_http_err(struct MHD_Connection *c, unsigned status, const sk_err_t *err)
+{
+    return tl_http_text(c, status, "%s\n", err->msg);
+}
+
+
+/* Strict decimal from the query or path; -1 if absent or not a number. */
+static int
+tl_http_u64(uint64_t *v, const char *s)
+{
+    char  *end;
+
+    if (s == NULL || *s < '0' || *s > '9' || (s[0] == '0' && s[1] != '\0')
+        || strlen(s) > 19)
+    {
+        return -1;
+    }
+    *v = strtoull(s, &end, 10);
+    return *end == '\0' ? 0 : -1;
+}
+
+
+static uint64_t
+tl_http_durable(tl_timeline_t *tl)
+{
+    uint64_t  n;
+
+    pthread_mutex_lock(&tl->lock);
+    n = tl->durable;
+    pthread_mutex_unlock(&tl->lock);
+    return n;
+}
+
+
+static enum MHD_Result
+tl_http_proof_reply(struct MHD_Connection *c, tl_timeline_t *tl,
+    int inclusion, uint64_t a, uint64_t b)
+{
+    sk_merkle_proof_t  p;
+    sk_err_t           err;
+    size_t             len;
+    char              *out;
+    int                rc;
+
+    pthread_mutex_lock(&tl->lock);
+    rc = inclusion ? sk_merkle_tree_inclusion(&p, tl->tree, a, b, &err)
+                   : sk_merkle_tree_consistency(&p, tl->tree, a, b, &err);
+    pthread_mutex_unlock(&tl->lock);
+    if (rc != 0 || sk_merkle_proof_format(&out, &len, &p, &err) != 0) {
+        return tl_http_err(c, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
+    }
+    return tl_http_reply(c, MHD_HTTP_OK, out, len);
+}
+
+
+static enum MHD_Result
+tl_http_proof(struct MHD_Connection *c, tl_timeline_t *tl, const char *kind)
+{
+    const char  *an, *bn;
+    uint64_t     a, b, n = tl_http_durable(tl);
+    int          inclusion = strcmp(kind, "inclusion") == 0;
+
+    if (!inclusion && strcmp(kind, "consistency") != 0) {
+        return tl_http_text(c, MHD_HTTP_NOT_FOUND, "no proof \"%s\"\n", kind);
+    }
+    an = inclusion ? "sn" : "from";
+    bn = inclusion ? "size" : "to";
+    if (tl_http_u64(&a, MHD_lookup_connection_value(c,
+            MHD_GET_ARGUMENT_KIND, an)) != 0)
+    {
+        return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
+            "proof: \"%s\" missing or not a number\n", an);
+    }
+    if (MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, bn) == NULL) {
+        b = n;
+    } else if (tl_http_u64(&b, MHD_lookup_connection_value(c,
+                   MHD_GET_ARGUMENT_KIND, bn)) != 0)
+    {
+        return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
+            "proof: \"%s\" not a number\n", bn);
+    }
+    if (b > n || (inclusion ? a >= b : (a == 0 || a > b))) {
+        return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
+            "proof: need %s, %s <= %" PRIu64 " (the durable size)\n",
+            inclusion ? "sn < size" : "0 < from <= to", bn, n);
+    }
+    return tl_http_proof_reply(c, tl, inclusion, a, b);
+}
+
+
+static enum MHD_Result
+tl_http_get(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
+{
+    sk_err_t   err;
+    uint64_t   sn;
+    size_t     len;
+    char      *out;
+    int        rc;
+
+    if (strcmp(url, "/status") == 0 || strcmp(url, "/checkpoint") == 0) {
+        rc = url[1] == 's' ? tl_publish_tfm(tl, &out, &len, &err)
+                           : tl_publish_checkpoint(tl, &out, &len, &err);
+        if (rc != 0) {
+            return tl_http_err(c, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
+        }
+        return tl_http_reply(c, MHD_HTTP_OK, out, len);
+    }
+    if (strncmp(url, "/status/", 8) == 0) {
+        return tl_http_text(c, MHD_HTTP_NOT_IMPLEMENTED,
+            "status: tokens are not tracked (appends answer at once)\n");
+    }
+    if (strncmp(url, "/proof/", 7) == 0) {
+        return tl_http_proof(c, tl, url + 7);
+    }
+    if (strncmp(url, "/entry/", 7) == 0) {
+        if (tl_http_u64(&sn, url + 7) != 0) {
+            return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
+                "entry: bad SN \"%s\"\n", url + 7);
+        }
+        if (sn >= tl_http_durable(tl)) {
+            return tl_http_text(c, MHD_HTTP_NOT_FOUND,
+                "entry: no SN %" PRIu64 "\n", sn);
+        }
+        if (tl_store_read(tl, &out, &len, sn, sn, &err) != 0) {
+            return tl_http_err(c, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
+        }
+        return tl_http_reply(c, MHD_HTTP_OK, out, len);
+    }
+    return tl_http_text(c, MHD_HTTP_NOT_FOUND, "no such resource\n");
+}
+
+
+static enum MHD_Result
+tl_http_post_field(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *filename, const char *content_type,
+    const char *transfer_encoding, const char *data, uint64_t off,
+    size_t size)
+{
+    tl_req_t  *rq = cls;
+    char      *p;
+
+    (void) kind;
+    (void) filename;
+    (void) content_type;
+    (void) transfer_encoding;
+    if (strcmp(key, "e") != 0) {
+        snprintf(rq->bad, sizeof(rq->bad), "form: unknown field \"%.40s\"",
+            key);
+        return MHD_YES;
+    }
+    if (off == 0 && rq->e != NULL) {
+        snprintf(rq->bad, sizeof(rq->bad), "form: field \"e\" given twice");
+        return MHD_YES;
+    }
+    p = realloc(rq->e, rq->elen + size + 1);
+    if (p == NULL) {
+        return MHD_NO;
+    }
+    memcpy(p + rq->elen, data, size);
+    rq->elen += size;
+    p[rq->elen] = '\0';
+    rq->e = p;
+    return MHD_YES;
+}
+
+
+static enum MHD_Result
+tl_http_append_done(struct MHD_Connection *c, tl_timeline_t *tl,
+    tl_req_t *rq)
+{
+    static const unsigned  status[] = {
+        [TL_OK] = MHD_HTTP_CREATED,
+        [TL_BAD_REQUEST] = MHD_HTTP_BAD_REQUEST,
+        [TL_FORBIDDEN] = MHD_HTTP_FORBIDDEN,
+        [TL_UNAVAILABLE] = MHD_HTTP_SERVICE_UNAVAILABLE,
+        [TL_TIMEOUT] = MHD_HTTP_REQUEST_TIMEOUT,
+        [TL_FAULT] = MHD_HTTP_INTERNAL_SERVER_ERROR,
+    };
+    tl_verdict_t  v;
+    sk_err_t      err;
+    size_t        len;
+    char         *out;
+
+    if (rq->too_big) {
+        return tl_http_text(c, MHD_HTTP_CONTENT_TOO_LARGE,
+            "form: body larger than %" PRIu64 " bytes\n", tl->conf.max_body);
+    }
+    if (rq->bad[0] != '\0') {
+        return tl_http_text(c, MHD_HTTP_BAD_REQUEST, "%s\n", rq->bad);
+    }
+    if (rq->e == NULL) {
+        return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
+            "form: field \"e\" missing\n");
+    }
+    if (strlen(rq->e) != rq->elen) {
+        return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
+            "entry: contains a NUL byte\n");
+    }
+    sk_err_clear(&err);
+    v = tl_append(tl, &out, &len, rq->e, rq->elen, &err);
+    if (v == TL_OK) {
+        return tl_http_reply(c, MHD_HTTP_CREATED, out, len);
+    }
+    if (v == TL_FAULT) {
+        tl_log("append: %s", err.msg);
+    }
+    return tl_http_err(c, status[v], &err);
+}
+
+
+static enum MHD_Result
+tl_http_append(struct MHD_Connection *c, tl_timeline_t *tl, void **con_cls,
+    const char *data, size_t *size)
+{
+    const char  *cl;
+    uint64_t     n;
+    tl_req_t    *rq = *con_cls;
+
+    if (rq == NULL) {
+        rq = calloc(1, sizeof(*rq));
+        if (rq == NULL) {
+            return MHD_NO;
+        }
+        *con_cls = rq;
+        cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+            MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl != NULL && tl_http_u64(&n, cl) == 0 && n > tl->conf.max_body)
+        {
+            rq->too_big = 1;
+            return MHD_YES;
+        }
+        rq->pp = MHD_create_post_processor(c, 16 * 1024, tl_http_post_field,
+            rq);
+        if (rq->pp == NULL) {
+            snprintf(rq->bad, sizeof(rq->bad),
+                "form: want application/x-www-form-urlencoded or "
+                "multipart/form-data");
+        }
+        return MHD_YES;
+    }
+    if (*size != 0) {
+        rq->total += *size;
+        if (rq->total > tl->conf.max_body) {
+            rq->too_big = 1;
+        }
+        if (!rq->too_big && rq->pp != NULL
+            && MHD_post_process(rq->pp, data, *size) != MHD_YES
+            && rq->bad[0] == '\0')
+        {
+            snprintf(rq->bad, sizeof(rq->bad), "form: malformed body");
+        }
+        *size = 0;
+        return MHD_YES;
+    }
+    return tl_http_append_done(c, tl, rq);
+}
+
+
+static enum MHD_Result
+tl_http_handler(void *cls, struct MHD_Connection *c, const char *url,
+    const char *method, const char *version, const char *data, size_t *size,
+    void **con_cls)
+{
+    tl_timeline_t  *tl = cls;
+
+    (void) version;
+    if (strcmp(url, "/append") == 0) {
+        if (strcmp(method, MHD_HTTP_METHOD_POST) != 0) {
+            return tl_http_text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
+                "append: use POST\n");
+        }
+        return tl_http_append(c, tl, con_cls, data, size);
+    }
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0
+        && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+    {
+        return tl_http_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET\n");
+    }
+    return tl_http_get(c, tl, url);
+}
+
+
+static void
+tl_http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+    tl_req_t  *rq = *con_cls;
+
+    (void) cls;
+    (void) c;
+    (void) toe;
+    if (rq != NULL) {
+        if (rq->pp != NULL) {
+            MHD_destroy_post_processor(rq->pp);
+        }
+        free(rq->e);
+        free(rq);
+        *con_cls = NULL;
+    }
+}
+
+
+/* "IPv4:PORT" or "[IPv6]:PORT". */
+static int
+tl_http_addr(struct sockaddr_storage *ss, const char *s, sk_err_t *err)
+{
+    struct sockaddr_in   *in4 = (struct sockaddr_in *) ss;
+    struct sockaddr_in6  *in6 = (struct sockaddr_in6 *) ss;
+    const char           *colon = strrchr(s, ':');
+    char                  host[64];
+    uint64_t              port;
+    size_t                hl;
+
+    memset(ss, 0, sizeof(*ss));
+    if (colon == NULL || tl_http_u64(&port, colon + 1) != 0 || port == 0
+        || port > 65535 || (size_t) (colon - s) >= sizeof(host))
+    {
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "listen \"%s\": want ADDRESS:PORT", s);
+    }
+    hl = (size_t) (colon - s);
+    memcpy(host, s, hl);
+    host[hl] = '\0';
+    if (hl > 2 && host[0] == '[' && host[hl - 1] == ']') {
+        host[hl - 1] = '\0';
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t) port);
+        if (inet_pton(AF_INET6, host + 1, &in6->sin6_addr) == 1) {
+            return 0;
+        }
+    } else {
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons((uint16_t) port);
+        if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+            return 0;
+        }
+    }
+    return sk_err_set(err, SK_ERR_FORMAT,
+        "listen \"%s\": not a numeric address", s);
+}
+
+
+int
+tl_http_start(tl_timeline_t *tl, struct MHD_Daemon **d, sk_err_t *err)
+{
+    struct sockaddr_storage  ss;
+    unsigned                 flags;
+
+    if (tl_http_addr(&ss, tl->conf.listen, err) != 0) {
+        return -1;
+    }
+    flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD
+            | MHD_USE_ERROR_LOG;
+    if (ss.ss_family == AF_INET6) {
+        flags |= MHD_USE_IPv6;
+    }
+    *d = MHD_start_daemon(flags, 0, NULL, NULL, tl_http_handler, tl,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &ss,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned) tl->conf.threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) TL_HTTP_TIMEOUT,
+        MHD_OPTION_NOTIFY_COMPLETED, tl_http_completed, NULL,
+        MHD_OPTION_END);
+    if (*d == NULL) {
+        return sk_err_set(err, SK_ERR_SYSTEM, "listen %s: cannot start "
+            "the HTTP server (address in use?)", tl->conf.listen);
+    }
+    return 0;
+}

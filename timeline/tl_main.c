@@ -1,0 +1,159 @@
+/*
+ * tl_main.c -- sk-timeline: flags, key, log, HTTP, signals.
+ *
+ *   sk-timeline -c FILE        run in the foreground until SIGTERM/SIGINT
+ *   sk-timeline -n -c FILE     check the configuration and exit
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "tl.h"
+
+
+void
+tl_log(const char *fmt, ...)
+{
+    va_list  ap;
+    char     msg[1024];
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s: %s\n", TL_PROG, msg);
+}
+
+
+static int
+tl_usage(void)
+{
+    fprintf(stderr, "usage: %s [-n] -c FILE\n", TL_PROG);
+    return EX_USAGE;
+}
+
+
+/* The timeline key: load it, or make one (0600) on first start. */
+static int
+tl_main_key(tl_timeline_t *tl, sk_err_t *err)
+{
+    char  pub[4096], fp[SK_FINGERPRINT_SIZE];
+
+    if (access(tl->conf.key_file, F_OK) != 0 && errno == ENOENT) {
+        snprintf(pub, sizeof(pub), "%s/%s", tl->conf.data_dir, TL_PUB_FILE);
+        if (sk_key_generate(&tl->key, SK_KEY_ED25519, 0, err) != 0
+            || sk_key_save_private(tl->key, tl->conf.key_file, err) != 0
+            || sk_key_save_public(tl->key, pub, err) != 0)
+        {
+            return -1;
+        }
+        sk_key_fingerprint(fp, tl->key);
+        tl_log("%s: new timeline key %s", tl->conf.key_file, fp);
+        return 0;
+    }
+    if (sk_key_load_private(&tl->key, tl->conf.key_file, err) != 0) {
+        return -1;
+    }
+    if (sk_key_alg(tl->key) != SK_KEY_ED25519) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s: not an ed25519 key",
+            tl->conf.key_file);
+    }
+    return 0;
+}
+
+
+static int
+tl_main_run(tl_timeline_t *tl)
+{
+    struct MHD_Daemon  *d;
+    sk_err_t            err;
+    sigset_t            set;
+    int                 sig;
+
+    /* Signals are taken by sigwait here, never by the HTTP threads. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (tl_main_key(tl, &err) != 0
+        || (tl->conf.operator_key != NULL
+            && sk_key_load_public(&tl->operator_key, tl->conf.operator_key,
+                   &err) != 0)
+        || tl_store_open(tl, &err) != 0)
+    {
+        tl_log("%s", err.msg);
+        return EX_CONFIG;
+    }
+    if (tl_http_start(tl, &d, &err) != 0) {
+        tl_log("%s", err.msg);
+        return EX_UNAVAILABLE;
+    }
+    tl_log("timeline %llu (%s) listening on %s",
+        (unsigned long long) tl->conf.tid, tl->conf.origin, tl->conf.listen);
+    do {
+        if (sigwait(&set, &sig) != 0) {
+            sig = SIGTERM;
+        }
+    } while (sig == SIGHUP);
+    tl_log("signal %d: stopping", sig);
+    MHD_stop_daemon(d);
+    return EX_OK;
+}
+
+
+int
+main(int argc, char **argv)
+{
+    tl_timeline_t  tl;
+    const char    *conf = NULL;
+    sk_err_t       err;
+    int            c, check = 0, rc;
+
+    while ((c = getopt(argc, argv, "c:nh")) != -1) {
+        switch (c) {
+        case 'c':
+            conf = optarg;
+            break;
+        case 'n':
+            check = 1;
+            break;
+        default:
+            return tl_usage();
+        }
+    }
+    if (conf == NULL || optind != argc) {
+        return tl_usage();
+    }
+    memset(&tl, 0, sizeof(tl));
+    tl.fd = -1;
+    pthread_mutex_init(&tl.lock, NULL);
+    pthread_cond_init(&tl.synced, NULL);
+    if (tl_conf_load(&tl.conf, conf, &err) != 0) {
+        fprintf(stderr, "%s: configuration error: %s\n", TL_PROG, err.msg);
+        return EX_CONFIG;
+    }
+    if (check) {
+        printf("%s: %s: configuration ok\n", TL_PROG, conf);
+        tl_conf_free(&tl.conf);
+        return EX_OK;
+    }
+    rc = tl_main_run(&tl);
+    tl_store_close(&tl);
+    tl_state_free(&tl);
+    sk_key_free(tl.key);
+    sk_key_free(tl.operator_key);
+    tl_conf_free(&tl.conf);
+    return rc;
+}

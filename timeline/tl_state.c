@@ -1,0 +1,249 @@
+/*
+ * tl_state.c -- what the log implies: each name's current SK and newest
+ * entry, each SK's revocation budget, and the trusted roots.  Rebuilt by
+ * replaying the log at start, then kept up by every accepted entry.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/sha.h>
+
+#include "tl.h"
+
+
+static uint64_t
+tl_state_hash(const char *s)
+{
+    uint64_t  h = 14695981039346656037ull;      /* FNV-1a */
+
+    while (*s != '\0') {
+        h = (h ^ (unsigned char) *s++) * 1099511628211ull;
+    }
+    return h;
+}
+
+
+static tl_name_t *
+tl_state_slot(tl_name_t *slots, size_t nslots, const char *name)
+{
+    size_t  i = (size_t) tl_state_hash(name) & (nslots - 1);
+
+    while (slots[i].name != NULL && strcmp(slots[i].name, name) != 0) {
+        i = (i + 1) & (nslots - 1);
+    }
+    return &slots[i];
+}
+
+
+tl_name_t *
+tl_state_name(tl_timeline_t *tl, const char *name)
+{
+    tl_name_t  *n;
+
+    if (tl->nslots == 0) {
+        return NULL;
+    }
+    n = tl_state_slot(tl->names, tl->nslots, name);
+    return n->name != NULL ? n : NULL;
+}
+
+
+static int
+tl_state_grow(tl_timeline_t *tl, sk_err_t *err)
+{
+    tl_name_t  *slots;
+    size_t      n = tl->nslots != 0 ? tl->nslots * 2 : 1024, i;
+
+    slots = calloc(n, sizeof(*slots));
+    if (slots == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "name table");
+    }
+    for (i = 0; i < tl->nslots; i++) {
+        if (tl->names[i].name != NULL) {
+            *tl_state_slot(slots, n, tl->names[i].name) = tl->names[i];
+        }
+    }
+    free(tl->names);
+    tl->names = slots;
+    tl->nslots = n;
+    return 0;
+}
+
+
+static int
+tl_state_strset(char **dst, const char *v, sk_err_t *err)
+{
+    char  *s = strdup(v != NULL ? v : "");
+
+    if (s == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "name table");
+    }
+    free(*dst);
+    *dst = s;
+    return 0;
+}
+
+
+/* Bind or Rebind: the name (new or not) now has this SK and budget. */
+static int
+tl_state_bind(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
+    sk_err_t *err)
+{
+    const char  *name = sk_entry_name(e);
+    tl_name_t   *n;
+
+    if (2 * (tl->nnames + 1) > tl->nslots && tl_state_grow(tl, err) != 0) {
+        return -1;
+    }
+    n = tl_state_slot(tl->names, tl->nslots, name);
+    if (n->name == NULL) {
+        if (tl_state_strset(&n->name, name, err) != 0) {
+            return -1;
+        }
+        tl->nnames++;
+    }
+    if (tl_state_strset(&n->key, sk_entry_get(e, "Key"), err) != 0
+        || tl_state_strset(&n->rebinders, sk_entry_get(e, "Rebinder-Names"),
+               err) != 0)
+    {
+        return -1;
+    }
+    n->tokens = (double) tl->conf.sk_budget;
+    n->tokens_at = ts;
+    return 0;
+}
+
+
+/* Refill then spend one token of n's budget; -1 if there is none. */
+int
+tl_state_spend(tl_timeline_t *tl, tl_name_t *n, int64_t now, int dry)
+{
+    double  t = n->tokens;
+
+    if (tl->conf.sk_refill > 0 && now > n->tokens_at) {
+        t += (double) (now - n->tokens_at) / (double) tl->conf.sk_refill;
+    }
+    if (t > (double) tl->conf.sk_budget) {
+        t = (double) tl->conf.sk_budget;
+    }
+    if (t < 1.0) {
+        return -1;
+    }
+    if (!dry) {
+        n->tokens = t - 1.0;
+        n->tokens_at = now;
+    }
+    return 0;
+}
+
+
+static int
+tl_state_root_add(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
+{
+    unsigned char        *der;
+    const unsigned char  *p;
+    size_t                len;
+    tl_root_t            *r;
+    X509                 *x;
+
+    if (sk_b64_decode(&der, &len, sk_entry_get(e, "CA-Cert"),
+            strlen(sk_entry_get(e, "CA-Cert")), err) != 0)
+    {
+        return -1;
+    }
+    p = der;
+    x = d2i_X509(NULL, &p, (long) len);
+    r = realloc(tl->roots, (tl->nroots + 1) * sizeof(*r));
+    if (x == NULL || r == NULL) {
+        X509_free(x);
+        free(der);
+        return x == NULL ? sk_err_crypto(err, "CA-Cert")
+                         : sk_err_set(err, SK_ERR_NOMEM, "roots");
+    }
+    tl->roots = r;
+    r += tl->nroots++;
+    r->cert = x;
+    SHA256(der, len, r->hash);
+    free(der);
+    return 0;
+}
+
+
+/* Index of the root whose SHA-256 (of DER) is the base64url hash. */
+int
+tl_state_root_find(tl_timeline_t *tl, const char *hash_b64)
+{
+    unsigned char  *h;
+    size_t          len, i;
+    int             found = -1;
+
+    if (sk_b64_decode(&h, &len, hash_b64, strlen(hash_b64), NULL) != 0) {
+        return -1;
+    }
+    for (i = 0; len == SK_SHA256_BYTES && i < tl->nroots; i++) {
+        if (memcmp(tl->roots[i].hash, h, len) == 0) {
+            found = (int) i;
+        }
+    }
+    free(h);
+    return found;
+}
+
+
+int
+tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
+    sk_err_t *err)
+{
+    tl_name_t  *n;
+    int         i;
+
+    switch (sk_entry_type(e)) {
+    case SK_ENTRY_BIND:
+    case SK_ENTRY_REBIND:
+        if (tl_state_bind(tl, e, ts, err) != 0) {
+            return -1;
+        }
+        break;
+    case SK_ENTRY_UNBIND:
+    case SK_ENTRY_CHANGE_SERVICES:
+        n = tl_state_name(tl, sk_entry_name(e));
+        if (n == NULL) {
+            return sk_err_set(err, SK_ERR_FORMAT, "%s for unbound name %s",
+                sk_entry_type_name(sk_entry_type(e)), sk_entry_name(e));
+        }
+        (void) tl_state_spend(tl, n, ts, 0);
+        break;
+    case SK_ENTRY_ADD_ROOT_CA:
+        return tl_state_root_add(tl, e, err);
+    case SK_ENTRY_REMOVE_ROOT_CA:
+        i = tl_state_root_find(tl, sk_entry_get(e, "CA-Cert-Hash"));
+        if (i >= 0) {
+            X509_free(tl->roots[i].cert);
+            tl->roots[i] = tl->roots[--tl->nroots];
+        }
+        return 0;
+    default:
+        return 0;
+    }
+    n = tl_state_name(tl, sk_entry_name(e));
+    n->last = sk_entry_type(e);
+    return 0;
+}
+
+
+void
+tl_state_free(tl_timeline_t *tl)
+{
+    size_t  i;
+
+    for (i = 0; i < tl->nslots; i++) {
+        free(tl->names[i].name);
+        free(tl->names[i].key);
+        free(tl->names[i].rebinders);
+    }
+    free(tl->names);
+    for (i = 0; i < tl->nroots; i++) {
+        X509_free(tl->roots[i].cert);
+    }
+    free(tl->roots);
+}

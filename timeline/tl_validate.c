@@ -1,0 +1,321 @@
+/*
+ * tl_validate.c -- the draft's validation rules.  Each rejection is a 403
+ * whose message starts with the rule ("bind: ...", "unbind: ...").
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/x509v3.h>
+
+#include "tl.h"
+
+
+static tl_verdict_t
+tl_forbid(sk_err_t *err, const char *rule)
+{
+    sk_err_prefix(err, "%s", rule);
+    return TL_FORBIDDEN;
+}
+
+
+/* A snapshot of the trusted roots, so chains verify without the lock. */
+static X509_STORE *
+tl_validate_store(tl_timeline_t *tl)
+{
+    X509_STORE  *st = X509_STORE_new();
+    size_t       i;
+
+    pthread_mutex_lock(&tl->lock);
+    for (i = 0; st != NULL && i < tl->nroots; i++) {
+        if (X509_STORE_add_cert(st, tl->roots[i].cert) != 1) {
+            X509_STORE_free(st);
+            st = NULL;
+        }
+    }
+    pthread_mutex_unlock(&tl->lock);
+    return st;
+}
+
+
+/* CA-Cert-Chain: end-entity first, comma-separated base64url DER. */
+static int
+tl_validate_decode_chain(STACK_OF(X509) **chain, const char *v,
+    sk_err_t *err)
+{
+    const unsigned char  *p;
+    const char           *comma;
+    unsigned char        *der;
+    size_t                n, len;
+    X509                 *x;
+
+    *chain = sk_X509_new_null();
+    if (*chain == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "chain");
+    }
+    for (;;) {
+        comma = strchr(v, ',');
+        len = comma != NULL ? (size_t) (comma - v) : strlen(v);
+        if (sk_b64_decode(&der, &n, v, len, err) != 0) {
+            return -1;
+        }
+        p = der;
+        x = d2i_X509(NULL, &p, (long) n);
+        free(der);
+        if (x == NULL || sk_X509_push(*chain, x) == 0) {
+            X509_free(x);
+            return sk_err_crypto(err, "certificate %d",
+                sk_X509_num(*chain) + 1);
+        }
+        if (comma == NULL) {
+            return 0;
+        }
+        v = comma + 1;
+    }
+}
+
+
+/* "CA chain valid to a trusted root at claim time, name matches the
+ * end-entity certificate, the key is bound by it". */
+static tl_verdict_t
+tl_validate_chain(tl_timeline_t *tl, const sk_entry_t *e, const sk_key_t *sk,
+    int64_t now, sk_err_t *err)
+{
+    STACK_OF(X509)  *chain = NULL;
+    X509_STORE_CTX  *ctx = NULL;
+    X509_STORE      *st = NULL;
+    EVP_PKEY        *eek;
+    X509            *ee;
+    const char      *name = sk_entry_name(e);
+    tl_verdict_t     v = TL_FORBIDDEN;
+    int              rc;
+
+    if (tl_validate_decode_chain(&chain, sk_entry_get(e, "CA-Cert-Chain"),
+            err) != 0)
+    {
+        sk_err_prefix(err, "chain: CA-Cert-Chain");
+        goto done;
+    }
+    ee = sk_X509_value(chain, 0);
+    st = tl_validate_store(tl);
+    ctx = X509_STORE_CTX_new();
+    if (st == NULL || ctx == NULL
+        || X509_STORE_CTX_init(ctx, st, ee, chain) != 1)
+    {
+        sk_err_crypto(err, "chain: verifier");
+        v = TL_FAULT;
+        goto done;
+    }
+    X509_STORE_CTX_set_time(ctx, 0, (time_t) now);
+    rc = X509_verify_cert(ctx);
+    if (rc != 1) {
+        sk_err_set(err, SK_ERR_SIGNATURE,
+            "chain: not valid to a trusted root at claim time: %s",
+            X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx)));
+        goto done;
+    }
+    if (X509_check_host(ee, name, strlen(name), 0, NULL) != 1) {
+        sk_err_set(err, SK_ERR_FORMAT,
+            "name: end-entity certificate is not for %s", name);
+        goto done;
+    }
+    eek = X509_get0_pubkey(ee);
+    if (eek == NULL || EVP_PKEY_eq(eek, sk_key_get0_pkey(sk)) != 1) {
+        sk_err_set(err, SK_ERR_KEY_MISMATCH,
+            "key: end-entity certificate's key is not the SK");
+        goto done;
+    }
+    v = TL_OK;
+done:
+    X509_STORE_CTX_free(ctx);
+    X509_STORE_free(st);
+    sk_X509_pop_free(chain, X509_free);
+    return v;
+}
+
+
+static tl_verdict_t
+tl_validate_bind(tl_timeline_t *tl, const sk_entry_t *e, const char *rule,
+    int64_t now, sk_err_t *err)
+{
+    sk_key_t      *sk;
+    tl_verdict_t   v;
+
+    if (sk_entry_key(&sk, e, err) != 0) {
+        return TL_BAD_REQUEST;
+    }
+    if (sk_entry_verify(e, SK_SIG_SK, sk, err) != 0) {
+        sk_key_free(sk);
+        sk_err_prefix(err, "SK-Signature");
+        return tl_forbid(err, rule);
+    }
+    v = tl_validate_chain(tl, e, sk, now, err);
+    sk_key_free(sk);
+    return v == TL_FORBIDDEN ? tl_forbid(err, rule) : v;
+}
+
+
+static tl_verdict_t
+tl_validate_operator(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
+{
+    if (tl->operator_key == NULL) {
+        sk_err_set(err, SK_ERR_PERM, "no operator key configured");
+        return tl_forbid(err, "operator");
+    }
+    if (sk_entry_verify(e, SK_SIG_OPERATOR, tl->operator_key, err) != 0) {
+        return tl_forbid(err, "operator: Operator-Signature");
+    }
+    return TL_OK;
+}
+
+
+tl_verdict_t
+tl_validate_static(tl_timeline_t *tl, const sk_entry_t *e, int64_t now,
+    sk_err_t *err)
+{
+    switch (sk_entry_type(e)) {
+    case SK_ENTRY_BIND:
+        return tl_validate_bind(tl, e, "bind", now, err);
+    case SK_ENTRY_REBIND:
+        return tl_validate_bind(tl, e, "rebind", now, err);
+    case SK_ENTRY_ADD_ROOT_CA:
+    case SK_ENTRY_REMOVE_ROOT_CA:
+        return tl_validate_operator(tl, e, err);
+    case SK_ENTRY_INCORPORATE:
+        sk_err_set(err, SK_ERR_PERM, "no peer timelines configured");
+        return tl_forbid(err, "incorporate");
+    default:
+        return TL_OK;
+    }
+}
+
+
+/* The SK of a name's current record signed field `which` of e. */
+static int
+tl_validate_sig_by(const tl_name_t *n, const sk_entry_t *e,
+    sk_sig_field_t which, sk_err_t *err)
+{
+    unsigned char  *der;
+    sk_key_t       *key;
+    size_t          len;
+    int             rc;
+
+    if (sk_b64_decode(&der, &len, n->key, strlen(n->key), err) != 0) {
+        return -1;
+    }
+    rc = sk_key_from_spki(&key, der, len, err);
+    free(der);
+    if (rc != 0) {
+        return -1;
+    }
+    rc = sk_entry_verify(e, which, key, err);
+    sk_key_free(key);
+    return rc;
+}
+
+
+static int
+tl_validate_listed(const char *list, const char *name)
+{
+    size_t       nlen = strlen(name);
+    const char  *p = list;
+
+    while ((p = strstr(p, name)) != NULL) {
+        if ((p == list || p[-1] == ',') && (p[nlen] == ',' || p[nlen] == 0)) {
+            return 1;
+        }
+        p += nlen;
+    }
+    return 0;
+}
+
+
+static int
+tl_validate_bound(const tl_name_t *n)
+{
+    return n != NULL && n->last != SK_ENTRY_UNBIND;
+}
+
+
+/* Unbind and Change-Services: bound, signed by its SK, within budget. */
+static tl_verdict_t
+tl_validate_update(tl_timeline_t *tl, const sk_entry_t *e, const char *rule,
+    int64_t now, sk_err_t *err)
+{
+    tl_name_t  *n = tl_state_name(tl, sk_entry_name(e));
+
+    if (!tl_validate_bound(n)) {
+        sk_err_set(err, SK_ERR_NOT_FOUND, "%s is not bound",
+            sk_entry_name(e));
+        return tl_forbid(err, rule);
+    }
+    if (tl_validate_sig_by(n, e, SK_SIG_SK, err) != 0) {
+        sk_err_prefix(err, "SK-Signature");
+        return tl_forbid(err, rule);
+    }
+    if (tl_state_spend(tl, n, now, 1) != 0) {
+        sk_err_set(err, SK_ERR_UNAVAILABLE,
+            "rate limit: %s: budget of %llu per SK spent", rule,
+            (unsigned long long) tl->conf.sk_budget);
+        return TL_UNAVAILABLE;
+    }
+    return TL_OK;
+}
+
+
+static tl_verdict_t
+tl_validate_rebind(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
+{
+    tl_name_t   *n = tl_state_name(tl, sk_entry_name(e)), *r;
+    const char  *rb = sk_entry_get(e, "Rebinder-Name");
+
+    if (n == NULL || n->last != SK_ENTRY_UNBIND) {
+        sk_err_set(err, SK_ERR_FORMAT,
+            "newest entry for %s is not an Unbind", sk_entry_name(e));
+        return tl_forbid(err, "rebind");
+    }
+    if (!tl_validate_listed(n->rebinders, rb)) {
+        sk_err_set(err, SK_ERR_PERM, "%s is not among the rebinders of %s",
+            rb, n->name);
+        return tl_forbid(err, "rebind");
+    }
+    r = tl_state_name(tl, rb);
+    if (!tl_validate_bound(r)) {
+        sk_err_set(err, SK_ERR_NOT_FOUND, "rebinder %s is not bound", rb);
+        return tl_forbid(err, "rebind");
+    }
+    if (tl_validate_sig_by(r, e, SK_SIG_REBINDER, err) != 0) {
+        sk_err_prefix(err, "Rebinder-Signature");
+        return tl_forbid(err, "rebind");
+    }
+    return TL_OK;
+}
+
+
+tl_verdict_t
+tl_validate_state(tl_timeline_t *tl, const sk_entry_t *e, int64_t now,
+    sk_err_t *err)
+{
+    switch (sk_entry_type(e)) {
+    case SK_ENTRY_BIND:
+        if (tl_state_name(tl, sk_entry_name(e)) != NULL) {
+            sk_err_set(err, SK_ERR_EXISTS,
+                "%s already has a Bind on this timeline", sk_entry_name(e));
+            return tl_forbid(err, "bind");
+        }
+        return TL_OK;
+    case SK_ENTRY_REBIND:
+        return tl_validate_rebind(tl, e, err);
+    case SK_ENTRY_UNBIND:
+        return tl_validate_update(tl, e, "unbind", now, err);
+    case SK_ENTRY_CHANGE_SERVICES:
+        return tl_validate_update(tl, e, "change-services", now, err);
+    case SK_ENTRY_REMOVE_ROOT_CA:
+        if (tl_state_root_find(tl, sk_entry_get(e, "CA-Cert-Hash")) < 0) {
+            sk_err_set(err, SK_ERR_NOT_FOUND, "no such trusted root");
+            return tl_forbid(err, "remove-root-ca");
+        }
+        return TL_OK;
+    default:
+        return TL_OK;
+    }
+}
