@@ -9,10 +9,11 @@ BUILD=${BUILD:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
 SK=${SK_BIN:-$top/$BUILD/sk}
 D=$(mktemp -d /tmp/sk-walkthrough.XXXXXX)
+chmod 711 "$D"   # tor drops to its own user and must reach hs/
 tor_pid=
 cleanup() {
     [ -z "$tor_pid" ] || kill "$tor_pid" 2>/dev/null || true
-    rm -rf "$D"
+    [ -n "${SK_KEEP:-}" ] || rm -rf "$D"
 }
 trap cleanup EXIT INT TERM
 NAME=www.example.test
@@ -82,7 +83,7 @@ DisableNetwork 1
 SocksPort 0
 DataDirectory $D/tordata
 User $tor_user
-Log notice file $D/tor.log
+Log notice file $D/tordata/tor.log
 %include $D/hs.torrc
 EOT
     [ "$tor_user" != "$(id -un)" ] || sed -i '/^User /d' torrc

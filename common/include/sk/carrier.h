@@ -6,7 +6,13 @@
  * dNSName are the name; issuer is the SK's own DN (SK_CARRIER_ISSUER_O +
  * CN=name), so `openssl verify -partial_chain` accepts it against the SK's
  * self-signed certificate (sk_carrier_sk_selfcert).  It carries the
- * non-critical extension SK_CARRIER_EXT_OID:
+ * non-critical extension SK_CARRIER_EXT_OID.  Every arc of the OID fits in
+ * 32 bits: GnuTLS (libtasn1) rejects a whole certificate, and with it the
+ * handshake, over an arc of 2^64 or more, so architecture.md's
+ * 2.25.<UUID> arc would break unaware GnuTLS clients.  The arc is under
+ * IANA's documentation enterprise number (RFC 5612) until a registered
+ * one replaces it; this define is the only place it is written.
+ *
  *
  *   SovereignKeyCrossSignature ::= SEQUENCE {
  *       version     INTEGER (1),
@@ -23,7 +29,7 @@
 #include "err.h"
 #include "key.h"
 
-#define SK_CARRIER_EXT_OID  "2.25.281604100441588189912336445641795882637.1"
+#define SK_CARRIER_EXT_OID  "1.3.6.1.4.1.32473.2011.1"
 #define SK_CARRIER_ISSUER_O "Sovereign Key"
 #define SK_CARRIER_DEFAULT_DAYS 90
 
