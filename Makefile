@@ -23,7 +23,7 @@ CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) \
              $(CFLAGS) -fPIC $(SANFLAGS) -Icommon/include
 LDFLAGS ?=
-LIBS     = -lssl -lcrypto
+LIBS     = -lhiredis -lssl -lcrypto
 
 LIB_SRCS  = $(sort $(wildcard common/src/*.c))
 LIB_OBJS  = $(LIB_SRCS:%.c=$(BUILD)/%.o)
@@ -63,7 +63,7 @@ $(BUILD)/bench/%: tests/bench/%.c $(LIBSK)
 # Fuzz targets need clang's libFuzzer; they get their own ASan build of libsk.
 FUZZ_CC    ?= clang
 FUZZ_BUILD  = build-fuzz
-FUZZ_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -g -O1 -Icommon/include \
+FUZZ_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64 -g -O1 -Icommon/include \
               -fsanitize=fuzzer-no-link,address,undefined
 FUZZ_OBJS   = $(LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_BINS   = $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
@@ -101,3 +101,62 @@ demo: deps
 
 clean:
 	rm -rf build build-san build-fuzz
+
+# nginx dynamic module (ngx_sk_module/): built against Debian's nginx-dev,
+# and part of `all` only where it is installed.
+NGX_SRC ?= /usr/share/nginx/src
+NGX_MOD  = $(BUILD)/ngx/ngx_http_sk_module.so
+NGX_ALL  = $(if $(wildcard $(NGX_SRC)/conf_flags),ngx)
+
+.PHONY: ngx
+all: $(NGX_ALL)
+ngx: $(NGX_MOD)
+
+$(NGX_MOD): $(LIBSK) $(wildcard ngx_sk_module/*) scripts/build-ngx-module.sh
+	SAN=$(SAN) NGX_SRC=$(NGX_SRC) scripts/build-ngx-module.sh $(BUILD) $(LIBSK)
+
+# sk-timeline (timeline/): the append-only timeline server.
+TL_SRCS = $(sort $(wildcard timeline/tl_*.c))
+TL_OBJS = $(TL_SRCS:%.c=$(BUILD)/%.o)
+TL_BIN  = $(BUILD)/sk-timeline
+
+.PHONY: timeline
+all: $(TL_BIN)
+timeline: $(TL_BIN)
+
+$(BUILD)/timeline/%.o: timeline/%.c timeline/tl.h $(wildcard common/include/sk/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -pthread -c -o $@ $<
+
+$(TL_BIN): $(TL_OBJS) $(LIBSK)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(TL_OBJS) $(LIBSK) \
+	    -lmicrohttpd $(LIBS)
+
+# Handshake load clients for tests/bench/bench_nginx.sh (OpenSSL, GnuTLS).
+NGX_BENCH = $(BUILD)/bench/nginx_client $(BUILD)/bench/nginx_client_gnutls
+ngx: $(NGX_BENCH)
+
+$(BUILD)/bench/nginx_client: tests/bench/nginx_client.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< -lssl -lcrypto -lpthread
+
+$(BUILD)/bench/nginx_client_gnutls: tests/bench/nginx_client.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DSK_GNUTLS $(LDFLAGS) -o $@ $< -lgnutls -lpthread
+
+# sk-milter (sk_milter/): the libmilter daemon for Postfix and Sendmail.
+SKM_SRCS = $(sort $(wildcard sk_milter/*.c))
+SKM_OBJS = $(SKM_SRCS:%.c=$(BUILD)/%.o)
+SKM_BIN  = $(BUILD)/sk-milter
+
+.PHONY: milter
+all: $(SKM_BIN)
+milter: $(SKM_BIN)
+
+$(BUILD)/sk_milter/%.o: sk_milter/%.c sk_milter/skm.h $(wildcard common/include/sk/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -pthread -c -o $@ $<
+
+$(SKM_BIN): $(SKM_OBJS) $(LIBSK)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(SKM_OBJS) $(LIBSK) \
+	    -lmilter -lhiredis -lssl -lcrypto -lpthread

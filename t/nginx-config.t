@@ -1,0 +1,183 @@
+#!/usr/bin/perl
+
+# nginx-config.t -- what `nginx -t` refuses, each with a message naming the
+# problem: a missing carrier file, a carrier of another SK, an expired
+# carrier, a carrier for a key no certificate has, a world-readable SK key
+# in single-host mode, and the directive combinations that make no sense.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/lib";
+
+use Test::More;
+
+use SKTest;
+use NginxTest;
+
+my $skip = nginx_skip();
+plan skip_all => $skip if $skip;
+
+my $t = NginxTest->new;
+my $d = $t->dir;
+my $port = $t->port;
+
+make_ca($d);
+my ($ec, $ec_key) = make_cert($d, 'a.test', 'ec');
+my ($ec_b, $ec_b_key) = make_cert($d, 'b.test', 'ec');
+my ($sk, $pub) = make_sk($d, 'a.test');
+my ($sk2, $pub2) = make_sk($d, 'other.test');
+my $good = make_carrier($sk, $ec, 'a.test', "$d/good.pem");
+my $other_sk = make_carrier($sk2, $ec, 'a.test', "$d/other-sk.pem");
+my $other_key = make_carrier($sk, $ec_b, 'b.test', "$d/other-key.pem");
+my $expired = expired_carrier($sk, $ec, 'a.test', "$d/expired.pem");
+
+# A world-readable copy of the SK key for single-host mode.
+spew("$d/open.key", slurp($sk), 0644);
+
+sub conf {
+    my ($sk_lines, %opt) = @_;
+    my $cert = $opt{cert} // "ssl_certificate $ec; ssl_certificate_key $ec_key;";
+    $t->write_conf(<<"EOF");
+    server {
+        listen 127.0.0.1:$port ssl;
+        server_name a.test;
+        $cert
+        $sk_lines
+    }
+EOF
+    my $r = $t->test_conf;
+    return ($r->{rc}, $r->{err});
+}
+
+sub refused {
+    my ($lines, $re, $what, %opt) = @_;
+    my ($rc, $err) = conf($lines, %opt);
+    isnt($rc, 0, "$what: nginx -t fails");
+    like($err, $re, "$what: the message says why") or diag($err);
+}
+
+my ($rc, $err) = conf("sovereign_key_public $pub; sovereign_key_carrier $good;");
+is($rc, 0, 'a good carrier passes nginx -t') or diag($err);
+
+refused("sovereign_key_public $pub; sovereign_key_carrier $d/nope.pem;",
+    qr{\[emerg\].*\Q$d/nope.pem\E.*(no such file|cannot open|not found)}i,
+    'missing carrier file');
+refused("sovereign_key_public $pub; sovereign_key_carrier $other_sk;",
+    qr{\[emerg\].*other-sk\.pem: .*made for SK sha256:[0-9a-f]{64}, not sha256:[0-9a-f]{64}},
+    'carrier of another SK');
+refused("sovereign_key_public $pub; sovereign_key_carrier $expired;",
+    qr{\[emerg\].*expired\.pem: .*expired at \d{4}-}, 'expired carrier');
+refused("sovereign_key_public $pub; sovereign_key_carrier $other_key;",
+    qr{\[emerg\].*other-key\.pem: carrier for key sha256:[0-9a-f]{64} matches no "ssl_certificate" in \S+nginx.conf:\d+},
+    'carrier for another key');
+refused("sovereign_key $d/open.key;",
+    qr{\[emerg\].*open\.key.*permissions.*too open}i,
+    'world-readable SK key in single-host mode');
+refused("sovereign_key $d/nope.key;",
+    qr{\[emerg\].*nope\.key}i, 'missing SK key in single-host mode');
+refused("sovereign_key_carrier $good;",
+    qr{\[emerg\].*"sovereign_key_public" is required}, 'no SK to check with');
+refused("sovereign_key_public $d/nope.pub; sovereign_key_carrier $good;",
+    qr{\[emerg\].*nope\.pub}, 'missing SK public key');
+refused("sovereign_key_public $pub; sovereign_key_carrier $good; sovereign_key_cache $d;",
+    qr{\[emerg\].*only one of}, 'carrier and cache together');
+refused("sovereign_key_cache ftp://x;", qr{\[emerg\] invalid cache "ftp://x"},
+    'a cache spec of no known kind');
+refused("sovereign_key_onion nothere.onion;",
+    qr{\[emerg\] invalid onion address "nothere\.onion"}, 'a bad onion address');
+refused("sovereign_key_onion auto;",
+    qr{\[emerg\] "sovereign_key_onion auto" needs "sovereign_key_onion_dir"},
+    'onion auto without a dir');
+refused("sovereign_key_public $pub; sovereign_key_carrier $good;",
+    qr{\[emerg\].*with variables}, 'ssl_certificate with variables',
+    cert => "ssl_certificate \$ssl_server_name.pem; ssl_certificate_key $ec_key;");
+refused("sovereign_key $sk; sovereign_key $sk;",
+    qr{\[emerg\] "sovereign_key" directive is duplicate}, 'duplicate directive');
+refused("sovereign_key $sk days=0;",
+    qr{\[emerg\] invalid parameter "days=0"}, 'bad sovereign_key parameter');
+
+# A carrier file written at http level is judged there: a server it does
+# not match is skipped, a carrier matching no server is an error.
+$t->write_conf(<<"EOF");
+    sovereign_key_public $pub;
+    sovereign_key_carrier $good;
+    server {
+        listen 127.0.0.1:$port ssl;
+        server_name a.test;
+        ssl_certificate $ec; ssl_certificate_key $ec_key;
+    }
+    server {
+        listen 127.0.0.1:$port ssl;
+        server_name b.test;
+        ssl_certificate $ec_b; ssl_certificate_key $ec_b_key;
+    }
+    server {
+        listen 127.0.0.1:$port;
+        server_name plain.test;
+    }
+EOF
+my $r = $t->test_conf;
+is($r->{rc}, 0, 'http-level carrier: other servers are skipped') or diag($r->{err});
+
+done_testing();
+
+# A carrier whose validity ended yesterday: `sk carrier` makes only
+# current ones, so make it with libsk's own sk_carrier_create.
+sub expired_carrier {
+    my ($skkey, $cert, $name, $out) = @_;
+    my $w = tmpdir();
+    my $build = $ENV{BUILD} // 'build';
+    $build = "$SKTest::ROOT/$build" unless $build =~ m{^/};
+    spew("$w/exp.c", <<'EOF');
+#include <stdio.h>
+#include <time.h>
+#include <openssl/pem.h>
+#include <sk/sk.h>
+int
+main(int argc, char **argv)
+{
+    sk_err_t            err;
+    sk_key_t           *sk, *op;
+    sk_carrier_t       *c;
+    sk_carrier_params_t p;
+    char               *pem;
+    size_t              len;
+    FILE               *f;
+    X509               *x;
+    time_t              now = time(NULL);
+
+    if (argc != 5 || sk_key_load_private(&sk, argv[1], &err) != 0) {
+        return 1;
+    }
+    f = fopen(argv[2], "r");
+    x = f ? PEM_read_X509(f, NULL, NULL, NULL) : NULL;
+    if (x == NULL || sk_key_from_pkey(&op, X509_get0_pubkey(x), &err) != 0) {
+        return 1;
+    }
+    p.name = argv[3];
+    p.services = "https";
+    p.not_before = now - 10 * 86400;
+    p.not_after = now - 86400;
+    if (sk_carrier_create(&c, sk, op, &p, &err) != 0
+        || sk_carrier_to_pem(&pem, &len, c, &err) != 0)
+    {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    f = fopen(argv[4], "w");
+    return f == NULL || fwrite(pem, 1, len, f) != len || fclose(f) != 0;
+}
+EOF
+    my @san = ($ENV{SAN} // '') eq '1' ? ('-fsanitize=address,undefined') : ();
+    my $cc = run_cmd(['cc', @san, '-I', "$SKTest::ROOT/common/include", '-o', "$w/exp",
+        "$w/exp.c", "$build/libsk.a", '-lhiredis', '-lssl', '-lcrypto']);
+    die "cc: $cc->{err}" if $cc->{rc};
+    # a one-shot helper: what it does not free is no finding
+    my $r = run_cmd(['env', 'ASAN_OPTIONS=detect_leaks=0', "$w/exp", $skkey, $cert,
+        $name, $out]);
+    die "expired carrier: $r->{err}" if $r->{rc};
+    chmod 0644, $out;
+    return $out;
+}
