@@ -1,0 +1,121 @@
+#!/usr/bin/perl
+# sk-milter keeps the chain Postfix serves carrying the carrier: writes
+# ChainFile atomically, runs PostfixCommand only on a change, probes
+# STARTTLS and 465-style TLS; `sk verify-chain --connect` passes; a new
+# carrier is picked up; a carrier for another key is refused and the old
+# chain kept.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use SKTest;
+use SKPostfix qw(make_cert);
+
+my $skm = $ENV{SKM_BIN}
+    // "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-milter';
+plan(skip_all => "no $skm") unless -x $skm;
+plan(skip_all => 'no postfix') unless has_cmd('postfix');
+plan(skip_all => 'sk has no carrier verb') if sk('help', 'carrier')->{rc};
+
+my $dir = tmpdir();
+my $cache = "$dir/cache";
+mkdir $cache;
+my ($key, $crt) = make_cert($dir, 'mx.example.org');
+my ($okey, $ocrt) = make_cert($dir, 'other.example.org');
+my $r = sk('keygen', '-n', 'mx.example.org', '-o', "$dir/sk.key",
+    '--no-backups-i-accept-the-risk');
+is($r->{rc}, 0, 'sk keygen') or diag($r->{err});
+
+sub carrier {
+    my ($cert, $out, @days) = @_;
+    my $r = sk('carrier', '-k', "$dir/sk.key", '-c', $cert,
+        '-n', 'mx.example.org', '-s', 'smtp,smtps,submission', @days,
+        '-o', $out);
+    is($r->{rc}, 0, "sk carrier $out") or diag($r->{err});
+    $r = sk('publish', '-a', $out, '--cache', $cache);
+    is($r->{rc}, 0, "sk publish $out") or diag($r->{err});
+}
+carrier($crt, "$dir/carrier1.pem", '-d', '30');
+
+spew("$dir/source.pem", slurp($key) . slurp($crt), 0600);
+spew("$dir/served.pem", slurp($key) . slurp($crt), 0600);
+
+my $pf = SKPostfix->new(dir => $dir, chain => "$dir/served.pem");
+$pf->start;
+
+my $mport = free_port();
+my $conf = join('', map { "$_\n" }
+    "Socket inet:$mport\@127.0.0.1", 'Name mx.example.org', 'Syslog no',
+    "KeyCache $cache", "ChainFile $dir/source.pem $dir/served.pem",
+    "PostfixCommand postfix -c $pf->{etc} reload",
+    "Probe starttls 127.0.0.1:$pf->{smtp}", "Probe tls 127.0.0.1:$pf->{smtps}",
+    'RefreshInterval 1', 'ExpiryWarning 40');
+spew("$dir/sk-milter.conf", $conf);
+my $log = "$dir/milter.log";
+my $mpid = run_daemon([$skm, '-f', '-c', "$dir/sk-milter.conf"], $log);
+
+sub log_count {
+    my ($re) = @_;
+    return 0 unless -e $log;
+    return scalar(() = slurp($log) =~ /$re/g);
+}
+ok(wait_until(sub { log_count(qr/probe tls .*carrier served/) }, 20),
+    'probes after the first write') or diag(slurp($log));
+like(slurp($log), qr/probe starttls 127\.0\.0\.1:\d+: carrier served for mx\.example\.org/,
+    'STARTTLS probe saw the carrier');
+like(slurp($log), qr/the carrier expires in 29 days/, 'expiry warning');
+is((stat "$dir/served.pem")[2] & 07777, 0600, 'chain file mode 0600');
+is(index(slurp("$dir/served.pem"), slurp("$dir/source.pem")), 0,
+    'chain file starts with the source');
+is(log_count(qr/ran "postfix/), 1, 'one reload');
+
+for my $t (['starttls', $pf->{smtp}, '--starttls', 'smtp'],
+    ['465 wrapper', $pf->{smtps}])
+{
+    my ($name, $port, @st) = @$t;
+    $r = sk('verify-chain', '-p', "$dir/sk.key.pub", '--connect',
+        "127.0.0.1:$port", @st);
+    is($r->{rc}, 0, "sk verify-chain --connect ($name)")
+        or diag($r->{out} . $r->{err});
+    my @sc = ('openssl', 's_client', '-connect', "127.0.0.1:$port",
+        '-showcerts', $name eq 'starttls' ? ('-starttls', 'smtp') : ());
+    $r = run_cmd([@sc]);
+    is(scalar(() = $r->{out} =~ /BEGIN CERTIFICATE/g), 2,
+        "openssl s_client -showcerts ($name): leaf and carrier");
+}
+
+# Nothing changed: no rewrite, no reload, over several refreshes.
+sleep 2.5;
+is(log_count(qr/ran "postfix/), 1, 'unchanged: no further reload');
+
+# A new carrier for the same key: rewritten, reloaded, served.
+carrier($crt, "$dir/carrier2.pem", '-d', '60');
+ok(wait_until(sub { log_count(qr/probe tls .*carrier served/) >= 2 }, 20),
+    'new carrier: rewritten and probed') or diag(slurp($log));
+my ($c2) = slurp("$dir/carrier2.pem") =~
+    /(-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----)/s;
+$r = run_cmd(['openssl', 's_client', '-connect', "127.0.0.1:$pf->{smtp}",
+    '-starttls', 'smtp', '-showcerts']);
+my @served = $r->{out} =~
+    /(-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----)/sg;
+is($served[-1], $c2, 'new handshakes see the new carrier');
+
+# Only a carrier for another key: refused, the old chain kept.
+my $before = slurp("$dir/served.pem");
+mkdir "$dir/empty";
+my $ocar = "$dir/other-carrier.pem";
+$r = sk('carrier', '-k', "$dir/sk.key", '-c', $ocrt, '-n',
+    'mx.example.org', '-s', 'smtp', '-o', $ocar);
+$conf =~ s/^KeyCache .*$/KeyCache $dir\/empty\nCarrierFile $ocar/m;
+spew("$dir/sk-milter.conf", $conf);
+kill 'HUP', $mpid;
+ok(wait_until(sub { log_count(qr/it certifies another key; keeping/) }),
+    'carrier for another key refused') or diag(slurp($log));
+is(slurp("$dir/served.pem"), $before, 'old chain kept');
+is(log_count(qr/ran "postfix/), 2, 'no reload for a refused carrier');
+
+is(stop_daemon($mpid), 0, 'clean exit');
+$pf->stop;
+done_testing();
