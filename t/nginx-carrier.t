@@ -18,12 +18,7 @@ use Test::More;
 use SKTest;
 use NginxTest;
 
-my $skip = nginx_skip();
-plan skip_all => $skip if $skip;
-
-my $t = NginxTest->new;
-my $d = $t->dir;
-my $port = $t->port;
+my ($t, $d, $port) = NginxTest->setup;
 
 make_ca($d);
 my ($rsa, $rsa_key) = make_cert($d, 'a.test', 'rsa');

@@ -18,12 +18,7 @@ use Time::HiRes qw(sleep);
 use SKTest;
 use NginxTest;
 
-my $skip = nginx_skip();
-plan skip_all => $skip if $skip;
-
-my $t = NginxTest->new;
-my $d = $t->dir;
-my $port = $t->port;
+my ($t, $d, $port) = NginxTest->setup;
 
 make_ca($d);
 my ($ea, $ea_key) = make_cert($d, 'a.test', 'ec');

@@ -10,6 +10,7 @@
 #define SK_CLI_H
 
 #include <stdio.h>
+#include <time.h>
 #include <sk/sk.h>
 
 #define SK_EXIT_OK    0
@@ -37,6 +38,10 @@ int cli_usage(const sk_cmd_t *cmd, const char *fmt, ...) SK_PRINTF(2, 3);
 
 /* Write s as a JSON string literal (quotes included) to f. */
 void cli_json_str(FILE *f, const char *s);
+
+/* t as ISO 8601 UTC, "2027-03-03T12:30:52Z". */
+#define CLI_DATE_SIZE 32
+void cli_date(char out[CLI_DATE_SIZE], time_t t);
 
 /* Parse a positive decimal integer option value (e.g. days, ports). */
 int cli_parse_uint(unsigned long *out, const char *s, unsigned long max);

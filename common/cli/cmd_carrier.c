@@ -64,13 +64,11 @@ static void
 sk_carrier_print(const sk_carrier_t *c, const sk_key_t *op, const char *out,
     int json)
 {
-    char       fp[SK_FINGERPRINT_SIZE], date[32];
-    struct tm  tm;
+    char       fp[SK_FINGERPRINT_SIZE], date[CLI_DATE_SIZE];
     time_t     t = sk_carrier_not_after(c);
 
     sk_key_fingerprint(fp, op);
-    gmtime_r(&t, &tm);
-    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cli_date(date, t);
     if (json) {
         printf("{\"carrier\":");
         cli_json_str(stdout, out);

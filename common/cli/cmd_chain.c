@@ -101,8 +101,7 @@ sk_chain_run(int argc, char **argv)
     sk_carrier_t       **cs = NULL;
     size_t               n = 0, i;
     sk_err_t             err;
-    char                 fp[SK_FINGERPRINT_SIZE], date[32];
-    struct tm            tm;
+    char                 fp[SK_FINGERPRINT_SIZE], date[CLI_DATE_SIZE];
     time_t               t;
     int                  opt, json = 0, written, dropped;
     int                  rc = SK_EXIT_FAIL;
@@ -139,8 +138,7 @@ sk_chain_run(int argc, char **argv)
         goto done;
     }
     t = sk_carrier_not_after(c);
-    gmtime_r(&t, &tm);
-    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cli_date(date, t);
     if (t < time(NULL)) {
         rc = cli_fail("%s: carrier for %s expired at %s", cfile,
             sk_carrier_name(c), date);

@@ -65,12 +65,10 @@ sk_publish_load(sk_carrier_t ***all, size_t *nall, const char *path,
 static void
 sk_publish_print(const sk_carrier_t *cr, const char *key, int json)
 {
-    struct tm  tm;
     time_t     t = sk_carrier_not_after(cr);
-    char       date[32];
+    char       date[CLI_DATE_SIZE];
 
-    gmtime_r(&t, &tm);
-    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cli_date(date, t);
     if (json) {
         printf("{\"key\":\"%s\",\"name\":", key);
         cli_json_str(stdout, sk_carrier_name(cr));

@@ -352,8 +352,7 @@ sk_vc_verify(STACK_OF(X509) *chain, const sk_key_t *sk, const char *source,
     unsigned char *spki = NULL;
     sk_carrier_t  *c;
     sk_err_t       err;
-    char           skfp[SK_FINGERPRINT_SIZE], date[32];
-    struct tm      tm;
+    char           skfp[SK_FINGERPRINT_SIZE], date[CLI_DATE_SIZE];
     time_t         t;
     int            len, n = sk_X509_num(chain);
 
@@ -377,8 +376,7 @@ sk_vc_verify(STACK_OF(X509) *chain, const sk_key_t *sk, const char *source,
 
     sk_key_fingerprint(skfp, sk);
     t = sk_carrier_not_after(c);
-    gmtime_r(&t, &tm);
-    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cli_date(date, t);
     if (json) {
         printf("{\"result\":\"pass\",\"source\":");
         cli_json_str(stdout, source);

@@ -174,3 +174,13 @@ cli_parse_uint(unsigned long *out, const char *s, unsigned long max)
     *out = v;
     return 0;
 }
+
+
+void
+cli_date(char out[CLI_DATE_SIZE], time_t t)
+{
+    struct tm tm;
+
+    gmtime_r(&t, &tm);
+    strftime(out, CLI_DATE_SIZE, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}

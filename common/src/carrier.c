@@ -19,7 +19,6 @@
 #include <openssl/objects.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
-#include <openssl/rsa.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -27,6 +26,8 @@
 #include <sk/file.h>
 #include <sk/name.h>
 #include <sk/services.h>
+
+#include "internal.h"
 
 #define SK_CARRIER_VERSION   1
 #define SK_CARRIER_MAX       (64 * 1024)      /* bytes of one DER carrier */
@@ -656,27 +657,15 @@ sk_cert_new(const sk_key_t *subject, const char *name, int self,
 static int
 sk_cert_sign(X509 *x, const sk_key_t *sk, sk_err_t *err)
 {
-    EVP_MD_CTX   *ctx;
-    EVP_PKEY_CTX *pctx = NULL;
-    const EVP_MD *md;
-    int           ok;
+    EVP_MD_CTX *ctx;
+    int         ok;
 
     if (!sk_key_has_private(sk)) {
         return sk_err_set(err, SK_ERR_USAGE,
             "signing needs the SK's private key");
     }
-    md = sk_key_alg(sk) == SK_KEY_ED25519 ? NULL : EVP_sha256();
-    ctx = EVP_MD_CTX_new();
-    ok = ctx != NULL
-        && EVP_DigestSignInit(ctx, &pctx, md, NULL, sk_key_get0_pkey(sk))
-           == 1;
-    if (ok && sk_key_alg(sk) == SK_KEY_RSA) {
-        ok = EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) == 1
-            && EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST)
-               == 1
-            && EVP_PKEY_CTX_set_rsa_mgf1_md(pctx, EVP_sha256()) == 1;
-    }
-    ok = ok && X509_sign_ctx(x, ctx) > 0;
+    ctx = sk_key_md_ctx(sk, 1);
+    ok = ctx != NULL && X509_sign_ctx(x, ctx) > 0;
     EVP_MD_CTX_free(ctx);
     if (!ok) {
         return sk_err_crypto(err, "cannot sign the certificate");
@@ -943,26 +932,17 @@ int
 sk_carrier_to_pem(char **pem, size_t *len, const sk_carrier_t *c,
     sk_err_t *err)
 {
-    BIO     *bio;
-    BUF_MEM *mem;
+    BIO *bio;
+    int  rc;
 
     bio = BIO_new(BIO_s_mem());
-    if (bio == NULL || PEM_write_bio_X509(bio, c->x509) != 1
-        || BIO_get_mem_ptr(bio, &mem) != 1)
-    {
+    if (bio == NULL || PEM_write_bio_X509(bio, c->x509) != 1) {
         BIO_free(bio);
         return sk_err_crypto(err, "cannot encode the carrier as PEM");
     }
-    *pem = malloc(mem->length + 1);
-    if (*pem == NULL) {
-        BIO_free(bio);
-        return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
-    }
-    memcpy(*pem, mem->data, mem->length);
-    (*pem)[mem->length] = '\0';
-    *len = mem->length;
+    rc = sk_bio_to_str(pem, len, bio, err);
     BIO_free(bio);
-    return 0;
+    return rc;
 }
 
 

@@ -7,8 +7,24 @@
 
 #include <stddef.h>
 
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+
+#include <sk/err.h>
+#include <sk/key.h>
+
 /* entry.c: 1 if the comma-separated list s[0..len) has the element
  * name[0..nlen) (Rebinder-Names lookups), 0 otherwise. */
 int sk_list_has(const char *s, size_t len, const char *name, size_t nlen);
+
+/* key.c: a digest context ready to sign (sign=1) or verify with key, set
+ * up as architecture.md fixes (Ed25519 pure, ECDSA and RSA-PSS with
+ * SHA-256, digest-sized salt); NULL on failure, OpenSSL's queue says why.
+ * Certificates are signed through it too, so the rules live in one place. */
+EVP_MD_CTX *sk_key_md_ctx(const sk_key_t *key, int sign);
+
+/* key.c: the contents of a memory BIO as a malloc()ed, NUL-terminated
+ * string (PEM output). */
+int sk_bio_to_str(char **out, size_t *len, BIO *bio, sk_err_t *err);
 
 #endif

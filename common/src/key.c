@@ -18,6 +18,8 @@
 #include <sk/file.h>
 #include <sk/key.h>
 
+#include "internal.h"
+
 #define SK_KEY_FILE_MAX  (64 * 1024)
 
 struct sk_key_s {
@@ -324,35 +326,46 @@ sk_key_from_pkey(sk_key_t **key, EVP_PKEY *pkey, sk_err_t *err)
 }
 
 
+int
+sk_bio_to_str(char **out, size_t *len, BIO *bio, sk_err_t *err)
+{
+    BUF_MEM *mem;
+
+    if (BIO_get_mem_ptr(bio, &mem) != 1) {
+        return sk_err_crypto(err, "cannot read memory buffer");
+    }
+    *out = malloc(mem->length + 1);
+    if (*out == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
+    }
+    memcpy(*out, mem->data, mem->length);
+    (*out)[mem->length] = '\0';
+    *len = mem->length;
+    return 0;
+}
+
+
 static int
 sk_key_pem(char **pem, size_t *len, const sk_key_t *key, int private,
     sk_err_t *err)
 {
-    BIO     *bio;
-    BUF_MEM *mem;
-    int      ok;
+    BIO *bio;
+    int  rc;
 
     bio = BIO_new(BIO_s_secmem());
     if (bio == NULL) {
         return sk_err_crypto(err, "out of memory");
     }
-    ok = private
-        ? PEM_write_bio_PrivateKey(bio, key->pkey, NULL, NULL, 0, NULL, NULL)
-        : PEM_write_bio_PUBKEY(bio, key->pkey);
-    if (ok != 1 || BIO_get_mem_ptr(bio, &mem) != 1) {
+    if ((private
+         ? PEM_write_bio_PrivateKey(bio, key->pkey, NULL, NULL, 0, NULL, NULL)
+         : PEM_write_bio_PUBKEY(bio, key->pkey)) != 1)
+    {
         BIO_free(bio);
         return sk_err_crypto(err, "cannot encode key");
     }
-    *pem = malloc(mem->length + 1);
-    if (*pem == NULL) {
-        BIO_free(bio);
-        return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
-    }
-    memcpy(*pem, mem->data, mem->length);
-    (*pem)[mem->length] = '\0';
-    *len = mem->length;
+    rc = sk_bio_to_str(pem, len, bio, err);
     BIO_free(bio);
-    return 0;
+    return rc;
 }
 
 
@@ -469,7 +482,7 @@ sk_key_get0_pkey(const sk_key_t *key)
 
 /* Start a sign or verify operation with the parameters architecture.md
  * fixes for each algorithm. */
-static EVP_MD_CTX *
+EVP_MD_CTX *
 sk_key_md_ctx(const sk_key_t *key, int sign)
 {
     EVP_MD_CTX   *ctx;

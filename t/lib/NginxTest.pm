@@ -64,6 +64,16 @@ sub new {
     return $self;
 }
 
+# The start of every nginx test: skip the file where nginx or the module
+# is missing, else a new instance, its directory and its first port.
+sub setup {
+    my ($class) = @_;
+    my $skip = nginx_skip();
+    Test::More::plan(skip_all => $skip) if $skip;
+    my $t = $class->new;
+    return ($t, $t->dir, $t->port);
+}
+
 sub dir { $_[0]{dir} }
 
 sub port {

@@ -3,7 +3,6 @@
  * backend, Redis (a private redis-server started here) and carriers,
  * including a poisoned entry.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -37,21 +36,6 @@ static struct {
 
 static const unsigned char binval[] = "bin\0ary \r\n$3\r\n\xff value";
 
-
-static int
-count_entries(const char *dir)
-{
-    DIR           *d = opendir(dir);
-    struct dirent *e;
-    int            n = 0;
-
-    assert_non_null(d);
-    while ((e = readdir(d)) != NULL) {
-        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-    }
-    closedir(d);
-    return n;
-}
 
 
 static void
@@ -426,12 +410,12 @@ test_dir_put_get_del(void **state)
     assert_missing(c, CARRIER_KEY);
     tu_assert_err(sk_cache_del(c, CARRIER_KEY, &err), &err,
         SK_ERR_NOT_FOUND, CARRIER_KEY);
-    assert_int_equal(count_entries(sub), 0);
+    assert_int_equal(tu_count_entries(sub), 0);
     /* Reading never creates anything. */
     assert_missing(c, "sk:other:x");
     tu_assert_err(sk_cache_del(c, "sk:other:x", &err), &err,
         SK_ERR_NOT_FOUND, "not found");
-    assert_int_equal(count_entries(dir), 3);
+    assert_int_equal(tu_count_entries(dir), 3);
 
     sk_cache_close(c);
     free(spec);
@@ -458,7 +442,7 @@ test_dir_atomic_replace(void **state)
         *) "newer", 5, &err), &err);
     assert_cached(c, "sk:record:a.example", "newer", 5);
     /* Replaced in place: no temporary file left beside it. */
-    assert_int_equal(count_entries(sub), 1);
+    assert_int_equal(tu_count_entries(sub), 1);
 
     /* Bounded both ways: refuse to write, and to read, over the limit. */
     big = calloc(1, SK_CACHE_VALUE_MAX + 1);
@@ -530,8 +514,8 @@ test_dir_bad_keys(void **state)
             SK_ERR_FORMAT, bad[i].msg);
     }
     /* Nothing was written, inside the directory or beside it. */
-    assert_int_equal(count_entries(inner), 0);
-    assert_int_equal(count_entries(dir), 1);
+    assert_int_equal(tu_count_entries(inner), 0);
+    assert_int_equal(tu_count_entries(dir), 1);
 
     /* A file name holds 255 bytes, and the temporary name 11 more. */
     long_key(key, 10 + 244);
@@ -881,7 +865,7 @@ test_carrier_dir(void **state)
     (void) state;
     tu_assert_ok(sk_cache_open(&c, dir, 0, &err), &err);
     check_carriers(c);
-    assert_int_equal(count_entries(sub), 0);
+    assert_int_equal(tu_count_entries(sub), 0);
     sk_cache_close(c);
     free(sub);
     tu_rmtree(dir);

@@ -10,15 +10,7 @@
 /* Ed25519 certificates of docs/protocol.md: a root, and leaves for
  * example.com with the first and second SK (seeds 0x11, 0x22). */
 
-#define CERT_ROOT \
-    "MIIBWTCCAQugAwIBAgIUSZh9N9wGP5K69YostqVd7veXknAwBQYDK2VwMBoxGDAW" \
-    "BgNVBAMMD0V4YW1wbGUgUm9vdCBDQTAeFw0yNjEyMDMxMjA0MzlaFw0zNjExMzAx" \
-    "MjA0MzlaMBoxGDAWBgNVBAMMD0V4YW1wbGUgUm9vdCBDQTAqMAUGAytlcAMhADS0" \
-    "2QQxVsttzwvrCilJt1WclA0ry22-jFOpswJ446dGo2MwYTAdBgNVHQ4EFgQUjT2s" \
-    "8MoMm8Hub-UtNXBIzI9UZMUwHwYDVR0jBBgwFoAUjT2s8MoMm8Hub-UtNXBIzI9U" \
-    "ZMUwDwYDVR0TAQH_BAUwAwEB_zAOBgNVHQ8BAf8EBAMCAgQwBQYDK2VwA0EA_6r9" \
-    "Q4IG64H748XuuVhHcwRjR1BWsXekb_N3EGsiANXNSwyrjVCzi9EGdC7vtlP7WqLi" \
-    "M813tA3syQ8QcKg_AA"
+#define CERT_ROOT TU_DOC_CERT_ROOT
 
 #define CERT_LEAF1 \
     "MIIBOTCB7KADAgECAgIQATAFBgMrZXAwGjEYMBYGA1UEAwwPRXhhbXBsZSBSb290" \

@@ -1,26 +1,10 @@
 /*
  * test_file.c -- atomic and exclusive writes, bounded reads, key modes.
  */
-#include <dirent.h>
 #include <sys/stat.h>
 
 #include "testutil.h"
 
-
-static int
-count_entries(const char *dir)
-{
-    DIR           *d = opendir(dir);
-    struct dirent *e;
-    int            n = 0;
-
-    assert_non_null(d);
-    while ((e = readdir(d)) != NULL) {
-        n += e->d_name[0] != '.';
-    }
-    closedir(d);
-    return n;
-}
 
 
 static void
@@ -41,7 +25,7 @@ test_atomic_replace(void **state)
     assert_int_equal(stat(p, &st), 0);
     assert_int_equal(st.st_mode & 07777, 0600);
     /* No temporary file is left beside it. */
-    assert_int_equal(count_entries(dir), 1);
+    assert_int_equal(tu_count_entries(dir), 1);
 
     tu_assert_err(sk_file_read(&buf, &len, p, 4, &err), &err, SK_ERR_FORMAT,
         "larger than 4 bytes");

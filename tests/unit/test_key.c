@@ -32,17 +32,6 @@ static const rfc8032_vector_t rfc8032[] = {
 };
 
 
-static size_t
-unhex(unsigned char *out, const char *hex)
-{
-    size_t n = strlen(hex) / 2, i;
-
-    for (i = 0; i < n; i++) {
-        assert_int_equal(sscanf(hex + 2 * i, "%2hhx", &out[i]), 1);
-    }
-    return n;
-}
-
 
 static void
 test_rfc8032_vectors(void **state)
@@ -55,10 +44,10 @@ test_rfc8032_vectors(void **state)
 
     (void) state;
     for (i = 0; i < sizeof(rfc8032) / sizeof(rfc8032[0]); i++) {
-        unhex(seed, rfc8032[i].seed);
-        unhex(pub, rfc8032[i].pub);
-        mlen = unhex(msg, rfc8032[i].msg);
-        unhex(want, rfc8032[i].sig);
+        tu_unhex(seed, rfc8032[i].seed);
+        tu_unhex(pub, rfc8032[i].pub);
+        mlen = tu_unhex(msg, rfc8032[i].msg);
+        tu_unhex(want, rfc8032[i].sig);
 
         pkey = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, seed, 32);
         assert_non_null(pkey);

@@ -31,17 +31,6 @@ static sk_merkle_tree_t  *tree;
 static sk_merkle_hash_t   leaf[NLEAVES];
 
 
-static size_t
-unhex(unsigned char *out, const char *hex)
-{
-    size_t  n = strlen(hex) / 2, i;
-
-    for (i = 0; i < n; i++) {
-        assert_int_equal(sscanf(hex + 2 * i, "%2hhx", &out[i]), 1);
-    }
-    return n;
-}
-
 
 /* The model: RFC 6962 section 2.1 written as literally as possible. */
 
@@ -176,17 +165,17 @@ test_known_answers(void **state)
     (void) state;
     tu_assert_ok(sk_merkle_tree_new(&t, &err), &err);
     for (i = 0; i <= 8; i++) {
-        unhex(want, kat_roots[i]);
+        tu_unhex(want, kat_roots[i]);
         tu_assert_ok(sk_merkle_tree_root(h, t, i, &err), &err);
         assert_memory_equal(h, want, 32);
         if (i < 8) {
-            n = unhex(data, kat_leaves[i]);
+            n = tu_unhex(data, kat_leaves[i]);
             tu_assert_ok(sk_merkle_leaf_hash(h, data, n, &err), &err);
             tu_assert_ok(sk_merkle_tree_append(t, h, &err), &err);
         }
     }
     /* Any earlier size is still answerable; a later one is not. */
-    unhex(want, kat_roots[3]);
+    tu_unhex(want, kat_roots[3]);
     tu_assert_ok(sk_merkle_tree_root(h, t, 3, &err), &err);
     assert_memory_equal(h, want, 32);
     tu_assert_err(sk_merkle_tree_root(h, t, 9, &err), &err, SK_ERR_NOT_FOUND,
@@ -407,7 +396,7 @@ test_signed_note_known_answer(void **state)
     tu_assert_ok(sk_key_from_pkey(&key, pk, &err), &err);
     EVP_PKEY_free(pk);
     tu_assert_ok(sk_checkpoint_key_id(id, "PeterNeumann", key, &err), &err);
-    unhex(raw, "c74f20a3");
+    tu_unhex(raw, "c74f20a3");
     assert_memory_equal(id, raw, 4);
     assert_int_equal(EVP_DecodeBlock(blob, (const unsigned char *) sig,
         (int) strlen(sig)), 69);

@@ -9,15 +9,7 @@
 
 /* Any DER certificate will do for CA-Cert-Chain here (combining does not
  * judge evidence); this is the root of docs/protocol.md. */
-#define CERT \
-    "MIIBWTCCAQugAwIBAgIUSZh9N9wGP5K69YostqVd7veXknAwBQYDK2VwMBoxGDAW" \
-    "BgNVBAMMD0V4YW1wbGUgUm9vdCBDQTAeFw0yNjEyMDMxMjA0MzlaFw0zNjExMzAx" \
-    "MjA0MzlaMBoxGDAWBgNVBAMMD0V4YW1wbGUgUm9vdCBDQTAqMAUGAytlcAMhADS0" \
-    "2QQxVsttzwvrCilJt1WclA0ry22-jFOpswJ446dGo2MwYTAdBgNVHQ4EFgQUjT2s" \
-    "8MoMm8Hub-UtNXBIzI9UZMUwHwYDVR0jBBgwFoAUjT2s8MoMm8Hub-UtNXBIzI9U" \
-    "ZMUwDwYDVR0TAQH_BAUwAwEB_zAOBgNVHQ8BAf8EBAMCAgQwBQYDK2VwA0EA_6r9" \
-    "Q4IG64H748XuuVhHcwRjR1BWsXekb_N3EGsiANXNSwyrjVCzi9EGdC7vtlP7WqLi" \
-    "M813tA3syQ8QcKg_AA"
+#define CERT TU_DOC_CERT_ROOT
 
 typedef struct {
     sk_key_t  *tl;              /* the timelines' key */
