@@ -112,6 +112,23 @@ SKIP: {
     }
 }
 
+# Session resumption: a resumed session sends no certificates, and must
+# still work with the module; the next full handshake has the carrier again.
+for my $tls ('1.2', '1.3') {
+    my $flag = $tls eq '1.2' ? '-tls1_2' : '-tls1_3';
+    my @sc = ('sh', '-c', "printf 'GET / HTTP/1.0\\r\\nHost: a.test\\r\\n\\r\\n' | "
+        . "openssl s_client -connect 127.0.0.1:$port -servername a.test "
+        . "$flag -ign_eof");
+    $r = run_cmd([@sc[0, 1], "$sc[2] -sess_out $d/sess-$tls"]);
+    like($r->{out}, qr/^New, TLSv\Q$tls\E/m, "TLS $tls: first handshake is full");
+    $r = run_cmd([@sc[0, 1], "$sc[2] -sess_in $d/sess-$tls"]);
+    like($r->{out}, qr/^Reused, TLSv\Q$tls\E/m, "TLS $tls: session resumed")
+        or diag($r->{out});
+    like($r->{out}, qr/\r\n\r\nhello\n/, "TLS $tls: resumed session serves the page");
+    is(scalar @{served_chain($port, tls => $tls, servername => 'a.test')}, 3,
+        "TLS $tls: the next full handshake has the carrier again");
+}
+
 $r = run_cmd(['python3', '-c', <<'EOF', "$d/ca.pem", $port]);
 import socket, ssl, sys
 ctx = ssl.create_default_context(cafile=sys.argv[1])
