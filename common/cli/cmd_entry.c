@@ -278,7 +278,7 @@ sk_entry_check(const sk_entry_t *e, sk_sig_field_t which, const char *label,
     }
     sk_key_free(key);
     if (rc != 0) {
-        return sk_err_prefix(err, "%s", label);
+        return -1;          /* the message already names the field */
     }
     if (json) {
         printf("%s\"%s\"", *first ? "" : ",", label);
