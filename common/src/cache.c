@@ -283,6 +283,14 @@ sk_cache_dir_path(const sk_cache_t *c, const char *key, size_t area_len,
     size_t      n = strlen(c->path) + strlen(key) + 3;
     char       *p;
 
+    /* Both path components must fit a file name (found by fuzzing: a
+     * long area gave ENAMETOOLONG, a system error, for a bad key). */
+    if (area_len > SK_CACHE_DIR_NAME_MAX) {
+        sk_err_set(err, SK_ERR_FORMAT, "cache key: area of %zu bytes is "
+            "longer than %d bytes, too long for a directory name in %s",
+            area_len, SK_CACHE_DIR_NAME_MAX, c->path);
+        return NULL;
+    }
     if (strlen(name) > SK_CACHE_DIR_NAME_MAX) {
         sk_err_set(err, SK_ERR_FORMAT, "cache key: name of %zu bytes is "
             "longer than %d bytes, too long for a file name in %s",
