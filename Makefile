@@ -50,7 +50,7 @@ $(LIBSK): $(LIB_OBJS)
 	ar rcs $@ $^
 
 $(SK): $(CLI_OBJS) $(LIBSK)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIBSK) $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIBSK) $(LIBS) -lcurl
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(LIBSK)
 	@mkdir -p $(dir $@)
@@ -130,7 +130,7 @@ $(BUILD)/timeline/%.o: timeline/%.c timeline/tl.h $(wildcard common/include/sk/*
 
 $(TL_BIN): $(TL_OBJS) $(LIBSK)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(TL_OBJS) $(LIBSK) \
-	    -lmicrohttpd $(LIBS)
+	    -lmicrohttpd -lbz2 -lcurl $(LIBS)
 
 # Handshake load clients for tests/bench/bench_nginx.sh (OpenSSL, GnuTLS).
 NGX_BENCH = $(BUILD)/bench/nginx_client $(BUILD)/bench/nginx_client_gnutls

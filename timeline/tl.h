@@ -40,7 +40,17 @@ typedef struct {
     uint64_t   clock_wait_ms;   /* wait this long for a lagging clock */
     uint64_t   max_clock_ahead; /* seconds past the newest stamp; 0 = off */
     int        verify_on_start; /* check every timeline signature at start */
+    uint64_t   chunk_interval;  /* seconds between publications */
+    uint64_t   chunk_fanout;    /* this many chunks of a level merge */
+    uint64_t   chunk_levels;    /* chunks of this level never merge */
+    uint64_t   chunk_max_entries;   /* no chunk holds more */
+    int        ocsp;            /* ask the end-entity's OCSP responder */
+    int        ocsp_require;    /* refuse certificates naming none */
+    uint64_t   ocsp_timeout_ms; /* then 408 */
+    uint64_t   ocsp_cache;      /* seconds to keep an answer, at most */
 } tl_conf_t;
+
+#define TL_CHUNK_FANOUT_MAX  64
 
 int tl_conf_load(tl_conf_t *conf, const char *path, sk_err_t *err) SK_WUR;
 void tl_conf_free(tl_conf_t *conf);
@@ -60,8 +70,18 @@ typedef struct {
     unsigned char     hash[SK_SHA256_BYTES];
 } tl_root_t;
 
+/* One published chunk: entries [first, last] (tl_chunk.c). */
+typedef struct {
+    uint64_t          first, last;
+    unsigned          level;
+    char             *sig;          /* base64url, over the .bz2 bytes */
+} tl_chunk_t;
+
+typedef struct tl_ocsp_s tl_ocsp_t;
+
 typedef struct {
     tl_conf_t         conf;
+    tl_ocsp_t        *ocsp;         /* the answer cache, own lock */
     sk_key_t         *key;          /* the timeline's Ed25519 key */
     sk_key_t         *operator_key; /* NULL: no root-CA entries accepted */
 
@@ -85,6 +105,16 @@ typedef struct {
 
     int64_t           rate_sec;     /* global limit window */
     uint64_t          rate_count;
+
+    pthread_mutex_t   chunk_lock;   /* the fields below; changed only by
+                                       the publisher thread */
+    pthread_cond_t    chunk_wake;
+    tl_chunk_t       *chunks;       /* oldest first, contiguous from SN 0 */
+    size_t            nchunks;
+    uint64_t          published;    /* entries in chunks */
+    int               stopping;
+    int               chunker_up;
+    pthread_t         chunker;
 } tl_timeline_t;
 
 /* tl_store.c: open and check the log, append durably, read back. */
@@ -129,6 +159,12 @@ tl_verdict_t tl_validate_static(tl_timeline_t *tl, const sk_entry_t *e,
 tl_verdict_t tl_validate_state(tl_timeline_t *tl, const sk_entry_t *e,
     int64_t now, sk_err_t *err);
 
+/* tl_ocsp.c: chain[0] is the end-entity, chain the verified chain. */
+int tl_ocsp_init(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+void tl_ocsp_free(tl_timeline_t *tl);
+tl_verdict_t tl_ocsp_check(tl_timeline_t *tl, STACK_OF(X509) *chain,
+    X509_STORE *st, sk_err_t *err);
+
 /* tl_append.c: the whole POST /append path.  *out is the stamped entry. */
 tl_verdict_t tl_append(tl_timeline_t *tl, char **out, size_t *outlen,
     const char *text, size_t len, sk_err_t *err);
@@ -138,8 +174,29 @@ int64_t tl_now(const tl_timeline_t *tl);
 /* tl_publish.c: TFM and checkpoint of the durable tree. */
 int tl_publish_tfm(tl_timeline_t *tl, char **out, size_t *len, sk_err_t *err)
     SK_WUR;
+/* A TFM of the tree of the first size entries, published entries so far
+ * (size <= durable). */
+int tl_publish_tfm_at(tl_timeline_t *tl, char **out, size_t *len,
+    uint64_t size, uint64_t published, sk_err_t *err) SK_WUR;
 int tl_publish_checkpoint(tl_timeline_t *tl, char **out, size_t *len,
     sk_err_t *err) SK_WUR;
+
+/* tl_chunk.c: publication in chunks. */
+/* Load data_dir/chunks/index (after tl_store_open). */
+int tl_chunk_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+int tl_chunk_start(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* Stop the publisher thread and free the list. */
+void tl_chunk_stop(tl_timeline_t *tl);
+/* Publish what is durable and merge, as the schedule says (one thread). */
+int tl_chunk_tick(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* Listing lines of the chunks overlapping [a, b]; malloc()ed. */
+int tl_chunk_list(tl_timeline_t *tl, char **out, size_t *len, uint64_t a,
+    uint64_t b, sk_err_t *err) SK_WUR;
+int tl_chunk_exists(tl_timeline_t *tl, uint64_t first, uint64_t last);
+/* The chunk file, opened read-only, or -1. */
+int tl_chunk_open_file(const tl_timeline_t *tl, uint64_t first,
+    uint64_t last);
+uint64_t tl_chunk_published(tl_timeline_t *tl);
 
 /* tl_http.c */
 struct MHD_Daemon;

@@ -50,6 +50,18 @@ static const tl_confdef_t  tl_confdefs[] = {
       "0" },
     { "verify_on_start", TL_BOOL,  0, offsetof(tl_conf_t, verify_on_start),
       "no" },
+    { "chunk_interval",  TL_UINT,  0, offsetof(tl_conf_t, chunk_interval),
+      "60" },
+    { "chunk_fanout",    TL_UINT,  0, offsetof(tl_conf_t, chunk_fanout),  "4" },
+    { "chunk_levels",    TL_UINT,  0, offsetof(tl_conf_t, chunk_levels),  "6" },
+    { "chunk_max_entries", TL_UINT, 0,
+      offsetof(tl_conf_t, chunk_max_entries), "50000" },
+    { "ocsp",            TL_BOOL,  0, offsetof(tl_conf_t, ocsp),        "yes" },
+    { "ocsp_require",    TL_BOOL,  0, offsetof(tl_conf_t, ocsp_require), "no" },
+    { "ocsp_timeout_ms", TL_UINT,  0, offsetof(tl_conf_t, ocsp_timeout_ms),
+      "5000" },
+    { "ocsp_cache",      TL_UINT,  0, offsetof(tl_conf_t, ocsp_cache),
+      "3600" },
     { NULL, TL_STR, 0, 0, NULL }
 };
 
@@ -169,10 +181,32 @@ tl_conf_finish(tl_conf_t *conf, const unsigned char *seen, sk_err_t *err)
         return sk_err_set(err, SK_ERR_FORMAT,
             "\"threads\" and \"max_body\" must be above 0");
     }
+    if (conf->ocsp_timeout_ms == 0) {
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "\"ocsp_timeout_ms\" must be above 0");
+    }
+    if (conf->chunk_interval == 0 || conf->chunk_max_entries == 0
+        || conf->chunk_fanout < 2 || conf->chunk_fanout > TL_CHUNK_FANOUT_MAX)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"chunk_interval\" and "
+            "\"chunk_max_entries\" must be above 0, \"chunk_fanout\" "
+            "within 2..%d", TL_CHUNK_FANOUT_MAX);
+    }
     if (conf->key_file == NULL) {
         conf->key_file = malloc(strlen(conf->data_dir) + sizeof(TL_KEY_FILE)
                                 + 1);
-        if (conf->key_file == NULL) {
+        if (conf->ocsp_timeout_ms == 0) {
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "\"ocsp_timeout_ms\" must be above 0");
+    }
+    if (conf->chunk_interval == 0 || conf->chunk_max_entries == 0
+        || conf->chunk_fanout < 2 || conf->chunk_fanout > TL_CHUNK_FANOUT_MAX)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"chunk_interval\" and "
+            "\"chunk_max_entries\" must be above 0, \"chunk_fanout\" "
+            "within 2..%d", TL_CHUNK_FANOUT_MAX);
+    }
+    if (conf->key_file == NULL) {
             return sk_err_set(err, SK_ERR_NOMEM, "key");
         }
         sprintf(conf->key_file, "%s/%s", conf->data_dir, TL_KEY_FILE);

@@ -8,6 +8,10 @@
  *   GET  /proof/inclusion?sn=N&size=S
  *   GET  /proof/consistency?from=A&to=B
  *   GET  /entry/<sn>                 one durable entry (canonical text)
+ *   GET  /chunks                     every chunk: "<uri> <first> <last> <sig>"
+ *   GET  /chunks/since/<SN>          chunks with entries after SN, else 304
+ *   GET  /chunks/between/<A>/and/<B> chunks with entries in [A, B]
+ *   GET  /chunks/<first>-<last>.bz2  a chunk file
  */
 #include <arpa/inet.h>
 #include <stdarg.h>
@@ -17,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
@@ -172,6 +178,98 @@ tl_http_proof(struct MHD_Connection *c, tl_timeline_t *tl, const char *kind)
 }
 
 
+/* Split "A<sep>B" into two strict decimals. */
+static int
+tl_http_two(uint64_t *a, uint64_t *b, const char *s, const char *sep)
+{
+    const char  *p = strstr(s, sep);
+    char         buf[24];
+
+    if (p == NULL || (size_t) (p - s) >= sizeof(buf)) {
+        return -1;
+    }
+    memcpy(buf, s, (size_t) (p - s));
+    buf[p - s] = '\0';
+    return tl_http_u64(a, buf) == 0 && tl_http_u64(b, p + strlen(sep)) == 0
+        ? 0 : -1;
+}
+
+
+static enum MHD_Result
+tl_http_chunk_file(struct MHD_Connection *c, tl_timeline_t *tl,
+    const char *name)
+{
+    struct MHD_Response  *r;
+    enum MHD_Result       rc;
+    struct stat           st;
+    uint64_t              a, b;
+    size_t                n = strlen(name);
+    char                  buf[48];
+    int                   fd;
+
+    if (n < 5 || n >= sizeof(buf) || strcmp(name + n - 4, ".bz2") != 0) {
+        return tl_http_text(c, MHD_HTTP_NOT_FOUND, "no such resource\n");
+    }
+    memcpy(buf, name, n - 4);
+    buf[n - 4] = '\0';
+    if (tl_http_two(&a, &b, buf, "-") != 0 || !tl_chunk_exists(tl, a, b)
+        || (fd = tl_chunk_open_file(tl, a, b)) < 0)
+    {
+        return tl_http_text(c, MHD_HTTP_NOT_FOUND,
+            "chunks: no chunk \"%s\" (merged or never made: see /chunks)\n",
+            name);
+    }
+    if (fstat(fd, &st) != 0
+        || (r = MHD_create_response_from_fd((uint64_t) st.st_size, fd))
+           == NULL)
+    {
+        close(fd);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+        "application/x-bzip2");
+    rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+
+static enum MHD_Result
+tl_http_chunks(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
+{
+    uint64_t   a = 0, b = UINT64_MAX, pub = tl_chunk_published(tl);
+    sk_err_t   err;
+    size_t     len;
+    char      *out;
+
+    if (strncmp(url, "since/", 6) == 0) {
+        if (tl_http_u64(&a, url + 6) != 0) {
+            return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
+                "chunks: bad SN \"%s\"\n", url + 6);
+        }
+        if (a + 1 >= pub) {
+            return tl_http_reply(c, MHD_HTTP_NOT_MODIFIED, NULL, 0);
+        }
+        a++;
+    } else if (strncmp(url, "between/", 8) == 0) {
+        if (tl_http_two(&a, &b, url + 8, "/and/") != 0 || a > b) {
+            return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
+                "chunks: want /chunks/between/<SN1>/and/<SN2>, SN1 <= SN2\n");
+        }
+        if (a >= pub) {
+            return tl_http_text(c, MHD_HTTP_NOT_FOUND, "chunks: nothing "
+                "published at or after SN %" PRIu64 "\n", a);
+        }
+    } else if (*url != '\0') {
+        return tl_http_chunk_file(c, tl, url);
+    }
+    if (tl_chunk_list(tl, &out, &len, a, b, &err) != 0) {
+        return tl_http_err(c, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
+    }
+    return tl_http_reply(c, MHD_HTTP_OK, out, len);
+}
+
+
 static enum MHD_Result
 tl_http_get(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
 {
@@ -195,6 +293,9 @@ tl_http_get(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
     }
     if (strncmp(url, "/proof/", 7) == 0) {
         return tl_http_proof(c, tl, url + 7);
+    }
+    if (strcmp(url, "/chunks") == 0 || strncmp(url, "/chunks/", 8) == 0) {
+        return tl_http_chunks(c, tl, url[7] == '/' ? url + 8 : url + 7);
     }
     if (strncmp(url, "/entry/", 7) == 0) {
         if (tl_http_u64(&sn, url + 7) != 0) {

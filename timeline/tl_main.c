@@ -91,12 +91,14 @@ tl_main_run(tl_timeline_t *tl)
         || (tl->conf.operator_key != NULL
             && sk_key_load_public(&tl->operator_key, tl->conf.operator_key,
                    &err) != 0)
-        || tl_store_open(tl, &err) != 0)
+        || tl_store_open(tl, &err) != 0 || tl_chunk_open(tl, &err) != 0
+        || tl_ocsp_init(tl, &err) != 0)
     {
         tl_log("%s", err.msg);
         return EX_CONFIG;
     }
-    if (tl_http_start(tl, &d, &err) != 0) {
+    if (tl_chunk_start(tl, &err) != 0 || tl_http_start(tl, &d, &err) != 0)
+    {
         tl_log("%s", err.msg);
         return EX_UNAVAILABLE;
     }
@@ -140,6 +142,8 @@ main(int argc, char **argv)
     tl.fd = -1;
     pthread_mutex_init(&tl.lock, NULL);
     pthread_cond_init(&tl.synced, NULL);
+    pthread_mutex_init(&tl.chunk_lock, NULL);
+    pthread_cond_init(&tl.chunk_wake, NULL);
     if (tl_conf_load(&tl.conf, conf, &err) != 0) {
         fprintf(stderr, "%s: configuration error: %s\n", TL_PROG, err.msg);
         return EX_CONFIG;
@@ -150,6 +154,8 @@ main(int argc, char **argv)
         return EX_OK;
     }
     rc = tl_main_run(&tl);
+    tl_chunk_stop(&tl);
+    tl_ocsp_free(&tl);
     tl_store_close(&tl);
     tl_state_free(&tl);
     sk_key_free(tl.key);

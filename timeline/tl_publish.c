@@ -1,10 +1,11 @@
 /*
  * tl_publish.c -- what the timeline signs about itself: the Timeline
  * Freshness Message (canonical form, like an entry) and the C2SP
- * checkpoint, both of the durable tree only.
+ * checkpoint.  /status and the checkpoint describe the durable tree; the
+ * TFM closing a chunk describes the tree that ends with the chunk.
  *
  *   Timeline-Freshness: 1
- *   Max-Published-SN: ...        (N/A while the log is empty)
+ *   Max-Published-SN: ...        (newest SN in a chunk; N/A: none)
  *   Max-Published-Timestamp: ...
  *   Max-SN: ...
  *   Max-Timestamp: ...
@@ -12,7 +13,7 @@
  *   Signature: <base64url, over this text with Signature: N/A>
  *   TID: ...
  *   Timestamp: <now>
- *   Tree-Size: ...
+ *   Tree-Size: ...               (Root-Hash is of this many entries)
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -24,61 +25,79 @@
 #define TL_TFM_MAX  1024
 
 
-/* Durable size, its root and newest timestamp, read under the lock. */
+/* The durable size (or size, if not UINT64_MAX), its root and timestamps
+ * of the newest and of the newest published entry, read under the lock. */
+typedef struct {
+    uint64_t          size, published, max_sn;
+    int64_t           max_ts, pub_ts;
+    sk_merkle_hash_t  root;
+} tl_head_t;
+
+
 static int
-tl_publish_head(tl_timeline_t *tl, uint64_t *size, sk_merkle_hash_t root,
-    int64_t *last, sk_err_t *err)
+tl_publish_head(tl_timeline_t *tl, tl_head_t *h, uint64_t size,
+    sk_err_t *err)
 {
     int  rc;
 
     pthread_mutex_lock(&tl->lock);
-    *size = tl->durable;
-    *last = *size > 0 ? tl->ts[*size - 1] : 0;
-    rc = sk_merkle_tree_root(root, tl->tree, *size, err);
+    h->max_sn = tl->durable;
+    h->size = size == UINT64_MAX ? tl->durable : size;
+    h->max_ts = h->max_sn > 0 ? tl->ts[h->max_sn - 1] : 0;
+    h->pub_ts = h->published > 0 ? tl->ts[h->published - 1] : 0;
+    rc = sk_merkle_tree_root(h->root, tl->tree, h->size, err);
     pthread_mutex_unlock(&tl->lock);
     return rc;
 }
 
 
-static int
-tl_publish_tfm_text(char *buf, size_t cap, const tl_timeline_t *tl,
-    uint64_t size, const char *root, int64_t last, int64_t now,
-    const char *sig)
+/* "N/A" for count 0, else count - 1 (an SN) or the timestamp. */
+static void
+tl_publish_sn(char sn[24], char ts[24], uint64_t count, int64_t t)
 {
-    char  sn[24], ts[24];
-
-    if (size > 0) {
-        snprintf(sn, sizeof(sn), "%" PRIu64, size - 1);
-        snprintf(ts, sizeof(ts), "%" PRId64, last);
+    if (count > 0) {
+        snprintf(sn, 24, "%" PRIu64, count - 1);
+        snprintf(ts, 24, "%" PRId64, t);
     } else {
         strcpy(sn, SK_NA);
         strcpy(ts, SK_NA);
     }
+}
+
+
+static int
+tl_publish_tfm_text(char *buf, size_t cap, const tl_timeline_t *tl,
+    const tl_head_t *h, const char *root, int64_t now, const char *sig)
+{
+    char  psn[24], pts[24], sn[24], ts[24];
+
+    tl_publish_sn(psn, pts, h->published, h->pub_ts);
+    tl_publish_sn(sn, ts, h->max_sn, h->max_ts);
     return snprintf(buf, cap, "Timeline-Freshness: 1\n"
         "Max-Published-SN: %s\nMax-Published-Timestamp: %s\n"
         "Max-SN: %s\nMax-Timestamp: %s\nRoot-Hash: %s\nSignature: %s\n"
         "TID: %" PRIu64 "\nTimestamp: %" PRId64 "\nTree-Size: %" PRIu64
-        "\n\n", sn, ts, sn, ts, root, sig, tl->conf.tid, now, size);
+        "\n\n", psn, pts, sn, ts, root, sig, tl->conf.tid, now, h->size);
 }
 
 
 int
-tl_publish_tfm(tl_timeline_t *tl, char **out, size_t *len, sk_err_t *err)
+tl_publish_tfm_at(tl_timeline_t *tl, char **out, size_t *len, uint64_t size,
+    uint64_t published, sk_err_t *err)
 {
-    sk_merkle_hash_t   root;
-    unsigned char     *sig;
-    char               rootb[64], *sigb, buf[TL_TFM_MAX];
-    uint64_t           size;
-    int64_t            last, now = tl_now(tl);
-    size_t             siglen;
-    int                n;
+    unsigned char  *sig;
+    char            rootb[64], *sigb, buf[TL_TFM_MAX];
+    tl_head_t       h;
+    int64_t         now = tl_now(tl);
+    size_t          siglen;
+    int             n;
 
-    if (tl_publish_head(tl, &size, root, &last, err) != 0) {
+    h.published = published;
+    if (tl_publish_head(tl, &h, size, err) != 0) {
         return -1;
     }
-    sk_b64_encode(rootb, root, sizeof(root));
-    n = tl_publish_tfm_text(buf, sizeof(buf), tl, size, rootb, last, now,
-        SK_NA);
+    sk_b64_encode(rootb, h.root, sizeof(h.root));
+    n = tl_publish_tfm_text(buf, sizeof(buf), tl, &h, rootb, now, SK_NA);
     if (sk_key_sign(&sig, &siglen, tl->key, (unsigned char *) buf,
             (size_t) n, err) != 0)
     {
@@ -92,10 +111,18 @@ tl_publish_tfm(tl_timeline_t *tl, char **out, size_t *len, sk_err_t *err)
         free(*out);
         return sk_err_set(err, SK_ERR_NOMEM, "tfm");
     }
-    *len = (size_t) tl_publish_tfm_text(*out, TL_TFM_MAX, tl, size, rootb,
-        last, now, sigb);
+    *len = (size_t) tl_publish_tfm_text(*out, TL_TFM_MAX, tl, &h, rootb, now,
+        sigb);
     free(sigb);
     return 0;
+}
+
+
+int
+tl_publish_tfm(tl_timeline_t *tl, char **out, size_t *len, sk_err_t *err)
+{
+    return tl_publish_tfm_at(tl, out, len, UINT64_MAX,
+        tl_chunk_published(tl), err);
 }
 
 
@@ -104,12 +131,15 @@ tl_publish_checkpoint(tl_timeline_t *tl, char **out, size_t *len,
     sk_err_t *err)
 {
     sk_checkpoint_t  cp;
-    int64_t          last;
+    tl_head_t        h;
 
     memset(&cp, 0, sizeof(cp));
-    if (tl_publish_head(tl, &cp.size, cp.root, &last, err) != 0) {
+    h.published = 0;
+    if (tl_publish_head(tl, &h, UINT64_MAX, err) != 0) {
         return -1;
     }
+    cp.size = h.size;
+    memcpy(cp.root, h.root, sizeof(cp.root));
     snprintf(cp.origin, sizeof(cp.origin), "%s", tl->conf.origin);
     snprintf(cp.ext, sizeof(cp.ext), "Timestamp %" PRId64 "\n", tl_now(tl));
     return sk_checkpoint_format(out, len, &cp, tl->conf.origin, tl->key,

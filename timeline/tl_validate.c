@@ -1,6 +1,7 @@
 /*
  * tl_validate.c -- the draft's validation rules.  Each rejection is a 403
- * whose message starts with the rule ("bind: ...", "unbind: ...").
+ * whose message starts with the rule ("bind: ...", "unbind: ..."), as
+ * does a 408 (no definite OCSP answer).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -124,7 +125,7 @@ tl_validate_chain(tl_timeline_t *tl, const sk_entry_t *e, const sk_key_t *sk,
             "key: end-entity certificate's key is not the SK");
         goto done;
     }
-    v = TL_OK;
+    v = tl_ocsp_check(tl, X509_STORE_CTX_get0_chain(ctx), st, err);
 done:
     X509_STORE_CTX_free(ctx);
     X509_STORE_free(st);
@@ -150,6 +151,9 @@ tl_validate_bind(tl_timeline_t *tl, const sk_entry_t *e, const char *rule,
     }
     v = tl_validate_chain(tl, e, sk, now, err);
     sk_key_free(sk);
+    if (v == TL_TIMEOUT) {
+        sk_err_prefix(err, "%s", rule);
+    }
     return v == TL_FORBIDDEN ? tl_forbid(err, rule) : v;
 }
 

@@ -28,6 +28,7 @@ extern const sk_cmd_t sk_cmd_keygen, sk_cmd_pubkey, sk_cmd_carrier,
     sk_cmd_chain, sk_cmd_verify_chain, sk_cmd_selfcert, sk_cmd_onion,
     sk_cmd_entry;
 extern const sk_cmd_t sk_cmd_publish;
+extern const sk_cmd_t sk_cmd_register;
 
 /* "sk: <fmt>" on stderr; returns SK_EXIT_FAIL. */
 int cli_fail(const char *fmt, ...) SK_PRINTF(1, 2);

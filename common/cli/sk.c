@@ -11,7 +11,7 @@
 static const sk_cmd_t *const sk_cmds[] = {
     &sk_cmd_keygen, &sk_cmd_pubkey, &sk_cmd_carrier, &sk_cmd_chain,
     &sk_cmd_verify_chain, &sk_cmd_selfcert, &sk_cmd_onion, &sk_cmd_entry,
-    &sk_cmd_publish,
+    &sk_cmd_publish, &sk_cmd_register,
     NULL
 };
 

@@ -12,7 +12,8 @@ package SKTimeline;
 #   ed25519_key(DIR, NAME)                NAME.key / NAME.pub; returns path
 #   spki_b64(KEYFILE)                     base64url DER SPKI
 #   make_ca(DIR, NAME)                    self-signed CA NAME.crt/.key
-#   issue(DIR, CA, SKKEY, DNSNAME, OUT)   end-entity cert for SKKEY's key
+#   issue(DIR, CA, SKKEY, DNSNAME, OUT[, EXT])  end-entity cert for SKKEY's
+#                                         key; EXT: more extension lines
 #   der_b64(CERT)                         base64url DER of a PEM cert
 #   canon(TYPE, FIELDS)                   canonical text
 #   sign_entry(TYPE, FIELDS, SIGFIELD, KEY, NA_FIELDS)  fills SIGFIELD
@@ -124,9 +125,10 @@ sub make_ca {
 }
 
 sub issue {
-    my ($dir, $ca, $key, $dns, $out) = @_;
+    my ($dir, $ca, $key, $dns, $out, $ext) = @_;
     ossl('req', '-new', '-key', $key, '-subj', "/CN=$dns", '-out', "$out.csr");
-    spew("$out.ext", "subjectAltName=DNS:$dns\nbasicConstraints=CA:FALSE\n");
+    spew("$out.ext", "subjectAltName=DNS:$dns\nbasicConstraints=CA:FALSE\n"
+        . ($ext // ''));
     ossl('x509', '-req', '-in', "$out.csr", '-CA', "$ca.crt", '-CAkey',
         "$ca.key", '-CAcreateserial', '-days', '365', '-extfile', "$out.ext",
         '-out', "$out.crt");

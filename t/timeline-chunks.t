@@ -1,0 +1,168 @@
+#!/usr/bin/perl
+# sk-timeline chunks: the merge schedule (fanout 2, 3 levels), listings
+# (/chunks, since, between), chunk files fetched with curl, bunzip2ed, each
+# signature and entry checked (openssl for chunks and TFMs, `sk entry
+# verify` for entries), the TFM's root against the entries, and the list
+# after a restart.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use MIME::Base64 qw(decode_base64);
+use SKTest;
+use SKTimeline;
+
+plan skip_all => 'sk-timeline not built' unless -x $SKTimeline::TL;
+plan skip_all => 'no openssl, curl or bunzip2'
+    unless has_cmd('openssl') && has_cmd('curl') && has_cmd('bunzip2');
+
+my $d = tmpdir();
+my $op = ed25519_key($d, 'operator');
+my $ca = make_ca($d, 'testca');
+my $sk = ed25519_key($d, 'example');
+my $crt = issue($d, $ca, $sk, 'example.com', "$d/example");
+
+my $t = start_timeline($d, operator_key => "$d/operator.pub",
+    sk_budget => 100, chunk_interval => 1, chunk_fanout => 2,
+    chunk_levels => 3);
+ok($t->{up}, 'sk-timeline listens') or BAIL_OUT(slurp($t->{log}));
+
+my $r = http('GET', "$t->{url}/chunks");
+is($r->{code}, 200, '/chunks on an empty log: 200');
+is($r->{body}, '', '... and no chunks');
+like(http('GET', "$t->{url}/status")->{body}, qr/^Max-Published-SN: N\/A$/m,
+    'TFM: nothing published');
+
+sub published {
+    my ($want) = @_;
+    return wait_until(sub {
+        http('GET', "$t->{url}/status")->{body}
+            =~ /^Max-Published-SN: $want$/m }, 10);
+}
+
+# Eleven entries, each published by its own tick: a binary counter with
+# fanout 2 leaves 0-7 (level 3, final), 8-9 (level 1), 10 (level 0).
+my @entries = (root_entry(cert => "$ca.crt", key => $op),
+    bind_entry(name => 'example.com', key => $sk, chain => [$crt]),
+    map { cs_entry(name => 'example.com', services => "https:$_", key => $sk) }
+        1 .. 9);
+my $ok = 1;
+for my $i (0 .. $#entries) {
+    $r = append($t, $entries[$i]);
+    $ok &&= $r->{code} == 201 && published($i);
+    diag("entry $i: $r->{code} $r->{body}") if !$ok;
+}
+ok($ok, 'eleven entries appended, each published in a chunk');
+
+$r = http('GET', "$t->{url}/chunks");
+my @lines = split /\n/, $r->{body};
+my @ranges = map { [(split / /)[1, 2]] } @lines;
+is_deeply(\@ranges, [[0, 7], [8, 9], [10, 10]],
+    'old chunks merged, the newest small') or diag($r->{body});
+like($lines[0], qr{^/chunks/0-7\.bz2 0 7 [A-Za-z0-9_-]{86}$},
+    'listing line: uri first last signature');
+
+# Fetch, check the signature over the .bz2 bytes, unpack, check entries.
+my $pub = "$d/timeline.pub";
+my @all;
+my ($tfm_ok, $sig_ok, $ent_ok) = (1, 1, 1);
+for my $l (@lines) {
+    my ($uri, $first, $last, $sig) = split / /, $l;
+    my $f = "$d/chunk-$first";
+    my $c = run_cmd(['curl', '-sf', '-o', "$f.bz2", "$t->{url}$uri"]);
+    spew("$f.sig", decode_base64(($sig =~ tr{-_}{+/}r) . '=='));
+    $sig_ok &&= run_cmd(['openssl', 'pkeyutl', '-verify', '-pubin', '-inkey',
+        $pub, '-rawin', '-in', "$f.bz2", '-sigfile', "$f.sig"])->{rc} == 0;
+    run_cmd(['bunzip2', '-k', "$f.bz2"]);
+    my @parts = parse_entries(slurp($f));
+    my $tfm = pop @parts;
+    is(scalar @parts, $last - $first + 1, "chunk $first-$last: its entries");
+    for my $i (0 .. $#parts) {
+        my ($sn) = $parts[$i] =~ /^SN: (\d+)$/m;
+        $ent_ok &&= defined $sn && $sn == $first + $i;
+        spew("$f.e", $parts[$i]);
+        my $v = sk('entry', 'verify', '-i', "$f.e", '--timeline-pub', $pub);
+        $ent_ok &&= $v->{rc} == 0 && $v->{out} =~ /Signature: good/;
+        diag("SN $sn: $v->{err}") if $v->{rc} != 0;
+    }
+    push @all, @parts;
+    like($tfm, qr/^Timeline-Freshness: 1$/m, "chunk $first-$last ends in a TFM");
+    like($tfm, qr/^Max-Published-SN: $last$/m, '... published up to its end');
+    like($tfm, qr/^Tree-Size: @{[$last + 1]}$/m, '... tree of its end');
+    my ($root) = $tfm =~ /^Root-Hash: (\S+)$/m;
+    my @leaves = map { leaf_hash($_) } @all;
+    $tfm_ok &&= b64url(mth(@leaves)) eq $root;
+    my ($tsig) = $tfm =~ /^Signature: (\S+)$/m;
+    (my $na = $tfm) =~ s/^Signature: .*$/Signature: N\/A/m;
+    spew("$f.tfm", $na);
+    spew("$f.tsig", decode_base64(($tsig =~ tr{-_}{+/}r) . '=='));
+    $tfm_ok &&= run_cmd(['openssl', 'pkeyutl', '-verify', '-pubin', '-inkey',
+        $pub, '-rawin', '-in', "$f.tfm", '-sigfile', "$f.tsig"])->{rc} == 0;
+}
+ok($sig_ok, 'every chunk signature verifies over the .bz2 bytes');
+ok($ent_ok, 'every entry parses, has the next SN, and its timeline '
+    . 'signature verifies (sk entry verify)');
+ok($tfm_ok, 'every chunk TFM is signed and its root is the entries\' root');
+is(join('', @all), slurp("$d/entries.log"), 'chunks hold the whole log');
+
+# Since and between.
+$r = http('GET', "$t->{url}/chunks/since/7");
+is(join(',', map { (split / /)[0] } split /\n/, $r->{body}),
+    '/chunks/8-9.bz2,/chunks/10-10.bz2', 'since/7: the two newer chunks');
+$r = http('GET', "$t->{url}/chunks/since/8");
+like($r->{body}, qr{^/chunks/8-9\.bz2 }, 'since/8: the chunk holding SN 9');
+$r = http('GET', "$t->{url}/chunks/since/10");
+is($r->{code}, 304, 'since/10 (the newest): 304');
+is($r->{body}, '', '... with no body');
+$r = http('GET', "$t->{url}/chunks/since/99");
+is($r->{code}, 304, 'since a future SN: 304');
+for my $bad (qw(abc 01 -1 99999999999999999999), '') {
+    $r = http('GET', "$t->{url}/chunks/since/$bad");
+    is($r->{code}, 400, "since/'$bad': 400");
+}
+like($r->{body}, qr/^chunks: bad SN/, '... saying why');
+$r = http('GET', "$t->{url}/chunks/between/3/and/8");
+is(join(',', map { (split / /)[0] } split /\n/, $r->{body}),
+    '/chunks/0-7.bz2,/chunks/8-9.bz2', 'between/3/and/8');
+$r = http('GET', "$t->{url}/chunks/between/10/and/10");
+like($r->{body}, qr{^/chunks/10-10\.bz2 10 10 \S+\n\z}, 'between/10/and/10');
+$r = http('GET', "$t->{url}/chunks/between/9/and/3");
+is($r->{code}, 400, 'between, SN1 > SN2: 400');
+$r = http('GET', "$t->{url}/chunks/between/x/and/3");
+is($r->{code}, 400, 'between, bad SN: 400');
+$r = http('GET', "$t->{url}/chunks/between/11/and/20");
+is($r->{code}, 404, 'between past the published: 404');
+$r = http('GET', "$t->{url}/chunks/0-3.bz2");
+is($r->{code}, 404, 'a merged-away chunk: 404');
+ok(!-e "$d/chunks/0-3.bz2", '... and its file is gone');
+$r = http('GET', "$t->{url}/chunks/../entries.log");
+is($r->{code}, 404, 'no path tricks');
+
+# The list survives a restart; publication goes on from there.
+my $before = http('GET', "$t->{url}/chunks")->{body};
+stop_daemon($t->{pid});
+restart_timeline($t);
+ok($t->{up}, 'restarts');
+is(http('GET', "$t->{url}/chunks")->{body}, $before, 'same chunks after restart');
+like(slurp($t->{log}), qr/3 chunks, 11 entries published/, 'logged');
+$r = append($t, cs_entry(name => 'example.com', services => 'imaps',
+    key => $sk));
+ok($r->{code} == 201 && published(11), 'a new entry is published');
+$r = http('GET', "$t->{url}/chunks");
+is(join(',', map { join '-', (split / /)[1, 2] } split /\n/, $r->{body}),
+    '0-7,8-11', 'and merges on: 8-9 + (10 + 11)');
+
+# A broken index refuses to start, naming the line.
+stop_daemon($t->{pid});
+my $idx = slurp("$d/chunks/index");
+spew("$d/chunks/index", $idx =~ s/^8 /9 /mr);
+restart_timeline($t);
+ok(!$t->{up}, 'a gap in the chunk index refuses to start');
+like(slurp($t->{log}), qr/chunks\/index: line 2: chunk starts at 9, not 8/,
+    'index error named');
+stop_daemon($t->{pid});
+unlike(slurp($t->{log}), qr/Sanitizer|runtime error/, 'no sanitizer reports');
+
+done_testing();
