@@ -1,7 +1,9 @@
 #!/usr/bin/perl
 # Messages/s through a private Postfix (smtpd with the milter, relaying to
-# smtp-sink), loaded by smtp-source with parallel sessions; the three
-# setups take turns over several rounds and each keeps its best round.
+# smtp-sink), loaded by smtp-source with parallel sessions.  Setups: no
+# milter, the no-op milter and sk-milter, each milter on a loopback TCP
+# socket and on a unix socket.  They take turns over several rounds and
+# each keeps its best round, so every reference is from this same run.
 use strict;
 use warnings;
 use Time::HiRes qw(time sleep);
@@ -9,25 +11,50 @@ use SKTest;
 use SKPostfix;
 
 my $build = shift // 'build';
-my ($msgs, $sess, $rounds) = (1500, 20, 3);
+# BENCH_MILTER="messages sessions rounds" overrides the defaults.
+my ($msgs, $sess, $rounds) = split ' ', ($ENV{BENCH_MILTER} // '1000 20 3');
 my $dir = tmpdir();
 spew("$dir/trust", "example.com smtp\n");
-my $np = free_port();
-my $sp = free_port();
-spew("$dir/skm.conf", "Socket inet:$sp\@127.0.0.1\nName mx.example.org\n"
-    . "TrustFile $dir/trust\nSyslog no\n");
-my @pids = (run_daemon(["$build/bench/noop_milter", "inet:$np\@127.0.0.1"],
-    "$dir/noop.log"), run_daemon(["$build/sk-milter", '-f', '-c',
-    "$dir/skm.conf"], "/dev/null"));
-wait_for_port($_) or die "milter on $_ did not start" for $np, $sp;
+
+# name => [milter command (with MILTER for the socket), socket kind]
+my %milter = (
+    'noop' => [["$build/bench/noop_milter", 'MILTER'], 'inet'],
+    'noop-unix' => [["$build/bench/noop_milter", 'MILTER'], 'unix'],
+    'sk' => [["$build/sk-milter", '-f', '-c', 'CONF'], 'inet'],
+    'sk-unix' => [["$build/sk-milter", '-f', '-c', 'CONF'], 'unix'],
+);
+my %setup = (none => '');
+my @pids;
+
+# The sockets must be reachable by Postfix's smtpd (user postfix).
+my $oldmask = umask 0;
+for my $name (sort keys %milter) {
+    my ($cmd, $kind) = @{ $milter{$name} };
+    my ($lib, $pf, $port);
+    if ($kind eq 'inet') {
+        $port = free_port();
+        ($lib, $pf) = ("inet:$port\@127.0.0.1", "inet:127.0.0.1:$port");
+    } else {
+        ($lib, $pf) = ("unix:$dir/$name.sock", "unix:$dir/$name.sock");
+    }
+    spew("$dir/$name.conf", "Socket $lib\nName mx.example.org\n"
+        . "TrustFile $dir/trust\nSyslog no\n");
+    my @argv = map { $_ eq 'MILTER' ? $lib : $_ eq 'CONF'
+        ? "$dir/$name.conf" : $_ } @$cmd;
+    push @pids, run_daemon(\@argv, "$dir/$name.log");
+    my $up = $port ? wait_for_port($port)
+        : wait_until(sub { -S "$dir/$name.sock" }, 10);
+    die "milter $name did not start: " . slurp("$dir/$name.log") if !$up;
+    $setup{$name} = $pf;
+}
+umask $oldmask;
 
 my $pf = SKPostfix->new(dir => $dir, main => { smtpd_milters => '' },
     nodump => 1)->start;
-my %setup = (none => '', noop => "inet:127.0.0.1:$np",
-    sk => "inet:127.0.0.1:$sp");
+my @order = ('none', sort keys %milter);
 my %best;
 for my $round (1 .. $rounds) {
-    for my $name (qw(none noop sk)) {
+    for my $name (@order) {
         $pf->postconf('-e', "smtpd_milters=$setup{$name}");
         $pf->postfix('reload');
         sleep 1.5;
@@ -36,17 +63,20 @@ for my $round (1 .. $rounds) {
             '-f', 'alice@example.com', '-t', 'bob@dest.example',
             "127.0.0.1:$pf->{smtp}"]);
         my $rate = $msgs / (time - $t0);
-        die "smtp-source: $r->{err}" if $r->{rc};
+        die "smtp-source ($name): $r->{err}" if $r->{rc};
         $best{$name} = $rate if !$best{$name} || $rate > $best{$name};
     }
 }
 $pf->stop;
 stop_daemon($_) for @pids;
-printf "BENCH milter-none %.0f msg/s ref=770 ratio=%.2f target=1.00\n",
-    $best{none}, $best{none} / 770;
-printf "BENCH milter-noop %.0f msg/s ref=420 ratio=%.2f target=1.00\n",
-    $best{noop}, $best{noop} / 420;
-printf "BENCH milter-vs-noop %.0f msg/s ref=%.0f ratio=%.2f target=0.95\n",
-    $best{sk}, $best{noop}, $best{sk} / $best{noop};
-printf "BENCH milter-vs-none %.0f msg/s ref=%.0f ratio=%.2f target=0.80\n",
-    $best{sk}, $best{none}, $best{sk} / $best{none};
+
+sub line {
+    my ($label, $name, $ref, $target) = @_;
+    printf "BENCH %s %.0f msg/s ref=%.0f ratio=%.2f target=%.2f\n", $label,
+        $best{$name}, $best{$ref}, $best{$name} / $best{$ref}, $target;
+}
+line('milter-vs-noop', 'sk', 'noop', 0.95);
+line('milter-vs-none', 'sk', 'none', 0.80);
+line('milter-unix-vs-noop-unix', 'sk-unix', 'noop-unix', 0.95);
+line('milter-unix-vs-none', 'sk-unix', 'none', 0.80);
+printf "# %s: %.0f msg/s\n", $_, $best{$_} for @order;
