@@ -52,7 +52,7 @@ $(LIBSK): $(LIB_OBJS)
 $(SK): $(CLI_OBJS) $(LIBSK)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIBSK) $(LIBS) -lcurl
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(LIBSK)
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIBSK)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS) -lcmocka
 
@@ -132,6 +132,29 @@ $(TL_BIN): $(TL_OBJS) $(LIBSK)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(TL_OBJS) $(LIBSK) \
 	    -lmicrohttpd -lbz2 -lcurl $(LIBS)
 
+# Its load client for tests/bench/bench_timeline.sh.
+TL_BENCH = $(BUILD)/bench/tl_client
+all: $(TL_BENCH)
+bench: $(TL_BIN) $(TL_BENCH)
+
+$(TL_BENCH): tests/bench/tl_client.c $(LIBSK)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIBSK) $(LIBS)
+
+# Fuzz targets of sk-timeline's parsers (tests/fuzz/fuzz_tl_*.c): libsk's
+# fuzz objects plus the timeline's own, all but its main().
+TL_LIBS      = -lmicrohttpd -lbz2 -lcurl $(LIBS)
+FUZZ_TL_OBJS = $(filter-out $(FUZZ_BUILD)/timeline/tl_main.o, \
+                   $(TL_SRCS:%.c=$(FUZZ_BUILD)/%.o))
+
+$(FUZZ_TL_OBJS): $(FUZZ_BUILD)/%.o: %.c timeline/tl.h $(wildcard common/include/sk/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -pthread -c -o $@ $<
+
+$(FUZZ_BUILD)/fuzz_tl_%: tests/fuzz/fuzz_tl_%.c $(FUZZ_TL_OBJS) $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itimeline -fsanitize=fuzzer -pthread -o $@ $< \
+	    $(FUZZ_TL_OBJS) $(FUZZ_OBJS) $(TL_LIBS)
+
 # Handshake load clients for tests/bench/bench_nginx.sh (OpenSSL, GnuTLS).
 NGX_BENCH = $(BUILD)/bench/nginx_client $(BUILD)/bench/nginx_client_gnutls
 ngx: $(NGX_BENCH)
@@ -159,4 +182,43 @@ $(BUILD)/sk_milter/%.o: sk_milter/%.c sk_milter/skm.h $(wildcard common/include/
 
 $(SKM_BIN): $(SKM_OBJS) $(LIBSK)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(SKM_OBJS) $(LIBSK) \
-	    -lmilter -lhiredis -lssl -lcrypto -lpthread
+	    -lmilter -lhiredis -lssl -lcrypto -lresolv -lpthread
+
+# sk-mirror (timeline/mr_*.c): replicates timelines, answers name queries.
+MR_SRCS = $(sort $(wildcard timeline/mr_*.c))
+MR_OBJS = $(MR_SRCS:%.c=$(BUILD)/%.o)
+MR_BIN  = $(BUILD)/sk-mirror
+
+.PHONY: mirror
+all: $(MR_BIN)
+mirror: $(MR_BIN)
+
+$(BUILD)/timeline/mr_%.o: timeline/mr_%.c timeline/mr.h $(wildcard common/include/sk/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -pthread -c -o $@ $<
+
+# common/src/httpd.c needs libmicrohttpd, which the fuzz targets (linking
+# every libsk object) do not link.
+FUZZ_OBJS := $(filter-out $(FUZZ_BUILD)/common/src/httpd.o,$(FUZZ_OBJS))
+
+$(MR_BIN): $(MR_OBJS) $(LIBSK)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(MR_OBJS) $(LIBSK) \
+	    -lmicrohttpd -lbz2 -lcurl $(LIBS)
+
+# Load client and log generator for tests/bench/bench_mirror*.sh.
+MR_BENCH = $(BUILD)/bench/mirror_client $(BUILD)/bench/mirror_gen
+mirror: $(MR_BENCH)
+all: $(MR_BENCH)
+
+$(BUILD)/bench/mirror_client: tests/bench/mirror_client.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
+
+$(BUILD)/bench/mirror_gen: tests/bench/mirror_gen.c $(LIBSK)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS)
+
+# The socketmap parser's fuzz target links the milter's I/O-free parser.
+$(FUZZ_BUILD)/fuzz_socketmap: tests/fuzz/fuzz_socketmap.c $(FUZZ_BUILD)/sk_milter/skm_netstring.o $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_BUILD)/sk_milter/skm_netstring.o $(FUZZ_OBJS) $(LIBS)
+$(FUZZ_BUILD)/sk_milter/skm_netstring.o: sk_milter/skm.h

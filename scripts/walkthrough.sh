@@ -1,9 +1,12 @@
 #!/bin/sh
-# The main job: a walk-through of what a domain holder does with sk.
+# The main job: a walk-through of the whole system on loopback.
 # Makes a sovereign key with backups, cross-signs a fresh server
 # certificate, verifies the served chain (and shows a forgery failing),
 # checks the carrier with the openssl command, writes a Tor onion service
-# and lets a real tor confirm its address, and signs a Bind entry.
+# and lets a real tor confirm its address; then claims the key on two real
+# sk-timelines, lets an sk-mirror replicate them, serves the site from
+# Debian's nginx with the module, and asks `sk verify` what an SK-aware
+# client decides about it and about an impostor.
 set -eu
 BUILD=${BUILD:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,8 +14,10 @@ SK=${SK_BIN:-$top/$BUILD/sk}
 D=$(mktemp -d /tmp/sk-walkthrough.XXXXXX)
 chmod 711 "$D"   # tor drops to its own user and must reach hs/
 tor_pid=
+pids=
 cleanup() {
     [ -z "$tor_pid" ] || kill "$tor_pid" 2>/dev/null || true
+    for p in $pids; do kill "$p" 2>/dev/null || true; done
     [ -n "${SK_KEEP:-}" ] || rm -rf "$D"
 }
 trap cleanup EXIT INT TERM
@@ -20,6 +25,17 @@ NAME=www.example.test
 
 step() { printf '\n== %s\n' "$*"; }
 run()  { printf '$ %s\n' "$*"; "$@"; }
+die()  { echo "walkthrough: $*" >&2; exit 1; }
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+# wait_for SECONDS COMMAND...: until the command succeeds
+wait_for() {
+    n=$(($1 * 5)); shift
+    while ! "$@" >/dev/null 2>&1; do
+        n=$((n - 1)); [ $n -gt 0 ] || return 1; sleep 0.2
+    done
+}
 
 cd "$D"
 mkdir -p media1 media2 media3
@@ -97,9 +113,128 @@ EOT
     kill "$tor_pid"; tor_pid=
 fi
 
-step "10. Claim the key: a Bind entry, SK-signed, ready for a timeline"
-run "$SK" entry bind -k sk.key -n $NAME -s "https;$addr" -c chain.pem -o bind.txt
+step "10. Claim the key: the CA certifies the SK's key for the name, the SK signs a Bind"
+# The timeline checks this evidence: a CA it trusts vouched that the key
+# holder of the SK held the name when it was claimed.
+openssl req -new -key sk.key -subj "/CN=$NAME" -out sk.csr 2>/dev/null
+openssl x509 -req -in sk.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+    -days 30 -extfile ext.cnf -out sk-evidence.pem 2>/dev/null
+cat sk-evidence.pem ca.pem > sk-evidence-chain.pem
+run "$SK" entry bind -k sk.key -n $NAME -s "https;$addr" -c sk-evidence-chain.pem -o bind.txt
 sed 's/^/   /' bind.txt | cut -c1-100
 run "$SK" entry verify -p sk.key.pub -i bind.txt
+
+step "11. Two timelines (sk-timeline), each trusting the walkthrough CA"
+openssl genpkey -algorithm ed25519 -out operator.key 2>/dev/null
+chmod 600 operator.key
+openssl pkey -in operator.key -pubout -out operator.pub
+tls=
+for tid in 7 9; do
+    port=$(free_port)
+    mkdir -p tl$tid
+    cat > tl$tid.conf <<EOT
+listen = 127.0.0.1:$port
+data_dir = $D/tl$tid
+tid = $tid
+operator_key = $D/operator.pub
+chunk_interval = 1
+EOT
+    "$top/$BUILD/sk-timeline" -c tl$tid.conf 2>tl$tid.log &
+    pids="$pids $!"
+    wait_for 10 curl -sf "http://127.0.0.1:$port/checkpoint" || die "timeline $tid did not start: $(cat tl$tid.log)"
+    echo "   timeline $tid on http://127.0.0.1:$port"
+    tls="$tls -t http://127.0.0.1:$port"
+    eval "tl${tid}_url=http://127.0.0.1:$port"
+done
+run "$SK" entry add-root-ca -k operator.key -c ca.pem --serial 1 -o add-root.txt
+# shellcheck disable=SC2086
+run "$SK" register -i add-root.txt $tls
+
+step "12. Register the Bind on both timelines"
+# shellcheck disable=SC2086
+run "$SK" register -i bind.txt $tls
+if "$SK" register -i bind.txt -t "$tl7_url" >claim-again.out 2>&1; then
+    die "a second Bind for $NAME was accepted"
+fi
+echo "   a second Bind for the name is refused: $(grep -m1 -o '403.*' claim-again.out || cat claim-again.out)"
+
+step "13. A mirror (sk-mirror) replicates both timelines and answers name queries"
+mport=$(free_port)
+cat > mirror.conf <<EOT
+listen = 127.0.0.1:$mport
+data_dir = $D/mirror
+timeline = 7 $tl7_url $D/tl7/timeline.pub
+timeline = 9 $tl9_url $D/tl9/timeline.pub
+poll_interval = 1
+EOT
+mkdir -p mirror
+"$top/$BUILD/sk-mirror" -c mirror.conf 2>mirror.log &
+pids="$pids $!"
+mirror_has_both() {
+    [ "$(curl -sf "http://127.0.0.1:$mport/query/$NAME" | grep -c '^Entry: ')" -ge 2 ]
+}
+wait_for 30 mirror_has_both || die "the mirror did not sync: $(cat mirror.log)"
+curl -sf "http://127.0.0.1:$mport/query/$NAME" | grep '^SK-Mirror\|^Timeline: \|^Entry: ' | sed 's/^/   /'
+cat > trust.conf <<EOT
+timeline = 7 $D/tl7/timeline.pub
+timeline = 9 $D/tl9/timeline.pub
+mirror = http://127.0.0.1:$mport $D/mirror/mirror.pub
+EOT
+
+step "14. Debian's nginx serves the site with the module: the carrier and Onion-Location"
+nport=$(free_port); eport=$(free_port)
+mkdir -p nginx/html
+echo "hello from $NAME" > nginx/html/index.html
+cat > nginx/nginx.conf <<EOT
+load_module $top/$BUILD/ngx/ngx_http_sk_module.so;
+daemon off;
+pid $D/nginx/nginx.pid;
+error_log $D/nginx/error.log notice;
+events { worker_connections 64; }
+http {
+    access_log off;
+    client_body_temp_path $D/nginx/body;
+    proxy_temp_path $D/nginx/proxy;
+    fastcgi_temp_path $D/nginx/fastcgi;
+    uwsgi_temp_path $D/nginx/uwsgi;
+    scgi_temp_path $D/nginx/scgi;
+    root $D/nginx/html;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_certificate $D/chain.pem;
+    ssl_certificate_key $D/server.key;
+    server {                    # the real site
+        listen 127.0.0.1:$nport ssl;
+        server_name $NAME;
+        sovereign_key_public $D/sk.key.pub;
+        sovereign_key_carrier $D/carrier.pem;
+        sovereign_key_onion $addr;
+        location / { }
+        location = /.well-known/sovereign-key { sovereign_key_status; }
+    }
+    server {                    # an impostor with a mis-issued certificate
+        listen 127.0.0.1:$eport ssl;
+        server_name $NAME;
+        location / { }
+    }
+}
+EOT
+grep -A4 'the real site' nginx/nginx.conf | sed 's/^/   /'
+nginx -p "$D/nginx" -c "$D/nginx/nginx.conf" -e "$D/nginx/error.log" -t 2>&1 | sed 's/^/   /'
+nginx -p "$D/nginx" -c "$D/nginx/nginx.conf" -e "$D/nginx/error.log" 2>nginx/stderr.log &
+pids="$pids $!"
+wait_for 10 curl -sk "https://127.0.0.1:$nport/" || die "nginx did not start: $(cat nginx/error.log)"
+curl -sk -D - -o /dev/null --resolve "$NAME:$nport:127.0.0.1" "https://$NAME:$nport/" \
+    | grep -i '^onion-location' | sed 's/^/   /'
+curl -sk --resolve "$NAME:$nport:127.0.0.1" "https://$NAME:$nport/.well-known/sovereign-key" | cut -c1-160 | sed 's/^/   /'
+echo
+
+step "15. What an SK-aware client decides (sk verify: mirror, freshness, carrier)"
+run "$SK" verify --trust trust.conf --cache client-cache --connect 127.0.0.1:$nport "https://$NAME:$nport"
+
+step "16. The impostor: a CA-valid certificate for the name, but no cross-signature"
+rc=0
+"$SK" verify --trust trust.conf --cache client-cache --connect 127.0.0.1:$eport "https://$NAME:$eport" || rc=$?
+[ $rc -eq 1 ] || die "the impostor was not rejected (exit $rc)"
+echo "   exit $rc: refused, although an ordinary client would accept its CA-valid chain"
 
 printf '\nwalkthrough: done\n'

@@ -5,6 +5,9 @@
  * skm_trust.c   the TrustFile and KeyCache lookups of a domain's SK
  * skm_filter.c  the milter callbacks (per-message Authentication-Results)
  * skm_chain.c   the chain files Postfix serves, reload, self-probe
+ * skm_policy.c  the smtp_tls_policy_maps socketmap server (outbound)
+ * skm_netstring.c  the socketmap wire format, no I/O (fuzzed)
+ * skm_ccert.c   inbound client certificates (policy delegation notes)
  * skm_main.c    options, daemon, signals, privilege drop
  */
 #ifndef SKM_H
@@ -20,6 +23,7 @@
 #define SKM_INCLUDE_MAX   5             /* nested Include depth */
 #define SKM_LINE_MAX      4096
 #define SKM_DOMAIN_MAX    253
+#define SKM_SOCKMAP_MAX   1024          /* longest request we accept */
 
 typedef enum {
     SKM_MODE_VERIFY = 0,                /* add the A-R header only */
@@ -33,6 +37,7 @@ typedef struct {                        /* a NULL-terminated string list */
 
 typedef struct skm_trust_s skm_trust_t;
 typedef struct sk_cache_s  sk_cache_t;
+typedef struct sk_key_s    sk_key_t;
 
 typedef struct {                        /* ChainFile SOURCE OUTPUT */
     char   *source;                     /* key and chain as issued */
@@ -68,9 +73,15 @@ typedef struct {
     skm_list_t   onionports;            /* OnionPort VIRT[:TARGET] (list) */
     char        *oniontorrc;            /* OnionTorrc */
     char        *onionuser;             /* OnionUser: owner of OnionDir */
+    char        *policysocket;          /* PolicySocket inet:PORT@HOST|local: */
+    char        *policyname;            /* PolicyMapName (socketmap NAME) */
+    long         policyttl;             /* PolicyTTL, seconds */
+    long         policyconns;           /* PolicyMaxConnections */
+    char        *ccertsocket;           /* ClientPolicySocket */
 
     /* derived by the checks */
     char        *file;                  /* the top config file */
+    unsigned long gen;                  /* set by skm_conf_install: 1, 2... */
     uid_t        uid;                   /* (uid_t) -1: no UserID */
     gid_t        gid;
     uid_t        onion_uid;             /* OnionUser, else UserID */
@@ -98,7 +109,7 @@ void skm_log_init(int use_syslog, int use_stderr);
 void skm_log(int prio, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* TrustFile: "DOMAIN SERVICES [sha256:FPR]" per line. */
+/* TrustFile: "DOMAIN SERVICES [sha256:FPR | /PATH/SK.pub]" per line. */
 int skm_trust_load(skm_trust_t **t, const char *path, sk_err_t *err);
 void skm_trust_free(skm_trust_t *t);                  /* NULL ok */
 
@@ -111,6 +122,11 @@ typedef struct {
     skm_sk_state_t  state;
     sk_services_t   services;
     char            source[16];         /* "trustfile", "keycache" */
+    sk_key_t       *key;                /* the SK from the KeyCache record;
+                                           owned, NULL if not known */
+    const sk_key_t *trustkey;           /* the TrustFile's, borrowed from
+                                           the configuration */
+    const char     *trustfpr;           /* "sha256:..." or NULL, borrowed */
 } skm_sk_t;
 
 /* The SK of domain, from the TrustFile, then the KeyCache (cache may be
@@ -118,6 +134,10 @@ typedef struct {
 int skm_sk_lookup(skm_sk_t *sk, const skm_conf_t *conf, sk_cache_t *cache,
     const char *domain, sk_err_t *err);
 void skm_sk_free(skm_sk_t *sk);
+/* Only the KeyCache record (sk zeroed first): for the SK's key when the
+ * TrustFile does not give it. */
+int skm_sk_from_cache(skm_sk_t *sk, sk_cache_t *cache, const char *domain,
+    sk_err_t *err);
 /* This thread's KeyCache handle (NULL without KeyCache); -1 if the spec
  * cannot be opened at all. */
 int skm_cache_get(sk_cache_t **cache, const skm_conf_t *conf, sk_err_t *err);
@@ -133,6 +153,74 @@ int skm_chain_refresh(const skm_conf_t *conf, time_t now);
 /* Run PostfixCommand; then probe every Probe. */
 int skm_chain_reload_postfix(const skm_conf_t *conf);
 int skm_probe_all(const skm_conf_t *conf);
+
+/* A TLS connection to host:port (SMTP STARTTLS first if starttls),
+ * offering only sigalgs (OpenSSL list syntax) unless NULL; its peer
+ * chain up-referenced in *chain; -1 with res saying why. */
+struct stack_st_X509;
+int skm_tls_chain(struct stack_st_X509 **chain, const char *host,
+    const char *port, int starttls, const char *sigalgs, char *res,
+    size_t reslen);
+
+/* The socketmap wire format (skm_netstring.c).  parse: 1 with data/dlen
+ * and used (bytes consumed) for a whole netstring, 0 if more bytes are
+ * needed, -1 if malformed (why says how).  format: the length written
+ * (NUL-terminated) or -1 if out is too small. */
+int skm_netstring_parse(const char *buf, size_t len, size_t max,
+    const char **data, size_t *dlen, size_t *used, const char **why);
+int skm_netstring_format(char *out, size_t outlen, const char *data,
+    size_t dlen);
+/* "NAME KEY" into name and key (NUL-terminated); -1 with why. */
+int skm_sockmap_request(const char *data, size_t dlen, char *name,
+    size_t namelen, char *key, size_t keylen, const char **why);
+
+typedef struct {                        /* a Postfix next-hop */
+    char    host[SKM_DOMAIN_MAX + 1];   /* lowercase, no brackets/port */
+    int     port;                       /* 25 unless given */
+    int     bracketed;                  /* [host]: no MX lookup */
+} skm_nexthop_t;
+/* "domain", "domain:port", "[host]", "[host]:port"; -1 if malformed. */
+int skm_nexthop_parse(skm_nexthop_t *nh, const char *key);
+
+/* Outbound (skm_policy.c): listen on PolicySocket (before the privilege
+ * drop), then serve in a thread of its own. */
+int skm_policy_open(const skm_conf_t *conf);
+int skm_policy_start(void);
+/* The reply (without netstring framing) to a lookup of key. */
+void skm_policy_answer(char *reply, size_t replylen, const skm_conf_t *conf,
+    const char *key);
+
+/* The SK's public key for checking carriers: the TrustFile's, the
+ * record's, or (TrustFile without a key) the KeyCache record's, which
+ * must match the TrustFile fingerprint; rec holds what it loaded (free
+ * it with skm_sk_free).  NULL if none is known (logged for what). */
+const sk_key_t *skm_sk_pubkey(const skm_sk_t *sk, skm_sk_t *rec,
+    sk_cache_t *cache, const char *domain, const char *what);
+
+/* Inbound client certificates (skm_ccert.c). */
+typedef enum {
+    SKM_CCERT_UNKNOWN = 0,              /* no note: ClientPolicySocket unused */
+    SKM_CCERT_NONE,                     /* the client presented none */
+    SKM_CCERT_PRESENTED,                /* sha256 is its key's */
+    SKM_CCERT_BADDIGEST                 /* a fingerprint, not SHA-256 */
+} skm_ccert_state_t;
+
+typedef struct {
+    skm_ccert_state_t  state;
+    unsigned char      sha256[32];      /* SHA-256 of the DER SPKI */
+} skm_ccert_t;
+
+void skm_ccert_conn(int fd);            /* serves one Postfix connection */
+/* The note for queue id qid (removed); state UNKNOWN if none. */
+void skm_ccert_take(skm_ccert_t *cc, const char *qid);
+/* 1 if the SK sk cross-signs the presented key (a carrier for it in the
+ * cache, verified), 0 if not, -1 if the cache failed; why says it. */
+int skm_ccert_crosssigned(const skm_ccert_t *cc, const sk_key_t *sk,
+    sk_cache_t *cache, char *why, size_t whylen);
+/* A string's bucket in a table of buckets (djb2). */
+size_t skm_hash(const char *s, size_t buckets);
+/* "AB:CD:..." of 32 bytes into out; -1 otherwise. */
+int skm_fpr_parse(unsigned char out[32], const char *s);
 
 /* Onion: the HiddenServiceDir and torrc, if OnionDir is set. */
 int skm_onion_setup(const skm_conf_t *conf);

@@ -364,7 +364,7 @@ skm_smtp_reply(int fd, const char *code)
 
 
 static int
-skm_probe_connect(const skm_probe_t *p)
+skm_tcp_connect(const char *host, const char *port)
 {
     struct addrinfo   hints, *ai, *a;
     struct timeval    tv;
@@ -372,7 +372,7 @@ skm_probe_connect(const skm_probe_t *p)
 
     memset(&hints, 0, sizeof(hints));
     hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(p->host, p->port, &hints, &ai) != 0) {
+    if (getaddrinfo(host, port, &hints, &ai) != 0) {
         return -1;
     }
     fd = -1;
@@ -396,32 +396,27 @@ skm_probe_connect(const skm_probe_t *p)
 }
 
 
-static int
-skm_probe_one(const skm_probe_t *p, char *res, size_t reslen)
+int
+skm_tls_chain(STACK_OF(X509) **out, const char *host, const char *port,
+    int starttls, const char *sigalgs, char *res, size_t reslen)
 {
     SSL_CTX           *ctx;
     SSL               *ssl;
     STACK_OF(X509)    *chain;
-    sk_carrier_t      *car;
-    unsigned char     *spki;
-    const unsigned char *cs;
-    size_t             spkilen, cslen;
-    sk_err_t           err;
-    int                fd, rc;
+    int                fd, rc, i;
     static const char  ehlo[] = "EHLO sk-milter.probe\r\n";
     static const char  stls[] = "STARTTLS\r\n";
 
+    *out = NULL;
     ctx = NULL;
     ssl = NULL;
-    car = NULL;
-    spki = NULL;
     rc = -1;
-    fd = skm_probe_connect(p);
+    fd = skm_tcp_connect(host, port);
     if (fd < 0) {
         snprintf(res, reslen, "cannot connect");
         return -1;
     }
-    if (p->starttls
+    if (starttls
         && (skm_smtp_reply(fd, "220") != 0
             || write(fd, ehlo, sizeof(ehlo) - 1) != sizeof(ehlo) - 1
             || skm_smtp_reply(fd, "250") != 0
@@ -432,9 +427,15 @@ skm_probe_one(const skm_probe_t *p, char *res, size_t reslen)
         goto done;
     }
     ctx = SSL_CTX_new(TLS_client_method());
+    if (ctx != NULL && sigalgs != NULL
+        && SSL_CTX_set1_sigalgs_list(ctx, sigalgs) != 1)
+    {
+        snprintf(res, reslen, "bad signature algorithms \"%s\"", sigalgs);
+        goto done;
+    }
     ssl = ctx != NULL ? SSL_new(ctx) : NULL;
     if (ssl == NULL || SSL_set_fd(ssl, fd) != 1
-        || SSL_set_tlsext_host_name(ssl, p->host) != 1
+        || SSL_set_tlsext_host_name(ssl, host) != 1
         || SSL_connect(ssl) != 1)
     {
         snprintf(res, reslen, "TLS handshake failed");
@@ -444,6 +445,52 @@ skm_probe_one(const skm_probe_t *p, char *res, size_t reslen)
     if (chain == NULL || sk_X509_num(chain) < 1) {
         snprintf(res, reslen, "no certificate");
         goto done;
+    }
+    *out = sk_X509_new_null();
+    for (i = 0; *out != NULL && i < sk_X509_num(chain); i++) {
+        if (!sk_X509_push(*out, sk_X509_value(chain, i))) {
+            sk_X509_free(*out);
+            *out = NULL;
+            break;
+        }
+        X509_up_ref(sk_X509_value(chain, i));
+    }
+    if (*out == NULL) {
+        snprintf(res, reslen, "out of memory");
+        goto done;
+    }
+    rc = 0;
+
+done:
+    if (ssl != NULL) {
+        (void) SSL_shutdown(ssl);
+    }
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    close(fd);
+    return rc;
+}
+
+
+static int
+skm_probe_one(const skm_probe_t *p, char *res, size_t reslen)
+{
+    STACK_OF(X509)       *chain;
+    sk_carrier_t         *car;
+    unsigned char        *spki;
+    const unsigned char  *cs;
+    size_t                spkilen, cslen;
+    sk_err_t              err;
+    int                   rc;
+
+    car = NULL;
+    spki = NULL;
+    rc = -1;
+    if (skm_tls_chain(&chain, p->host, p->port, p->starttls, NULL, res,
+            reslen)
+        != 0)
+    {
+        return -1;
     }
     if (sk_carrier_find(&car, chain, &err) != 0) {
         snprintf(res, reslen, "no carrier in the served chain");
@@ -460,13 +507,8 @@ skm_probe_one(const skm_probe_t *p, char *res, size_t reslen)
     rc = 0;
 
 done:
-    if (ssl != NULL) {
-        (void) SSL_shutdown(ssl);
-    }
-    SSL_free(ssl);
-    SSL_CTX_free(ctx);
     OPENSSL_free(spki);
     sk_carrier_free(car);
-    close(fd);
+    sk_X509_pop_free(chain, X509_free);
     return rc;
 }

@@ -57,6 +57,11 @@ static const skm_confdef_t  skm_confdefs[] = {
     { "OnionPort",       SKM_LIST,     0, offsetof(skm_conf_t, onionports), NULL },
     { "OnionTorrc",      SKM_STRING,   0, offsetof(skm_conf_t, oniontorrc), NULL },
     { "OnionUser",       SKM_STRING,   0, offsetof(skm_conf_t, onionuser),  NULL },
+    { "PolicySocket",    SKM_STRING,   0, offsetof(skm_conf_t, policysocket), NULL },
+    { "PolicyMapName",   SKM_STRING,   0, offsetof(skm_conf_t, policyname), "sk" },
+    { "PolicyTTL",       SKM_INTEGER,  0, offsetof(skm_conf_t, policyttl),  "300" },
+    { "PolicyMaxConnections", SKM_INTEGER, 0, offsetof(skm_conf_t, policyconns), "256" },
+    { "ClientPolicySocket", SKM_STRING, 0, offsetof(skm_conf_t, ccertsocket), NULL },
     { "Include",         SKM_INCLUDE,  0, 0,                                NULL },
     { NULL,              SKM_STRING,   0, 0,                                NULL }
 };
@@ -82,10 +87,13 @@ static int skm_conf_where(skm_loader_t *ld, const char *key, sk_err_t *err,
 static int skm_list_add(skm_list_t *l, const char *s);
 static void skm_list_free(skm_list_t *l);
 static int skm_split2(char **a, char **b, const char *s);
+static int skm_socket_ok(const char *s);
+static int skm_socket_same(const char *a, const char *b);
 
 static pthread_mutex_t  skm_conf_lock = PTHREAD_MUTEX_INITIALIZER;
 static skm_conf_t      *skm_conf_cur;
 static unsigned         skm_conf_refs_cur;
+static unsigned long    skm_conf_gen;
 
 
 int
@@ -312,21 +320,48 @@ skm_conf_check(skm_loader_t *ld, sk_err_t *err)
 
     c = ld->conf;
 
-    if (strncmp(c->socket, "inet:", 5) != 0
-        && strncmp(c->socket, "inet6:", 6) != 0
-        && strncmp(c->socket, "local:", 6) != 0
-        && strncmp(c->socket, "unix:", 5) != 0)
-    {
+    if (!skm_socket_ok(c->socket)) {
         return skm_conf_where(ld, "Socket", err, "illegal value \"%.64s\" "
             "for \"Socket\" (inet:PORT@HOST, inet6:PORT@HOST or "
             "local:/PATH)", c->socket);
     }
-    if ((c->socket[0] == 'i' && strchr(c->socket, '@') == NULL)
-        || (c->socket[0] != 'i' && strchr(c->socket, '/') == NULL))
+    if (c->policysocket != NULL && (!skm_socket_ok(c->policysocket)
+        || strncmp(c->policysocket, "inet6:", 6) == 0))
     {
-        return skm_conf_where(ld, "Socket", err, "illegal value \"%.64s\" "
-            "for \"Socket\" (inet:PORT@HOST, inet6:PORT@HOST or "
-            "local:/PATH)", c->socket);
+        return skm_conf_where(ld, "PolicySocket", err, "illegal value "
+            "\"%.64s\" for \"PolicySocket\" (inet:PORT@HOST or "
+            "local:/PATH)", c->policysocket);
+    }
+    if (c->ccertsocket != NULL && (!skm_socket_ok(c->ccertsocket)
+        || strncmp(c->ccertsocket, "inet6:", 6) == 0))
+    {
+        return skm_conf_where(ld, "ClientPolicySocket", err, "illegal value "
+            "\"%.64s\" for \"ClientPolicySocket\" (inet:PORT@HOST or "
+            "local:/PATH)", c->ccertsocket);
+    }
+    if (skm_socket_same(c->socket, c->policysocket)
+        || skm_socket_same(c->socket, c->ccertsocket))
+    {
+        return skm_conf_where(ld, skm_socket_same(c->socket,
+            c->policysocket) ? "PolicySocket" : "ClientPolicySocket", err,
+            "%s is the milter's Socket", skm_socket_same(c->socket,
+            c->policysocket) ? "PolicySocket" : "ClientPolicySocket");
+    }
+    if (skm_socket_same(c->policysocket, c->ccertsocket)) {
+        return skm_conf_where(ld, "ClientPolicySocket", err,
+            "ClientPolicySocket is the PolicySocket");
+    }
+    for (a = c->policyname; *a != '\0'; a++) {
+        if (!isalnum((unsigned char) *a) && *a != '-' && *a != '_') {
+            return skm_conf_where(ld, "PolicyMapName", err, "illegal value "
+                "\"%.64s\" for \"PolicyMapName\" (letters, digits, "
+                "\"-\", \"_\")", c->policyname);
+        }
+    }
+    if (c->policyconns < 1) {
+        return skm_conf_where(ld, "PolicyMaxConnections", err, "illegal "
+            "value \"%ld\" for \"PolicyMaxConnections\" (at least 1)",
+            c->policyconns);
     }
 
     if (c->userid != NULL) {
@@ -452,6 +487,34 @@ skm_conf_check(skm_loader_t *ld, sk_err_t *err)
             "least one OnionPort");
     }
     return 0;
+}
+
+
+/* inet:PORT@HOST, inet6:PORT@HOST, local:/PATH or unix:/PATH. */
+static int
+skm_socket_ok(const char *s)
+{
+    if (strncmp(s, "inet:", 5) == 0 || strncmp(s, "inet6:", 6) == 0) {
+        return strchr(s, '@') != NULL;
+    }
+    if (strncmp(s, "local:", 6) == 0 || strncmp(s, "unix:", 5) == 0) {
+        return strchr(s, '/') != NULL;
+    }
+    return 0;
+}
+
+
+/* 1 if a and b (either may be NULL) name the same socket. */
+static int
+skm_socket_same(const char *a, const char *b)
+{
+    if (a == NULL || b == NULL) {
+        return 0;
+    }
+    if ((a[0] == 'i') != (b[0] == 'i')) {
+        return 0;
+    }
+    return strcmp(a + strcspn(a, ":"), b + strcspn(b, ":")) == 0;
 }
 
 
@@ -644,5 +707,8 @@ skm_conf_install(skm_conf_t *c)
     }
     skm_conf_cur = c;
     skm_conf_refs_cur = 0;
+    if (c != NULL) {
+        c->gen = ++skm_conf_gen;
+    }
     pthread_mutex_unlock(&skm_conf_lock);
 }

@@ -2,6 +2,8 @@
  * skm_filter.c -- the per-message half: an Authentication-Results verdict
  * "sk=pass|fail|none|permerror" for the sending domains, forged results
  * under our authserv-id removed, and in Mode reject a 5.7.1 refusal.
+ * A client certificate's key comes from ClientPolicySocket's note for
+ * the queue id (skm_ccert.c): Postfix gives milters no client key.
  *
  * Negotiation asks only for MAIL, headers and end of message, no replies
  * for MAIL and headers, and the macros it reads at MAIL (so the admin's
@@ -51,6 +53,7 @@ typedef struct {
     size_t     nforged;
     int        toomany;
     int        inmsg;               /* counted in skm_busy */
+    skm_ccert_t ccert;              /* from ClientPolicySocket, at EOM */
 } skm_ctx_t;
 
 typedef struct {
@@ -68,6 +71,8 @@ static sfsistat skm_header(SMFICTX *ctx, char *name, char *value);
 static sfsistat skm_eom(SMFICTX *ctx);
 static sfsistat skm_abort(SMFICTX *ctx);
 static sfsistat skm_close(SMFICTX *ctx);
+static int skm_verdict_ccert(skm_verdict_t *vd, const skm_ctx_t *c,
+    skm_sk_t *sk, sk_cache_t *cache, const char *domain, sk_err_t *err);
 
 struct smfiDesc  skm_filter = {
     SKM_PROG,                       /* filter name */
@@ -199,6 +204,7 @@ skm_ctx_reset(skm_ctx_t *c)
     c->hdrfrom[0] = '\0';
     c->tls[0] = '\0';
     c->macros = 0;
+    memset(&c->ccert, 0, sizeof(c->ccert));
 }
 
 
@@ -337,6 +343,12 @@ skm_verdict_domain(skm_verdict_t *vd, const skm_conf_t *conf,
         vd->result = SKM_R_FAIL;
         snprintf(vd->reason, sizeof(vd->reason),
             "plaintext for smtp service");
+    } else if (c->ccert.state == SKM_CCERT_BADDIGEST) {
+        vd->result = SKM_R_PERMERROR;
+        snprintf(vd->reason, sizeof(vd->reason), "client key fingerprint "
+            "is not SHA-256 (smtpd_tls_fingerprint_digest)");
+    } else if (c->ccert.state == SKM_CCERT_PRESENTED) {
+        return skm_verdict_ccert(vd, c, &sk, cache, domain, err);
     } else {
         vd->result = SKM_R_PASS;
         snprintf(vd->reason, sizeof(vd->reason), "%s for smtp service",
@@ -344,6 +356,43 @@ skm_verdict_domain(skm_verdict_t *vd, const skm_conf_t *conf,
     }
     skm_sk_free(&sk);
     return 0;
+}
+
+
+/* TLS with a client certificate: its key must be one the SK cross-signs.
+ * Frees sk. */
+static int
+skm_verdict_ccert(skm_verdict_t *vd, const skm_ctx_t *c, skm_sk_t *sk,
+    sk_cache_t *cache, const char *domain, sk_err_t *err)
+{
+    skm_sk_t         rec;
+    const sk_key_t  *key;
+    char             why[160];
+    int              rc;
+
+    key = skm_sk_pubkey(sk, &rec, cache, domain, "client certificate");
+    if (key == NULL) {
+        vd->result = SKM_R_PERMERROR;
+        snprintf(vd->reason, sizeof(vd->reason), "client certificate: "
+            "the sovereign key's public key is not known");
+        rc = 0;
+    } else {
+        rc = skm_ccert_crosssigned(&c->ccert, key, cache, why, sizeof(why));
+        if (rc == 1) {
+            vd->result = SKM_R_PASS;
+            snprintf(vd->reason, sizeof(vd->reason), "%s, client key "
+                "cross-signed, for smtp service", c->tls);
+            rc = 0;
+        } else if (rc == 0) {
+            vd->result = SKM_R_FAIL;
+            snprintf(vd->reason, sizeof(vd->reason), "%s", why);
+        } else {
+            sk_err_set(err, SK_ERR_UNAVAILABLE, "%s", why);
+        }
+    }
+    skm_sk_free(&rec);
+    skm_sk_free(sk);
+    return rc;
 }
 
 
@@ -409,6 +458,9 @@ skm_eom(SMFICTX *ctx)
             SKM_AR " headers");
         rc = SMFIS_REJECT;
         goto done;
+    }
+    if (conf->ccertsocket != NULL) {
+        skm_ccert_take(&c->ccert, qid);
     }
     if (skm_verdict(&vd, conf, c, &err) != 0) {
         skm_log(LOG_WARNING, "%s: sovereign key lookup failed: %s", qid,

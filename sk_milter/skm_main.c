@@ -3,10 +3,11 @@
  *
  * Threads: libmilter's (smfi_main runs in its own thread), a refresher
  * that rebuilds the chain files on a timer and reloads the configuration,
- * and the main thread, which only waits for signals.  libmilter's own
- * signal thread would stop the milter on SIGHUP; the main thread is the
- * process's first thread and waits in sigwaitinfo, so Linux delivers
- * process signals to it and SIGHUP means reload.
+ * a listener per policy socket with a thread per Postfix connection
+ * (skm_policy.c), and the main thread, which only waits for signals.
+ * libmilter's own signal thread would stop the milter on SIGHUP; the
+ * main thread is the process's first thread and waits in sigwaitinfo, so
+ * Linux delivers process signals to it and SIGHUP means reload.
  */
 #include <errno.h>
 #include <grp.h>
@@ -153,6 +154,9 @@ main(int argc, char **argv)
         return EX_UNAVAILABLE;
     }
     skm_socket_nodelay();
+    if (skm_policy_open(conf) != 0) {
+        return EX_UNAVAILABLE;
+    }
     if (conf->pidfile != NULL && skm_pidfile_write(conf->pidfile) != 0) {
         return EX_CANTCREAT;
     }
@@ -172,6 +176,9 @@ main(int argc, char **argv)
         || pthread_create(&mt, NULL, skm_milter_thread, NULL) != 0)
     {
         skm_log(LOG_ERR, "cannot start threads");
+        return EX_OSERR;
+    }
+    if (skm_policy_start() != 0) {
         return EX_OSERR;
     }
     skm_log(LOG_INFO, "started on %s (mode %s)", conf->socket,

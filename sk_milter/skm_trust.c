@@ -3,11 +3,14 @@
  *
  * TrustFile, one domain a line ("#" comments, blank lines skipped):
  *
- *     DOMAIN  SERVICES  [sha256:FINGERPRINT]
+ *     DOMAIN  SERVICES  [sha256:FINGERPRINT | /PATH/TO/SK.pub]
  *     example.com  smtp,smtps,submission  sha256:1f0c...
+ *     example.net  smtp  /etc/sk/example.net.pub
  *
- * SERVICES is the SK record's Services field (sk/services.h); the
- * fingerprint, optional, is the SK's.
+ * SERVICES is the SK record's Services field (sk/services.h); the third
+ * field, optional, names the SK: its fingerprint, or its public key
+ * (PEM), which outbound pinning needs to check carriers (without it the
+ * key comes from the KeyCache record, and must match the fingerprint).
  *
  * KeyCache: "sk:record:DOMAIN" holds the name's stamped entries, one
  * after another in canonical form; they are combined (sk/record.h), so
@@ -20,9 +23,11 @@
 #include <strings.h>
 
 #include <pthread.h>
+#include <syslog.h>
 
 #include <sk/cache.h>
 #include <sk/entry.h>
+#include <sk/key.h>
 #include <sk/name.h>
 #include <sk/record.h>
 
@@ -32,6 +37,7 @@ typedef struct {
     char           *domain;
     sk_services_t   services;
     char           *fpr;            /* NULL if not given */
+    sk_key_t       *key;            /* NULL if not given */
 } skm_trust_entry_t;
 
 struct skm_trust_s {
@@ -121,12 +127,13 @@ skm_trust_line(skm_trust_t *t, char *line, const char *path,
         return sk_err_set(err, SK_ERR_FORMAT, "%s: line %u: domain: %s",
             path, lineno, e.msg);
     }
-    if (n == 3 && (strncmp(f[2], "sha256:", 7) != 0 || strlen(f[2]) != 71
-        || strspn(f[2] + 7, "0123456789abcdef") != 64))
+    if (n == 3 && f[2][0] != '/'
+        && (strncmp(f[2], "sha256:", 7) != 0 || strlen(f[2]) != 71
+            || strspn(f[2] + 7, "0123456789abcdef") != 64))
     {
-        return sk_err_set(err, SK_ERR_FORMAT, "%s: line %u: fingerprint "
-            "\"%.80s\" is not sha256:<64 lowercase hex digits>", path,
-            lineno, f[2]);
+        return sk_err_set(err, SK_ERR_FORMAT, "%s: line %u: \"%.80s\" is "
+            "neither sha256:<64 lowercase hex digits> nor /PATH of the SK's "
+            "public key", path, lineno, f[2]);
     }
     v = realloc(t->v, (t->n + 1) * sizeof(*v));
     if (v == NULL) {
@@ -139,10 +146,24 @@ skm_trust_line(skm_trust_t *t, char *line, const char *path,
         return sk_err_set(err, SK_ERR_FORMAT, "%s: line %u: services: %s",
             path, lineno, e.msg);
     }
-    en->domain = strdup(f[0]);
-    en->fpr = n == 3 ? strdup(f[2]) : NULL;
     t->n++;
-    if (en->domain == NULL || (n == 3 && en->fpr == NULL)) {
+    en->domain = strdup(f[0]);
+    if (en->domain == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "%s: out of memory", path);
+    }
+    if (n == 3 && f[2][0] == '/') {
+        if (sk_key_load_public(&en->key, f[2], &e) != 0) {
+            return sk_err_set(err, e.code, "%s: line %u: %s", path, lineno,
+                e.msg);
+        }
+        en->fpr = malloc(SK_FINGERPRINT_SIZE);
+        if (en->fpr != NULL) {
+            sk_key_fingerprint(en->fpr, en->key);
+        }
+    } else if (n == 3) {
+        en->fpr = strdup(f[2]);
+    }
+    if (n == 3 && en->fpr == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "%s: out of memory", path);
     }
     return 0;
@@ -160,6 +181,7 @@ skm_trust_free(skm_trust_t *t)
     for (i = 0; i < t->n; i++) {
         free(t->v[i].domain);
         free(t->v[i].fpr);
+        sk_key_free(t->v[i].key);
         sk_services_free(&t->v[i].services);
     }
     free(t->v);
@@ -185,7 +207,7 @@ skm_services_copy(sk_services_t *dst, const sk_services_t *src,
 
 
 /* The record of domain from its stamped entries in the cache. */
-static int
+int
 skm_sk_from_cache(skm_sk_t *sk, sk_cache_t *cache, const char *domain,
     sk_err_t *err)
 {
@@ -228,6 +250,8 @@ skm_sk_from_cache(skm_sk_t *sk, sk_cache_t *cache, const char *domain,
         sk->state = SKM_SK_FOUND;
         strcpy(sk->source, "keycache");
         rc = skm_services_copy(&sk->services, &rec.services, err);
+        sk->key = rec.key;
+        rec.key = NULL;
     }
     if (rc != 0) {
         sk_err_prefix(err, "%s", key);
@@ -254,6 +278,8 @@ skm_sk_lookup(skm_sk_t *sk, const skm_conf_t *conf, sk_cache_t *cache,
             if (strcasecmp(conf->trust->v[i].domain, domain) == 0) {
                 sk->state = SKM_SK_FOUND;
                 strcpy(sk->source, "trustfile");
+                sk->trustkey = conf->trust->v[i].key;
+                sk->trustfpr = conf->trust->v[i].fpr;
                 return skm_services_copy(&sk->services,
                     &conf->trust->v[i].services, err);
             }
@@ -263,6 +289,38 @@ skm_sk_lookup(skm_sk_t *sk, const skm_conf_t *conf, sk_cache_t *cache,
         return skm_sk_from_cache(sk, cache, domain, err);
     }
     return 0;
+}
+
+
+const sk_key_t *
+skm_sk_pubkey(const skm_sk_t *sk, skm_sk_t *rec, sk_cache_t *cache,
+    const char *domain, const char *what)
+{
+    const sk_key_t  *key;
+    char             kfpr[SK_FINGERPRINT_SIZE];
+    sk_err_t         err;
+
+    memset(rec, 0, sizeof(*rec));
+    key = sk->trustkey != NULL ? sk->trustkey : sk->key;
+    if (key == NULL && cache != NULL) {
+        if (skm_sk_from_cache(rec, cache, domain, &err) != 0) {
+            skm_log(LOG_WARNING, "%s: KeyCache record: %s", what, err.msg);
+        }
+        key = rec->key;
+        if (key != NULL && sk->trustfpr != NULL) {
+            sk_key_fingerprint(kfpr, key);
+            if (strcmp(kfpr, sk->trustfpr) != 0) {
+                skm_log(LOG_ERR, "%s: the KeyCache record's SK %s is not "
+                    "the TrustFile's %s", what, kfpr, sk->trustfpr);
+                key = NULL;
+            }
+        }
+    }
+    if (key == NULL) {
+        skm_log(LOG_ERR, "%s: the public key of %s's sovereign key is not "
+            "known (TrustFile key path or KeyCache record)", what, domain);
+    }
+    return key;
 }
 
 
@@ -339,5 +397,6 @@ void
 skm_sk_free(skm_sk_t *sk)
 {
     sk_services_free(&sk->services);
+    sk_key_free(sk->key);
     memset(sk, 0, sizeof(*sk));
 }

@@ -76,8 +76,32 @@ like($r->{err}, qr{^sk-milter: \Q$dir\E/c\.conf: line 3: TrustFile: \Q$dir\E/tru
     'bad TrustFile: names both lines');
 spew("$dir/trust", "example.com smtp sha256:abc\n");
 $r = check("$good" . "TrustFile $dir/trust\n");
-like($r->{err}, qr/line 1: fingerprint "sha256:abc" is not sha256:/,
+like($r->{err}, qr/line 1: "sha256:abc" is neither sha256:<64 lowercase hex digits> nor \/PATH of the SK's public key/,
     'bad fingerprint');
+spew("$dir/trust", "example.com smtp $dir/nokey.pub\n");
+$r = check("$good" . "TrustFile $dir/trust\n");
+like($r->{err}, qr{trust: line 1: .*nokey\.pub}, 'unreadable SK key file named');
+is($r->{rc}, 78, 'unreadable SK key file: exit 78');
+
+bad("$good" . "PolicySocket 127.0.0.1:9\n", "$dir/c.conf: line 3: illegal "
+    . 'value "127.0.0.1:9" for "PolicySocket" (inet:PORT@HOST or '
+    . 'local:/PATH)', 'bad PolicySocket');
+bad("$good" . "PolicySocket inet:8891\@127.0.0.1\n", "$dir/c.conf: line 3: "
+    . 'PolicySocket is the milter\'s Socket', 'PolicySocket = Socket');
+$r = check("$good" . "PolicySocket local:$dir/policy.sock\nPolicyTTL 60\n");
+is($r->{rc}, 0, 'PolicySocket local: passes') or diag($r->{err});
+bad("$good" . "ClientPolicySocket tcp:1\n", "$dir/c.conf: line 3: illegal "
+    . 'value "tcp:1" for "ClientPolicySocket" (inet:PORT@HOST or '
+    . 'local:/PATH)', 'bad ClientPolicySocket');
+bad("$good" . "PolicySocket inet:9\@127.0.0.1\nClientPolicySocket "
+    . "inet:9\@127.0.0.1\n", "$dir/c.conf: line 4: ClientPolicySocket is "
+    . 'the PolicySocket', 'ClientPolicySocket = PolicySocket');
+bad("$good" . "PolicyMapName a:b\n", "$dir/c.conf: line 3: illegal "
+    . 'value "a:b" for "PolicyMapName" (letters, digits, "-", "_")',
+    'bad PolicyMapName');
+bad("$good" . "PolicyMaxConnections 0\n", "$dir/c.conf: line 3: illegal "
+    . 'value "0" for "PolicyMaxConnections" (at least 1)',
+    'bad PolicyMaxConnections');
 spew("$dir/trust", "example.com smpt;;\n");
 $r = check("$good" . "TrustFile $dir/trust\n");
 like($r->{err}, qr/trust: line 1: services: /, 'bad services');

@@ -8,6 +8,8 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 
 use Test::More;
+use Digest::SHA ();
+use MIME::Base64 ();
 
 use SKTest;
 
@@ -125,8 +127,32 @@ $r = sk('entry', 'rebind', '-k', "$d/new.key", '-n', 'example.com',
     '-s', 'https', '-c', "$d/ca.pem", '--rebinder', 'example.net');
 is($r->{rc}, 2, 'rebind without the rebinder key is a usage error');
 like($r->{err}, qr/missing --rebinder-key/, '... saying what is missing');
-$r = sk('entry', 'add-root-ca', '-k', "$d/sk.key", '-n', 'example.com');
-is($r->{rc}, 2, 'root-CA entries are the operator\'s');
+# The timeline operator's root-CA entries, signed with the operator key.
+$r = sk('entry', 'add-root-ca', '-k', "$d/sk.key", '-c', "$d/ca.pem");
+is($r->{rc}, 2, 'add-root-ca needs the CA update serial');
+like($r->{err}, qr/missing --serial N/, '... saying so');
+$r = sk('entry', 'add-root-ca', '-k', "$d/heir.key", '-c', "$d/ca.pem",
+    '--serial', '65536');
+is($r->{rc}, 1, 'a serial beyond 2 bytes is refused');
+like($r->{err}, qr/field "CA-Serial"/, '... naming the field');
+$r = sk('entry', 'add-root-ca', '-k', "$d/heir.key", '-c', "$d/ca.pem",
+    '--serial', '7', '-o', "$d/add.txt");
+is($r->{rc}, 0, 'entry add-root-ca') or diag($r->{err});
+my $der = run_cmd(['openssl', 'x509', '-in', "$d/ca.pem", '-outform', 'DER'])->{out};
+(my $b64 = MIME::Base64::encode_base64($der, '')) =~ tr{+/=}{-_}d;
+like(slurp("$d/add.txt"), qr/\AAdd-Root-CA: 1\nCA-Cert: \Q$b64\E\nCA-Serial: 7\n/,
+    '... carries the CA certificate as base64url DER');
+$r = sk('entry', 'remove-root-ca', '-k', "$d/heir.key", '-c', "$d/ca.pem",
+    '--serial', '8', '-o', "$d/rm.txt");
+is($r->{rc}, 0, 'entry remove-root-ca') or diag($r->{err});
+(my $h = MIME::Base64::encode_base64(Digest::SHA::sha256($der), '')) =~ tr{+/=}{-_}d;
+like(slurp("$d/rm.txt"), qr/^CA-Cert-Hash: \Q$h\E$/m, '... by the SHA-256 of its DER');
+for my $f ('add.txt', 'rm.txt') {
+    $r = sk('entry', 'verify', '-i', "$d/$f", '--operator-pub', "$d/heir.key.pub");
+    is($r->{rc}, 0, "$f: Operator-Signature verifies") or diag($r->{err});
+    $r = sk('entry', 'verify', '-i', "$d/$f", '--operator-pub', "$d/evil.key.pub");
+    is($r->{rc}, 1, "$f: ... and not with another key");
+}
 $r = sk('entry', 'bogus');
 is($r->{rc}, 2, 'an unknown entry type is a usage error');
 $r = sk('help', 'entry');

@@ -123,7 +123,7 @@ is($r->{code}, 400, 'empty form: 400');
 $r = http('GET', "$t->{url}/append");
 is($r->{code}, 405, 'GET /append: 405');
 $r = http('GET', "$t->{url}/status/abc");
-is($r->{code}, 501, '/status/<token>: 501 (not tracked)');
+is($r->{code}, 410, "/status/<token>: 410 for a token never issued");
 $r = http('GET', "$t->{url}/status");
 like($r->{body}, qr/^Tree-Size: $size$/m, 'bad input stored nothing');
 like($r->{body}, qr/^Max-SN: 7$/m, 'TFM Max-SN');

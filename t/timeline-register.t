@@ -70,7 +70,12 @@ like($r->{out}, qr/^\Q$urls[0]\E: 201 accepted, SN 2\n\Q$down\E: unreachable: .+
     'each timeline reported, the down one unreachable') or diag($r->{out});
 like($r->{err}, qr/accepted by 2 of 3 timelines/, 'sums up 2 of 3');
 
-$r = sk('register', '-i', "$d/cs.e", '-t', $urls[0], '--json');
+$r = sk('register', '-i', "$d/cs.e", '-t', $urls[0]);
+like($r->{out}, qr/: 403 rejected: change-services: example.com: this entry \(its SK-Signature\) was taken before: a replay$/,
+    'the same Change-Services again: refused as a replay');
+$r = sk('entry', 'change-services', '-k', $key, '-n', 'example.com', '-s',
+    'https', '-o', "$d/cs2.e");
+$r = sk('register', '-i', "$d/cs2.e", '-t', $urls[0], '--json');
 $j = eval { decode_json($r->{out}) };
 ok($j && $j->{timelines}[0]{accepted} && $j->{timelines}[0]{sn} == 3,
     'json: accepted, with its SN') or diag($r->{out});

@@ -22,6 +22,13 @@
 #define TL_LOG_FILE    "entries.log"
 #define TL_KEY_FILE    "timeline.key"
 #define TL_PUB_FILE    "timeline.pub"
+#define TL_INC_FILE    "incorporated.log"
+
+/* A key that may repeat ("peer = ..." lines), in file order. */
+typedef struct {
+    char     **v;
+    size_t     n;
+} tl_conf_list_t;
 
 /* Configuration (tl_conf.c): "key = value" lines, '#' comments. */
 typedef struct {
@@ -48,11 +55,18 @@ typedef struct {
     int        ocsp_require;    /* refuse certificates naming none */
     uint64_t   ocsp_timeout_ms; /* then 408 */
     uint64_t   ocsp_cache;      /* seconds to keep an answer, at most */
+    uint64_t   reply_ms;        /* then answer 202 and a token */
+    uint64_t   tokens;          /* outcomes kept for GET /status/<token> */
+    uint64_t   sync_delay_ms;   /* tests only: sleep before each sync */
+    tl_conf_list_t peers;       /* "TID PUBKEY": timelines to incorporate */
 } tl_conf_t;
 
 #define TL_CHUNK_FANOUT_MAX  64
 
 int tl_conf_load(tl_conf_t *conf, const char *path, sk_err_t *err) SK_WUR;
+/* The same on the file's bytes; path names it in errors. */
+int tl_conf_parse(tl_conf_t *conf, const char *text, size_t len,
+    const char *path, sk_err_t *err) SK_WUR;
 void tl_conf_free(tl_conf_t *conf);
 
 /* What the timeline knows about one name (tl_state.c). */
@@ -63,6 +77,10 @@ typedef struct {
     sk_entry_type_t   last;         /* newest entry's type */
     double            tokens;       /* Unbind/Change-Services budget */
     int64_t           tokens_at;    /* when tokens was last refilled */
+    unsigned char   (*seen)[SK_SHA256_BYTES];   /* SHA-256 of the
+                                       SK-Signature of every Change-Services
+                                       taken: a replay is refused */
+    size_t            nseen;
 } tl_name_t;
 
 typedef struct {
@@ -79,6 +97,51 @@ typedef struct {
 
 typedef struct tl_ocsp_s tl_ocsp_t;
 
+/* A CA certificate of some chain, decoded once (tl_validate.c). */
+#define TL_CERT_CACHE  256
+typedef struct {
+    unsigned char     hash[SK_SHA256_BYTES];    /* of its DER */
+    X509             *cert;
+} tl_cert_t;
+
+/* A 403's rule, a 503's reason: what tl_validate reports besides err. */
+typedef enum {
+    TL_OK = 0,              /* 201 */
+    TL_BAD_REQUEST,         /* 400 */
+    TL_FORBIDDEN,           /* 403: err names the rule */
+    TL_UNAVAILABLE,         /* 503 */
+    TL_TIMEOUT,             /* 408 */
+    TL_FAULT,               /* 500 */
+    TL_QUEUED               /* 202: the outcome comes with a token */
+} tl_verdict_t;
+
+/* A timeline whose entries this one incorporates ("peer = TID KEYFILE"). */
+typedef struct {
+    uint64_t          tid;
+    sk_key_t         *key;          /* signs its entries' Signature */
+    uint64_t          next_sn;      /* incorporations go up in SN */
+} tl_peer_t;
+
+/* Where incorporated.log keeps the copy of an incorporated entry. */
+typedef struct {
+    unsigned char     hash[SK_SHA256_BYTES];
+    off_t             off;
+    size_t            len;
+} tl_copy_t;
+
+/* The outcome of an append answered 202, for GET /status/<token>. */
+#define TL_TOKEN_BYTES  16
+#define TL_TOKEN_HEX    (2 * TL_TOKEN_BYTES + 1)
+
+typedef struct {
+    unsigned char     id[TL_TOKEN_BYTES];
+    int               used;
+    int               pending;      /* still waiting for clock or sync */
+    tl_verdict_t      v;            /* once done */
+    uint64_t          sn;           /* TL_OK: the stamped entry's SN */
+    char              msg[SK_ERR_MSG_MAX];  /* otherwise: the reason */
+} tl_token_t;
+
 typedef struct {
     tl_conf_t         conf;
     tl_ocsp_t        *ocsp;         /* the answer cache, own lock */
@@ -86,7 +149,8 @@ typedef struct {
     sk_key_t         *operator_key; /* NULL: no root-CA entries accepted */
 
     pthread_mutex_t   lock;         /* everything below */
-    pthread_cond_t    synced;       /* durable moved, or failed */
+    pthread_cond_t    synced;       /* durable moved, or failed (its
+                                       clock is CLOCK_MONOTONIC) */
     int               fd;           /* the log, O_APPEND */
     uint64_t          size;         /* entries written */
     uint64_t          durable;      /* entries fsynced */
@@ -102,9 +166,26 @@ typedef struct {
     size_t            nnames, nslots;
     tl_root_t        *roots;
     size_t            nroots;
+    X509_STORE       *store;        /* the roots, rebuilt when they change;
+                                       chains verify with a reference */
 
     int64_t           rate_sec;     /* global limit window */
     uint64_t          rate_count;
+
+    tl_peer_t        *peers;        /* next_sn under lock */
+    size_t            npeers;
+    int               inc_fd;       /* incorporated.log, O_APPEND */
+    tl_copy_t        *copies;       /* its entries, in file order */
+    size_t            ncopies, copies_cap;
+    off_t             inc_end;
+
+    pthread_mutex_t   certs_lock;   /* certs */
+    tl_cert_t         certs[TL_CERT_CACHE];
+
+    tl_token_t       *tokens;       /* ring of conf.tokens outcomes */
+    uint64_t          tokens_made;  /* the next goes to made % conf.tokens */
+    unsigned          jobs;         /* appends finishing after a 202 */
+    pthread_cond_t    jobs_done;    /* jobs went down */
 
     pthread_mutex_t   chunk_lock;   /* the fields below; changed only by
                                        the publisher thread */
@@ -120,15 +201,23 @@ typedef struct {
 /* tl_store.c: open and check the log, append durably, read back. */
 int tl_store_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 void tl_store_close(tl_timeline_t *tl);
+/* Whether the len bytes at p hold no whole entry: a write cut short. */
+int tl_store_torn(const char *p, size_t len);
 /* Under tl->lock: write one stamped entry as SN tl->size. */
 int tl_store_write(tl_timeline_t *tl, const char *buf, size_t len,
     int64_t ts, sk_err_t *err) SK_WUR;
-/* Under tl->lock: wait until entry sn is on disk (group commit). */
-int tl_store_wait(tl_timeline_t *tl, uint64_t sn, sk_err_t *err) SK_WUR;
+/* Under tl->lock: wait until entry sn is on disk (group commit).  0 once
+ * it is, -1 if a sync failed, 1 if the monotonic clock passed until_ms
+ * while another writer's sync was under way (UINT64_MAX: no bound). */
+int tl_store_wait(tl_timeline_t *tl, uint64_t sn, uint64_t until_ms,
+    sk_err_t *err) SK_WUR;
 /* Durable entries [first, last] as text, malloc()ed; takes tl->lock
  * briefly, so call it without. */
 int tl_store_read(tl_timeline_t *tl, char **out, size_t *len, uint64_t first,
     uint64_t last, sk_err_t *err) SK_WUR;
+/* The same for one entry, with tl->lock held. */
+int tl_store_read_locked(tl_timeline_t *tl, char **out, size_t *len,
+    uint64_t sn, sk_err_t *err) SK_WUR;
 
 /* tl_state.c: what the entries so far imply. */
 /* Apply an accepted (or replayed) entry to names and roots. */
@@ -137,27 +226,45 @@ int tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
 tl_name_t *tl_state_name(tl_timeline_t *tl, const char *name);
 /* Refill, then spend one of n's tokens (only check if dry); -1 if none. */
 int tl_state_spend(tl_timeline_t *tl, tl_name_t *n, int64_t now, int dry);
+/* Whether n took a Change-Services with this SK-Signature already. */
+int tl_state_seen(const tl_name_t *n, const char *sig);
 /* Index of the root with this base64url SHA-256, or -1. */
 int tl_state_root_find(tl_timeline_t *tl, const char *hash_b64);
 void tl_state_free(tl_timeline_t *tl);
 
-/* A 403's rule, a 503's reason: what tl_validate reports besides err. */
-typedef enum {
-    TL_OK = 0,
-    TL_BAD_REQUEST,         /* 400 */
-    TL_FORBIDDEN,           /* 403: err names the rule */
-    TL_UNAVAILABLE,         /* 503 */
-    TL_TIMEOUT,             /* 408 */
-    TL_FAULT                /* 500 */
-} tl_verdict_t;
-
 /* tl_validate.c */
-/* Checks that need no state: run without the lock. */
+/* Checks that need no state: run without the lock.  now is the claim
+ * time; ocsp 0 skips the OCSP question (an incorporated entry's claim
+ * time is past: an answer today says nothing about it). */
 tl_verdict_t tl_validate_static(tl_timeline_t *tl, const sk_entry_t *e,
-    int64_t now, sk_err_t *err);
+    int64_t now, int ocsp, sk_err_t *err);
+/* The decoded CA certificates kept for the next chains. */
+void tl_validate_free(tl_timeline_t *tl);
 /* Checks against the state; called with tl->lock held. */
 tl_verdict_t tl_validate_state(tl_timeline_t *tl, const sk_entry_t *e,
     int64_t now, sk_err_t *err);
+
+/* tl_incorporate.c: copies of other timelines' entries. */
+/* Load the peers' keys and index incorporated.log (before tl_store_open). */
+int tl_inc_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+void tl_inc_close(tl_timeline_t *tl);
+/* The checks on an Incorporate and its copy ref (the peer's stamped
+ * entry, as text) that need no state; *ref is the parsed copy. */
+tl_verdict_t tl_inc_validate_static(tl_timeline_t *tl, const sk_entry_t *e,
+    const char *ref_text, size_t ref_len, sk_entry_t **ref, sk_err_t *err);
+/* Under tl->lock: the copy's own rules against this timeline's state. */
+tl_verdict_t tl_inc_validate_state(tl_timeline_t *tl, const sk_entry_t *ref,
+    int64_t now, sk_err_t *err);
+/* Under tl->lock: keep the copy durably (before the Incorporate is
+ * written). */
+int tl_inc_write(tl_timeline_t *tl, const sk_entry_t *ref, sk_err_t *err)
+    SK_WUR;
+/* Apply an Incorporate to the state; ref NULL: find the copy (replay). */
+int tl_inc_apply(tl_timeline_t *tl, const sk_entry_t *e,
+    const sk_entry_t *ref, int64_t ts, sk_err_t *err) SK_WUR;
+/* The copy an Incorporate refers to, as text; SK_ERR_NOT_FOUND if none. */
+int tl_inc_read(tl_timeline_t *tl, const sk_entry_t *e, char **out,
+    size_t *len, sk_err_t *err) SK_WUR;
 
 /* tl_ocsp.c: chain[0] is the end-entity, chain the verified chain. */
 int tl_ocsp_init(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
@@ -165,11 +272,31 @@ void tl_ocsp_free(tl_timeline_t *tl);
 tl_verdict_t tl_ocsp_check(tl_timeline_t *tl, STACK_OF(X509) *chain,
     X509_STORE *st, sk_err_t *err);
 
-/* tl_append.c: the whole POST /append path.  *out is the stamped entry. */
+/* tl_append.c: the whole POST /append path.  *out is the stamped entry
+ * (TL_OK) or the token in hex (TL_QUEUED: the append goes on in its own
+ * thread after conf.reply_ms and its outcome goes to the token).  ref is
+ * the copy an Incorporate refers to (NULL for other entries). */
 tl_verdict_t tl_append(tl_timeline_t *tl, char **out, size_t *outlen,
-    const char *text, size_t len, sk_err_t *err);
+    const char *text, size_t len, const char *ref, size_t ref_len,
+    sk_err_t *err);
+/* Wait for the appends still finishing after a 202 (at shutdown). */
+void tl_append_drain(tl_timeline_t *tl);
 /* "now" from the clock (or conf.clock_file). */
 int64_t tl_now(const tl_timeline_t *tl);
+/* Milliseconds of CLOCK_MONOTONIC. */
+uint64_t tl_ms(void);
+
+/* tl_token.c: the ring of 202 outcomes; all but init/free under tl->lock.
+ * A token lives until conf.tokens newer ones have been issued. */
+int tl_token_init(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+void tl_token_free(tl_timeline_t *tl);
+/* A new pending token; hex gets its text. */
+tl_token_t *tl_token_new(tl_timeline_t *tl, char hex[TL_TOKEN_HEX])
+    SK_WUR;
+/* The token with this id or text, or NULL (never issued, or recycled). */
+tl_token_t *tl_token_find(tl_timeline_t *tl,
+    const unsigned char id[TL_TOKEN_BYTES]);
+tl_token_t *tl_token_find_hex(tl_timeline_t *tl, const char *hex);
 
 /* tl_publish.c: TFM and checkpoint of the durable tree. */
 int tl_publish_tfm(tl_timeline_t *tl, char **out, size_t *len, sk_err_t *err)
@@ -184,6 +311,9 @@ int tl_publish_checkpoint(tl_timeline_t *tl, char **out, size_t *len,
 /* tl_chunk.c: publication in chunks. */
 /* Load data_dir/chunks/index (after tl_store_open). */
 int tl_chunk_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* The index's text (NUL-terminated, changed in place), path in errors. */
+int tl_chunk_load(tl_timeline_t *tl, const char *path, char *buf,
+    sk_err_t *err) SK_WUR;
 int tl_chunk_start(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 /* Stop the publisher thread and free the list. */
 void tl_chunk_stop(tl_timeline_t *tl);

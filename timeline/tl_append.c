@@ -62,25 +62,57 @@ tl_append_parse(sk_entry_t **e, const char *text, size_t len, sk_err_t *err)
 }
 
 
+/* How long an append may wait, on monotonic milliseconds. */
+typedef struct {
+    uint64_t  reply_at;     /* then hand the rest to a job: TL_QUEUED */
+    uint64_t  clock_until;  /* a clock still behind by then: 503 */
+    uint64_t  sn;           /* once stamped: its SN */
+    int       stamped;
+} tl_wait_t;
+
+/* An append that goes on after its 202. */
+typedef struct {
+    tl_timeline_t  *tl;
+    sk_entry_t     *e;
+    sk_entry_t     *ref;            /* an Incorporate's copy, or NULL */
+    tl_wait_t       w;
+    unsigned char   id[TL_TOKEN_BYTES];
+} tl_job_t;
+
+
+uint64_t
+tl_ms(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+
 /* With tl->lock held: wait for a lagging clock, refuse a runaway one. */
 static tl_verdict_t
-tl_append_clock(tl_timeline_t *tl, int64_t *now, sk_err_t *err)
+tl_append_clock(tl_timeline_t *tl, int64_t *now, const tl_wait_t *w,
+    sk_err_t *err)
 {
-    uint64_t  waited = 0;
+    uint64_t  ms;
 
     for (;;) {
         *now = tl_now(tl);
         if (tl->size == 0 || *now >= tl->last_ts) {
             break;
         }
-        if (waited >= tl->conf.clock_wait_ms) {
+        ms = tl_ms();
+        if (ms >= w->clock_until) {
             sk_err_set(err, SK_ERR_UNAVAILABLE, "clock: %" PRId64
                 " is behind the newest entry's %" PRId64, *now, tl->last_ts);
             return TL_UNAVAILABLE;
         }
+        if (ms >= w->reply_at) {
+            return TL_QUEUED;
+        }
         pthread_mutex_unlock(&tl->lock);
         usleep(TL_CLOCK_POLL_MS * 1000);
-        waited += TL_CLOCK_POLL_MS;
         pthread_mutex_lock(&tl->lock);
     }
     if (tl->conf.max_clock_ahead != 0 && tl->size > 0
@@ -115,62 +147,198 @@ tl_append_rate(tl_timeline_t *tl, int64_t now, sk_err_t *err)
 }
 
 
-/* With tl->lock held: every state check, then stamp and write. */
+/* With tl->lock held: every state check, then stamp, write and sync.
+ * TL_QUEUED when w->reply_at passes first (w->stamped says whether the
+ * entry is written and only its sync is awaited). */
 static tl_verdict_t
-tl_append_locked(tl_timeline_t *tl, sk_entry_t *e, char **out,
-    size_t *outlen, sk_err_t *err)
+tl_append_locked(tl_timeline_t *tl, sk_entry_t *e, const sk_entry_t *ref,
+    char **out, size_t *outlen, tl_wait_t *w, sk_err_t *err)
 {
     tl_verdict_t  v;
     int64_t       now;
+    int           rc;
 
-    if (tl->failed) {
-        sk_err_set(err, SK_ERR_SYSTEM, "log: an earlier write failed");
-        return TL_FAULT;
+    if (!w->stamped) {
+        if (tl->failed) {
+            sk_err_set(err, SK_ERR_SYSTEM, "log: an earlier write failed");
+            return TL_FAULT;
+        }
+        if ((v = tl_append_clock(tl, &now, w, err)) != TL_OK
+            || (v = tl_append_rate(tl, now, err)) != TL_OK
+            || (v = tl_validate_state(tl, e, now, err)) != TL_OK
+            || (ref != NULL
+                && (v = tl_inc_validate_state(tl, ref, now, err)) != TL_OK))
+        {
+            return v;
+        }
+        if (sk_entry_stamp(e, tl->conf.tid, tl->size, now, tl->key, err) != 0
+            || (ref != NULL && tl_inc_write(tl, ref, err) != 0)
+            || sk_entry_format(out, outlen, e, err) != 0)
+        {
+            return TL_FAULT;
+        }
+        if (tl_store_write(tl, *out, *outlen, now, err) != 0) {
+            free(*out);
+            return TL_FAULT;
+        }
+        w->stamped = 1;
+        w->sn = tl->size - 1;
+        tl->rate_count++;
+        if ((ref != NULL ? tl_inc_apply(tl, e, ref, now, err)
+                         : tl_state_apply(tl, e, now, err)) != 0)
+        {
+            tl->failed = 1;
+            tl_log("state: %s; refusing further appends", err->msg);
+        }
+    } else {
+        *out = NULL;
     }
-    if ((v = tl_append_clock(tl, &now, err)) != TL_OK
-        || (v = tl_append_rate(tl, now, err)) != TL_OK
-        || (v = tl_validate_state(tl, e, now, err)) != TL_OK)
-    {
-        return v;
-    }
-    if (sk_entry_stamp(e, tl->conf.tid, tl->size, now, tl->key, err) != 0
-        || sk_entry_format(out, outlen, e, err) != 0)
-    {
-        return TL_FAULT;
-    }
-    if (tl_store_write(tl, *out, *outlen, now, err) != 0) {
+    rc = tl_store_wait(tl, w->sn, w->reply_at, err);
+    if (rc != 0) {
         free(*out);
-        return TL_FAULT;
+        return rc < 0 ? TL_FAULT : TL_QUEUED;
     }
-    tl->rate_count++;
-    if (tl_state_apply(tl, e, now, err) != 0) {
-        tl->failed = 1;
-        tl_log("state: %s; refusing further appends", err->msg);
-    }
-    if (tl_store_wait(tl, tl->size - 1, err) != 0) {
-        free(*out);
+    if (*out == NULL && tl_store_read_locked(tl, out, outlen, w->sn, err) != 0)
+    {
         return TL_FAULT;
     }
     return TL_OK;
 }
 
 
+/* The rest of an append answered 202: its outcome goes to the token. */
+static void *
+tl_append_job(void *arg)
+{
+    tl_job_t       *j = arg;
+    tl_timeline_t  *tl = j->tl;
+    tl_token_t     *t;
+    tl_verdict_t    v;
+    sk_err_t        err;
+    size_t          len;
+    char           *out = NULL;
+
+    sk_err_clear(&err);
+    pthread_mutex_lock(&tl->lock);
+    j->w.reply_at = UINT64_MAX;
+    v = tl_append_locked(tl, j->e, j->ref, &out, &len, &j->w, &err);
+    free(out);
+    t = tl_token_find(tl, j->id);
+    if (t != NULL) {
+        t->pending = 0;
+        t->v = v;
+        t->sn = j->w.sn;
+        snprintf(t->msg, sizeof(t->msg), "%s", err.msg);
+    }
+    if (v == TL_FAULT) {
+        tl_log("append: %s", err.msg);
+    }
+    tl->jobs--;
+    pthread_cond_broadcast(&tl->jobs_done);
+    pthread_mutex_unlock(&tl->lock);
+    sk_entry_free(j->e);
+    sk_entry_free(j->ref);
+    free(j);
+    return NULL;
+}
+
+
+/* With tl->lock held: start a job for the rest, *out its token; -1 if
+ * none can start (then the caller waits itself). */
+static int
+tl_append_handoff(tl_timeline_t *tl, sk_entry_t **e, sk_entry_t **ref,
+    const tl_wait_t *w, char **out, size_t *outlen)
+{
+    pthread_attr_t   attr;
+    pthread_t        th;
+    tl_token_t      *t;
+    tl_job_t        *j;
+    char             hex[TL_TOKEN_HEX];
+    int              rc;
+
+    if (tl->jobs >= tl->conf.threads || (j = calloc(1, sizeof(*j))) == NULL)
+    {
+        return -1;
+    }
+    *out = malloc(TL_TOKEN_HEX);
+    t = *out != NULL ? tl_token_new(tl, hex) : NULL;
+    if (t == NULL) {
+        free(*out);
+        free(j);
+        return -1;
+    }
+    j->tl = tl;
+    j->e = *e;
+    j->ref = *ref;
+    j->w = *w;
+    memcpy(j->id, t->id, TL_TOKEN_BYTES);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    rc = pthread_create(&th, &attr, tl_append_job, j);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        t->used = 0;
+        free(*out);
+        free(j);
+        return -1;
+    }
+    tl->jobs++;
+    *e = NULL;              /* the job's now */
+    *ref = NULL;
+    memcpy(*out, hex, TL_TOKEN_HEX);
+    *outlen = TL_TOKEN_HEX - 1;
+    return 0;
+}
+
+
 tl_verdict_t
 tl_append(tl_timeline_t *tl, char **out, size_t *outlen, const char *text,
-    size_t len, sk_err_t *err)
+    size_t len, const char *ref_text, size_t ref_len, sk_err_t *err)
 {
-    sk_entry_t    *e;
+    sk_entry_t    *e, *ref = NULL;
     tl_verdict_t   v;
+    tl_wait_t      w;
+    uint64_t       ms;
 
     if ((v = tl_append_parse(&e, text, len, err)) != TL_OK) {
         return v;
     }
-    v = tl_validate_static(tl, e, tl_now(tl), err);
+    if (sk_entry_type(e) == SK_ENTRY_INCORPORATE) {
+        v = tl_inc_validate_static(tl, e, ref_text, ref_len, &ref, err);
+    } else if (ref_text != NULL) {
+        sk_err_set(err, SK_ERR_FORMAT,
+            "form: field \"ref\" is only for an Incorporate");
+        v = TL_BAD_REQUEST;
+    } else {
+        v = tl_validate_static(tl, e, tl_now(tl), 1, err);
+    }
     if (v == TL_OK) {
+        ms = tl_ms();
+        memset(&w, 0, sizeof(w));
+        w.reply_at = ms + tl->conf.reply_ms;
+        w.clock_until = ms + tl->conf.clock_wait_ms;
         pthread_mutex_lock(&tl->lock);
-        v = tl_append_locked(tl, e, out, outlen, err);
+        v = tl_append_locked(tl, e, ref, out, outlen, &w, err);
+        if (v == TL_QUEUED
+            && tl_append_handoff(tl, &e, &ref, &w, out, outlen) != 0)
+        {
+            w.reply_at = UINT64_MAX;
+            v = tl_append_locked(tl, e, ref, out, outlen, &w, err);
+        }
         pthread_mutex_unlock(&tl->lock);
     }
     sk_entry_free(e);
+    sk_entry_free(ref);
     return v;
+}
+
+
+void
+tl_append_drain(tl_timeline_t *tl)
+{
+    pthread_mutex_lock(&tl->lock);
+    while (tl->jobs > 0) {
+        pthread_cond_wait(&tl->jobs_done, &tl->lock);
+    }
+    pthread_mutex_unlock(&tl->lock);
 }

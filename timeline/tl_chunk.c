@@ -308,7 +308,7 @@ tl_chunk_parse_line(tl_chunk_t *c, const char *line, uint64_t next,
 }
 
 
-static int
+int
 tl_chunk_load(tl_timeline_t *tl, const char *path, char *buf, sk_err_t *err)
 {
     char        *line, *nl;

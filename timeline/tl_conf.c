@@ -19,7 +19,7 @@
 
 #define TL_CONF_MAX  (64 * 1024)
 
-typedef enum { TL_STR, TL_UINT, TL_BOOL } tl_conf_type_t;
+typedef enum { TL_STR, TL_UINT, TL_BOOL, TL_LIST } tl_conf_type_t;
 
 typedef struct {
     const char      *name;
@@ -62,8 +62,35 @@ static const tl_confdef_t  tl_confdefs[] = {
       "5000" },
     { "ocsp_cache",      TL_UINT,  0, offsetof(tl_conf_t, ocsp_cache),
       "3600" },
+    { "reply_ms",        TL_UINT,  0, offsetof(tl_conf_t, reply_ms), "1000" },
+    { "tokens",          TL_UINT,  0, offsetof(tl_conf_t, tokens),   "4096" },
+    { "sync_delay_ms",   TL_UINT,  0, offsetof(tl_conf_t, sync_delay_ms),
+      "0" },
+    { "peer",            TL_LIST,  0, offsetof(tl_conf_t, peers),        NULL },
     { NULL, TL_STR, 0, 0, NULL }
 };
+
+
+static int
+tl_conf_list_add(tl_conf_list_t *l, const char *v, const char *name,
+    sk_err_t *err)
+{
+    char  **p;
+
+    if (*v == '\0') {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"%s\": empty value", name);
+    }
+    p = realloc(l->v, (l->n + 1) * sizeof(*p));
+    if (p == NULL || (p[l->n] = strdup(v)) == NULL) {
+        if (p != NULL) {
+            l->v = p;
+        }
+        return sk_err_set(err, SK_ERR_NOMEM, "%s", name);
+    }
+    l->v = p;
+    l->n++;
+    return 0;
+}
 
 
 static int
@@ -101,6 +128,8 @@ tl_conf_value(tl_conf_t *conf, const tl_confdef_t *d, const char *v,
                 "\"%s\": illegal value \"%s\" (want yes or no)", d->name, v);
         }
         return 0;
+    case TL_LIST:
+        return tl_conf_list_add((tl_conf_list_t *) p, v, d->name, err);
     }
     return sk_err_set(err, SK_ERR_USAGE, "\"%s\": bad type", d->name);
 }
@@ -148,7 +177,7 @@ tl_conf_line(tl_conf_t *conf, char *line, unsigned char *seen, sk_err_t *err)
         return sk_err_set(err, SK_ERR_FORMAT, "unrecognized parameter \"%s\"",
             k);
     }
-    if (seen[d - tl_confdefs]++) {
+    if (seen[d - tl_confdefs]++ && d->type != TL_LIST) {
         return sk_err_set(err, SK_ERR_FORMAT, "\"%s\" is duplicate", k);
     }
     return tl_conf_value(conf, d, v, err);
@@ -181,6 +210,9 @@ tl_conf_finish(tl_conf_t *conf, const unsigned char *seen, sk_err_t *err)
         return sk_err_set(err, SK_ERR_FORMAT,
             "\"threads\" and \"max_body\" must be above 0");
     }
+    if (conf->tokens == 0) {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"tokens\" must be above 0");
+    }
     if (conf->ocsp_timeout_ms == 0) {
         return sk_err_set(err, SK_ERR_FORMAT,
             "\"ocsp_timeout_ms\" must be above 0");
@@ -195,18 +227,7 @@ tl_conf_finish(tl_conf_t *conf, const unsigned char *seen, sk_err_t *err)
     if (conf->key_file == NULL) {
         conf->key_file = malloc(strlen(conf->data_dir) + sizeof(TL_KEY_FILE)
                                 + 1);
-        if (conf->ocsp_timeout_ms == 0) {
-        return sk_err_set(err, SK_ERR_FORMAT,
-            "\"ocsp_timeout_ms\" must be above 0");
-    }
-    if (conf->chunk_interval == 0 || conf->chunk_max_entries == 0
-        || conf->chunk_fanout < 2 || conf->chunk_fanout > TL_CHUNK_FANOUT_MAX)
-    {
-        return sk_err_set(err, SK_ERR_FORMAT, "\"chunk_interval\" and "
-            "\"chunk_max_entries\" must be above 0, \"chunk_fanout\" "
-            "within 2..%d", TL_CHUNK_FANOUT_MAX);
-    }
-    if (conf->key_file == NULL) {
+        if (conf->key_file == NULL) {
             return sk_err_set(err, SK_ERR_NOMEM, "key");
         }
         sprintf(conf->key_file, "%s/%s", conf->data_dir, TL_KEY_FILE);
@@ -228,23 +249,25 @@ tl_conf_finish(tl_conf_t *conf, const unsigned char *seen, sk_err_t *err)
 
 
 int
-tl_conf_load(tl_conf_t *conf, const char *path, sk_err_t *err)
+tl_conf_parse(tl_conf_t *conf, const char *text, size_t len,
+    const char *path, sk_err_t *err)
 {
     unsigned char  seen[sizeof(tl_confdefs) / sizeof(tl_confdefs[0])];
     char          *buf, *line, *nl;
-    size_t         len;
     unsigned       lineno = 0;
 
     memset(conf, 0, sizeof(*conf));
     memset(seen, 0, sizeof(seen));
-    if (sk_file_read(&buf, &len, path, TL_CONF_MAX, err) != 0) {
-        return -1;
-    }
-    if (strlen(buf) != len) {
-        free(buf);
+    if (memchr(text, '\0', len) != NULL) {
         return sk_err_set(err, SK_ERR_FORMAT, "%s: contains a NUL byte",
             path);
     }
+    buf = malloc(len + 1);
+    if (buf == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "%s", path);
+    }
+    memcpy(buf, text, len);
+    buf[len] = '\0';
     for (line = buf; *line != '\0'; line = nl + 1) {
         lineno++;
         nl = strchr(line, '\n');
@@ -268,14 +291,39 @@ tl_conf_load(tl_conf_t *conf, const char *path, sk_err_t *err)
 }
 
 
+int
+tl_conf_load(tl_conf_t *conf, const char *path, sk_err_t *err)
+{
+    size_t  len;
+    char   *buf;
+    int     rc;
+
+    memset(conf, 0, sizeof(*conf));
+    if (sk_file_read(&buf, &len, path, TL_CONF_MAX, err) != 0) {
+        return -1;
+    }
+    rc = tl_conf_parse(conf, buf, len, path, err);
+    free(buf);
+    return rc;
+}
+
+
 void
 tl_conf_free(tl_conf_t *conf)
 {
     const tl_confdef_t  *d;
+    tl_conf_list_t      *l;
+    size_t               i;
 
     for (d = tl_confdefs; d->name != NULL; d++) {
         if (d->type == TL_STR) {
             free(*(char **) ((char *) conf + d->offset));
+        } else if (d->type == TL_LIST) {
+            l = (tl_conf_list_t *) ((char *) conf + d->offset);
+            for (i = 0; i < l->n; i++) {
+                free(l->v[i]);
+            }
+            free(l->v);
         }
     }
 }

@@ -3,11 +3,12 @@
  *
  *   POST /append                     form e=<entry>: 201 + stamped entry
  *   GET  /status                     signed TFM
- *   GET  /status/<token>             501: appends are synchronous
+ *   GET  /status/<token>             the outcome of an append answered 202
  *   GET  /checkpoint                 C2SP signed note of the durable tree
  *   GET  /proof/inclusion?sn=N&size=S
  *   GET  /proof/consistency?from=A&to=B
  *   GET  /entry/<sn>                 one durable entry (canonical text)
+ *   GET  /incorporated/<sn>          the copy Incorporate <sn> refers to
  *   GET  /chunks                     every chunk: "<uri> <first> <last> <sig>"
  *   GET  /chunks/since/<SN>          chunks with entries after SN, else 304
  *   GET  /chunks/between/<A>/and/<B> chunks with entries in [A, B]
@@ -35,6 +36,8 @@ typedef struct {
     struct MHD_PostProcessor  *pp;
     char                      *e;       /* the "e" field so far */
     size_t                     elen;
+    char                      *ref;     /* "ref": an Incorporate's copy */
+    size_t                     reflen;
     uint64_t                   total;   /* body bytes seen */
     int                        too_big;
     char                       bad[128];    /* a form error, or "" */
@@ -270,6 +273,129 @@ tl_http_chunks(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
 }
 
 
+static unsigned
+tl_http_status(tl_verdict_t v)
+{
+    static const unsigned  status[] = {
+        [TL_OK] = MHD_HTTP_CREATED,
+        [TL_BAD_REQUEST] = MHD_HTTP_BAD_REQUEST,
+        [TL_FORBIDDEN] = MHD_HTTP_FORBIDDEN,
+        [TL_UNAVAILABLE] = MHD_HTTP_SERVICE_UNAVAILABLE,
+        [TL_TIMEOUT] = MHD_HTTP_REQUEST_TIMEOUT,
+        [TL_FAULT] = MHD_HTTP_INTERNAL_SERVER_ERROR,
+        [TL_QUEUED] = MHD_HTTP_ACCEPTED,
+    };
+
+    return status[v];
+}
+
+
+/* 202: "Token: <hex>", and where to ask. */
+static enum MHD_Result
+tl_http_queued(struct MHD_Connection *c, char *token)
+{
+    struct MHD_Response  *r;
+    enum MHD_Result       rc;
+    char                  body[TL_TOKEN_HEX + 16], loc[TL_TOKEN_HEX + 16];
+
+    snprintf(body, sizeof(body), "Token: %s\n", token);
+    snprintf(loc, sizeof(loc), "/status/%s", token);
+    free(token);
+    r = MHD_create_response_from_buffer(strlen(body), body,
+        MHD_RESPMEM_MUST_COPY);
+    if (r == NULL) {
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+        "text/plain; charset=us-ascii");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, loc);
+    rc = MHD_queue_response(c, MHD_HTTP_ACCEPTED, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+
+/* GET /status/<token>: 200 and the outcome's status line, then what the
+ * POST would have answered; 410 for a token not (or no longer) known. */
+static enum MHD_Result
+tl_http_token(struct MHD_Connection *c, tl_timeline_t *tl, const char *hex)
+{
+    tl_token_t   *t, copy;
+    sk_err_t      err;
+    unsigned      code;
+    size_t        len;
+    char         *entry, *out;
+
+    pthread_mutex_lock(&tl->lock);
+    t = tl_token_find_hex(tl, hex);
+    if (t != NULL) {
+        copy = *t;
+    }
+    pthread_mutex_unlock(&tl->lock);
+    if (t == NULL) {
+        return tl_http_text(c, MHD_HTTP_GONE,
+            "status: unknown token \"%.40s\" (never issued, or too old)\n",
+            hex);
+    }
+    code = tl_http_status(copy.pending ? TL_QUEUED : copy.v);
+    if (copy.pending || copy.v != TL_OK) {
+        return tl_http_text(c, MHD_HTTP_OK, "%u %s\n%s%s", code,
+            MHD_get_reason_phrase_for(code), copy.msg,
+            copy.msg[0] != '\0' ? "\n" : "");
+    }
+    if (tl_store_read(tl, &entry, &len, copy.sn, copy.sn, &err) != 0) {
+        return tl_http_err(c, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
+    }
+    out = malloc(len + 32);
+    if (out == NULL) {
+        free(entry);
+        return MHD_NO;
+    }
+    len = (size_t) sprintf(out, "%u %s\n%s", code,
+        MHD_get_reason_phrase_for(code), entry);
+    free(entry);
+    return tl_http_reply(c, MHD_HTTP_OK, out, len);
+}
+
+
+/* GET /incorporated/<sn>: the other timeline's entry Incorporate <sn>
+ * refers to, as this timeline keeps it. */
+static enum MHD_Result
+tl_http_copy(struct MHD_Connection *c, tl_timeline_t *tl, const char *s)
+{
+    sk_entry_t  *e;
+    sk_err_t     err;
+    uint64_t     sn;
+    size_t       len;
+    char        *out;
+    int          rc;
+
+    if (tl_http_u64(&sn, s) != 0 || sn >= tl_http_durable(tl)) {
+        return tl_http_text(c, MHD_HTTP_NOT_FOUND,
+            "incorporated: no SN \"%.24s\"\n", s);
+    }
+    if (tl_store_read(tl, &out, &len, sn, sn, &err) != 0) {
+        return tl_http_err(c, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
+    }
+    rc = sk_entry_parse(&e, out, len, &err);
+    free(out);
+    if (rc != 0) {
+        return tl_http_err(c, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
+    }
+    if (sk_entry_type(e) != SK_ENTRY_INCORPORATE) {
+        sk_entry_free(e);
+        return tl_http_text(c, MHD_HTTP_NOT_FOUND,
+            "incorporated: SN %" PRIu64 " is not an Incorporate\n", sn);
+    }
+    rc = tl_inc_read(tl, e, &out, &len, &err);
+    sk_entry_free(e);
+    if (rc != 0) {
+        return tl_http_err(c, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
+    }
+    return tl_http_reply(c, MHD_HTTP_OK, out, len);
+}
+
+
 static enum MHD_Result
 tl_http_get(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
 {
@@ -288,8 +414,7 @@ tl_http_get(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
         return tl_http_reply(c, MHD_HTTP_OK, out, len);
     }
     if (strncmp(url, "/status/", 8) == 0) {
-        return tl_http_text(c, MHD_HTTP_NOT_IMPLEMENTED,
-            "status: tokens are not tracked (appends answer at once)\n");
+        return tl_http_token(c, tl, url + 8);
     }
     if (strncmp(url, "/proof/", 7) == 0) {
         return tl_http_proof(c, tl, url + 7);
@@ -311,6 +436,9 @@ tl_http_get(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
         }
         return tl_http_reply(c, MHD_HTTP_OK, out, len);
     }
+    if (strncmp(url, "/incorporated/", 14) == 0) {
+        return tl_http_copy(c, tl, url + 14);
+    }
     return tl_http_text(c, MHD_HTTP_NOT_FOUND, "no such resource\n");
 }
 
@@ -322,29 +450,37 @@ tl_http_post_field(void *cls, enum MHD_ValueKind kind, const char *key,
     size_t size)
 {
     tl_req_t  *rq = cls;
-    char      *p;
+    size_t    *len;
+    char      *p, **buf;
 
     (void) kind;
     (void) filename;
     (void) content_type;
     (void) transfer_encoding;
-    if (strcmp(key, "e") != 0) {
+    if (strcmp(key, "e") == 0) {
+        buf = &rq->e;
+        len = &rq->elen;
+    } else if (strcmp(key, "ref") == 0) {
+        buf = &rq->ref;
+        len = &rq->reflen;
+    } else {
         snprintf(rq->bad, sizeof(rq->bad), "form: unknown field \"%.40s\"",
             key);
         return MHD_YES;
     }
-    if (off == 0 && rq->e != NULL) {
-        snprintf(rq->bad, sizeof(rq->bad), "form: field \"e\" given twice");
+    if (off == 0 && *buf != NULL) {
+        snprintf(rq->bad, sizeof(rq->bad), "form: field \"%s\" given twice",
+            key);
         return MHD_YES;
     }
-    p = realloc(rq->e, rq->elen + size + 1);
+    p = realloc(*buf, *len + size + 1);
     if (p == NULL) {
         return MHD_NO;
     }
-    memcpy(p + rq->elen, data, size);
-    rq->elen += size;
-    p[rq->elen] = '\0';
-    rq->e = p;
+    memcpy(p + *len, data, size);
+    *len += size;
+    p[*len] = '\0';
+    *buf = p;
     return MHD_YES;
 }
 
@@ -353,14 +489,6 @@ static enum MHD_Result
 tl_http_append_done(struct MHD_Connection *c, tl_timeline_t *tl,
     tl_req_t *rq)
 {
-    static const unsigned  status[] = {
-        [TL_OK] = MHD_HTTP_CREATED,
-        [TL_BAD_REQUEST] = MHD_HTTP_BAD_REQUEST,
-        [TL_FORBIDDEN] = MHD_HTTP_FORBIDDEN,
-        [TL_UNAVAILABLE] = MHD_HTTP_SERVICE_UNAVAILABLE,
-        [TL_TIMEOUT] = MHD_HTTP_REQUEST_TIMEOUT,
-        [TL_FAULT] = MHD_HTTP_INTERNAL_SERVER_ERROR,
-    };
     tl_verdict_t  v;
     sk_err_t      err;
     size_t        len;
@@ -377,19 +505,26 @@ tl_http_append_done(struct MHD_Connection *c, tl_timeline_t *tl,
         return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
             "form: field \"e\" missing\n");
     }
-    if (strlen(rq->e) != rq->elen) {
+    if (strlen(rq->e) != rq->elen
+        || (rq->ref != NULL && strlen(rq->ref) != rq->reflen))
+    {
         return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
-            "entry: contains a NUL byte\n");
+            "%s: contains a NUL byte\n",
+            strlen(rq->e) != rq->elen ? "entry" : "ref");
     }
     sk_err_clear(&err);
-    v = tl_append(tl, &out, &len, rq->e, rq->elen, &err);
+    v = tl_append(tl, &out, &len, rq->e, rq->elen, rq->ref, rq->reflen,
+        &err);
     if (v == TL_OK) {
         return tl_http_reply(c, MHD_HTTP_CREATED, out, len);
+    }
+    if (v == TL_QUEUED) {
+        return tl_http_queued(c, out);
     }
     if (v == TL_FAULT) {
         tl_log("append: %s", err.msg);
     }
-    return tl_http_err(c, status[v], &err);
+    return tl_http_err(c, tl_http_status(v), &err);
 }
 
 
@@ -479,6 +614,7 @@ tl_http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
             MHD_destroy_post_processor(rq->pp);
         }
         free(rq->e);
+        free(rq->ref);
         free(rq);
         *con_cls = NULL;
     }

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,19 +18,6 @@
 #include <microhttpd.h>
 
 #include "tl.h"
-
-
-void
-tl_log(const char *fmt, ...)
-{
-    va_list  ap;
-    char     msg[1024];
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "%s: %s\n", TL_PROG, msg);
-}
 
 
 static int
@@ -91,8 +77,9 @@ tl_main_run(tl_timeline_t *tl)
         || (tl->conf.operator_key != NULL
             && sk_key_load_public(&tl->operator_key, tl->conf.operator_key,
                    &err) != 0)
+        || tl_inc_open(tl, &err) != 0
         || tl_store_open(tl, &err) != 0 || tl_chunk_open(tl, &err) != 0
-        || tl_ocsp_init(tl, &err) != 0)
+        || tl_ocsp_init(tl, &err) != 0 || tl_token_init(tl, &err) != 0)
     {
         tl_log("%s", err.msg);
         return EX_CONFIG;
@@ -111,6 +98,7 @@ tl_main_run(tl_timeline_t *tl)
     } while (sig == SIGHUP);
     tl_log("signal %d: stopping", sig);
     MHD_stop_daemon(d);
+    tl_append_drain(tl);
     return EX_OK;
 }
 
@@ -118,10 +106,11 @@ tl_main_run(tl_timeline_t *tl)
 int
 main(int argc, char **argv)
 {
-    tl_timeline_t  tl;
-    const char    *conf = NULL;
-    sk_err_t       err;
-    int            c, check = 0, rc;
+    pthread_condattr_t  ca;
+    tl_timeline_t       tl;
+    const char         *conf = NULL;
+    sk_err_t            err;
+    int                 c, check = 0, rc;
 
     while ((c = getopt(argc, argv, "c:nh")) != -1) {
         switch (c) {
@@ -140,9 +129,16 @@ main(int argc, char **argv)
     }
     memset(&tl, 0, sizeof(tl));
     tl.fd = -1;
+    tl.inc_fd = -1;
     pthread_mutex_init(&tl.lock, NULL);
-    pthread_cond_init(&tl.synced, NULL);
+    /* Appends wait for a sync with a deadline on the monotonic clock. */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&tl.synced, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&tl.jobs_done, NULL);
     pthread_mutex_init(&tl.chunk_lock, NULL);
+    pthread_mutex_init(&tl.certs_lock, NULL);
     pthread_cond_init(&tl.chunk_wake, NULL);
     if (tl_conf_load(&tl.conf, conf, &err) != 0) {
         fprintf(stderr, "%s: configuration error: %s\n", TL_PROG, err.msg);
@@ -156,8 +152,11 @@ main(int argc, char **argv)
     rc = tl_main_run(&tl);
     tl_chunk_stop(&tl);
     tl_ocsp_free(&tl);
+    tl_token_free(&tl);
     tl_store_close(&tl);
+    tl_inc_close(&tl);
     tl_state_free(&tl);
+    tl_validate_free(&tl);
     sk_key_free(tl.key);
     sk_key_free(tl.operator_key);
     tl_conf_free(&tl.conf);

@@ -114,6 +114,37 @@ tl_state_bind(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
 }
 
 
+int
+tl_state_seen(const tl_name_t *n, const char *sig)
+{
+    unsigned char  h[SK_SHA256_BYTES];
+    size_t         i;
+
+    SHA256((const unsigned char *) sig, strlen(sig), h);
+    for (i = 0; i < n->nseen; i++) {
+        if (memcmp(n->seen[i], h, sizeof(h)) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+
+static int
+tl_state_see(tl_name_t *n, const char *sig, sk_err_t *err)
+{
+    unsigned char  (*p)[SK_SHA256_BYTES];
+
+    p = realloc(n->seen, (n->nseen + 1) * sizeof(*p));
+    if (p == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "name table");
+    }
+    n->seen = p;
+    SHA256((const unsigned char *) sig, strlen(sig), p[n->nseen++]);
+    return 0;
+}
+
+
 /* Refill then spend one token of n's budget; -1 if there is none. */
 int
 tl_state_spend(tl_timeline_t *tl, tl_name_t *n, int64_t now, int dry)
@@ -190,6 +221,29 @@ tl_state_root_find(tl_timeline_t *tl, const char *hash_b64)
 }
 
 
+/* The store chains verify against: every root, made anew when they
+ * change (a chain being verified keeps its reference to the old one). */
+static int
+tl_state_store(tl_timeline_t *tl, sk_err_t *err)
+{
+    X509_STORE  *st = X509_STORE_new();
+    size_t       i;
+
+    for (i = 0; st != NULL && i < tl->nroots; i++) {
+        if (X509_STORE_add_cert(st, tl->roots[i].cert) != 1) {
+            X509_STORE_free(st);
+            st = NULL;
+        }
+    }
+    if (st == NULL) {
+        return sk_err_crypto(err, "roots: store");
+    }
+    X509_STORE_free(tl->store);
+    tl->store = st;
+    return 0;
+}
+
+
 int
 tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
     sk_err_t *err)
@@ -212,16 +266,24 @@ tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
                 sk_entry_type_name(sk_entry_type(e)), sk_entry_name(e));
         }
         (void) tl_state_spend(tl, n, ts, 0);
+        if (sk_entry_type(e) == SK_ENTRY_CHANGE_SERVICES
+            && tl_state_see(n, sk_entry_get(e, "SK-Signature"), err) != 0)
+        {
+            return -1;
+        }
         break;
     case SK_ENTRY_ADD_ROOT_CA:
-        return tl_state_root_add(tl, e, err);
+        return tl_state_root_add(tl, e, err) == 0
+            ? tl_state_store(tl, err) : -1;
+    case SK_ENTRY_INCORPORATE:
+        return tl_inc_apply(tl, e, NULL, ts, err);
     case SK_ENTRY_REMOVE_ROOT_CA:
         i = tl_state_root_find(tl, sk_entry_get(e, "CA-Cert-Hash"));
         if (i >= 0) {
             X509_free(tl->roots[i].cert);
             tl->roots[i] = tl->roots[--tl->nroots];
         }
-        return 0;
+        return tl_state_store(tl, err);
     default:
         return 0;
     }
@@ -240,10 +302,12 @@ tl_state_free(tl_timeline_t *tl)
         free(tl->names[i].name);
         free(tl->names[i].key);
         free(tl->names[i].rebinders);
+        free(tl->names[i].seen);
     }
     free(tl->names);
     for (i = 0; i < tl->nroots; i++) {
         X509_free(tl->roots[i].cert);
     }
     free(tl->roots);
+    X509_STORE_free(tl->store);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tl.h"
@@ -121,7 +122,7 @@ tl_store_slurp(char **buf, size_t *len, int fd, sk_err_t *err)
 
 
 /* A tail holding no whole entry (no blank line) is a write cut short. */
-static int
+int
 tl_store_torn(const char *p, size_t len)
 {
     size_t  i;
@@ -249,20 +250,33 @@ tl_store_write(tl_timeline_t *tl, const char *buf, size_t len, int64_t ts,
 
 
 int
-tl_store_wait(tl_timeline_t *tl, uint64_t sn, sk_err_t *err)
+tl_store_wait(tl_timeline_t *tl, uint64_t sn, uint64_t until_ms,
+    sk_err_t *err)
 {
-    uint64_t  target;
-    int       rc;
+    struct timespec  at;
+    uint64_t         target;
+    int              rc;
 
+    at.tv_sec = (time_t) (until_ms / 1000);
+    at.tv_nsec = (long) (until_ms % 1000) * 1000000L;
     while (tl->durable <= sn && !tl->failed) {
         if (tl->syncing) {
-            pthread_cond_wait(&tl->synced, &tl->lock);
+            if (until_ms == UINT64_MAX) {
+                pthread_cond_wait(&tl->synced, &tl->lock);
+            } else if (pthread_cond_timedwait(&tl->synced, &tl->lock, &at)
+                       != 0 && tl->syncing && tl->durable <= sn)
+            {
+                return 1;
+            }
             continue;
         }
         /* Lead one sync for everything written so far. */
         tl->syncing = 1;
         target = tl->size;
         pthread_mutex_unlock(&tl->lock);
+        if (tl->conf.sync_delay_ms != 0) {
+            usleep((useconds_t) (tl->conf.sync_delay_ms * 1000));
+        }
         rc = fdatasync(tl->fd);
         pthread_mutex_lock(&tl->lock);
         tl->syncing = 0;
@@ -282,19 +296,13 @@ tl_store_wait(tl_timeline_t *tl, uint64_t sn, sk_err_t *err)
 }
 
 
-int
-tl_store_read(tl_timeline_t *tl, char **out, size_t *len, uint64_t first,
-    uint64_t last, sk_err_t *err)
+static int
+tl_store_pread(tl_timeline_t *tl, char **out, size_t *len, off_t a, off_t b,
+    sk_err_t *err)
 {
-    off_t    a, b;
     size_t   got = 0;
     ssize_t  n;
 
-    /* The index may move under a writer; the bytes never change. */
-    pthread_mutex_lock(&tl->lock);
-    a = tl->off[first];
-    b = tl->off[last + 1];
-    pthread_mutex_unlock(&tl->lock);
     *len = (size_t) (b - a);
     *out = malloc(*len + 1);
     if (*out == NULL) {
@@ -310,4 +318,27 @@ tl_store_read(tl_timeline_t *tl, char **out, size_t *len, uint64_t first,
     }
     (*out)[*len] = '\0';
     return 0;
+}
+
+
+int
+tl_store_read(tl_timeline_t *tl, char **out, size_t *len, uint64_t first,
+    uint64_t last, sk_err_t *err)
+{
+    off_t  a, b;
+
+    /* The index may move under a writer; the bytes never change. */
+    pthread_mutex_lock(&tl->lock);
+    a = tl->off[first];
+    b = tl->off[last + 1];
+    pthread_mutex_unlock(&tl->lock);
+    return tl_store_pread(tl, out, len, a, b, err);
+}
+
+
+int
+tl_store_read_locked(tl_timeline_t *tl, char **out, size_t *len,
+    uint64_t sn, sk_err_t *err)
+{
+    return tl_store_pread(tl, out, len, tl->off[sn], tl->off[sn + 1], err);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/sha.h>
 #include <openssl/x509v3.h>
 
 #include "tl.h"
@@ -19,31 +20,77 @@ tl_forbid(sk_err_t *err, const char *rule)
 }
 
 
-/* A snapshot of the trusted roots, so chains verify without the lock. */
+/* The trusted roots, a reference, so chains verify without the lock. */
 static X509_STORE *
 tl_validate_store(tl_timeline_t *tl)
 {
-    X509_STORE  *st = X509_STORE_new();
-    size_t       i;
+    X509_STORE  *st;
 
     pthread_mutex_lock(&tl->lock);
-    for (i = 0; st != NULL && i < tl->nroots; i++) {
-        if (X509_STORE_add_cert(st, tl->roots[i].cert) != 1) {
-            X509_STORE_free(st);
-            st = NULL;
-        }
+    st = tl->store;
+    if (st != NULL && X509_STORE_up_ref(st) != 1) {
+        st = NULL;
     }
     pthread_mutex_unlock(&tl->lock);
-    return st;
+    return st != NULL ? st : X509_STORE_new();     /* no roots yet */
+}
+
+
+/* A certificate of a chain: CA certificates (intermediates, shared by
+ * many chains) are decoded once and kept, by the SHA-256 of their DER. */
+static X509 *
+tl_validate_cert(tl_timeline_t *tl, const unsigned char *der, size_t len,
+    int ee)
+{
+    const unsigned char  *p = der;
+    unsigned char         h[SK_SHA256_BYTES];
+    tl_cert_t            *c;
+    X509                 *x = NULL;
+
+    if (ee) {
+        return d2i_X509(NULL, &p, (long) len);
+    }
+    SHA256(der, len, h);
+    c = &tl->certs[(h[0] | (unsigned) h[1] << 8) % TL_CERT_CACHE];
+    pthread_mutex_lock(&tl->certs_lock);
+    if (c->cert != NULL && memcmp(c->hash, h, sizeof(h)) == 0
+        && X509_up_ref(c->cert) == 1)
+    {
+        x = c->cert;
+    }
+    pthread_mutex_unlock(&tl->certs_lock);
+    if (x != NULL) {
+        return x;
+    }
+    x = d2i_X509(NULL, &p, (long) len);
+    if (x != NULL && X509_check_ca(x) > 0 && X509_up_ref(x) == 1) {
+        pthread_mutex_lock(&tl->certs_lock);
+        X509_free(c->cert);
+        memcpy(c->hash, h, sizeof(h));
+        c->cert = x;
+        pthread_mutex_unlock(&tl->certs_lock);
+    }
+    return x;
+}
+
+
+void
+tl_validate_free(tl_timeline_t *tl)
+{
+    size_t  i;
+
+    for (i = 0; i < TL_CERT_CACHE; i++) {
+        X509_free(tl->certs[i].cert);
+        tl->certs[i].cert = NULL;
+    }
 }
 
 
 /* CA-Cert-Chain: end-entity first, comma-separated base64url DER. */
 static int
-tl_validate_decode_chain(STACK_OF(X509) **chain, const char *v,
-    sk_err_t *err)
+tl_validate_decode_chain(tl_timeline_t *tl, STACK_OF(X509) **chain,
+    const char *v, sk_err_t *err)
 {
-    const unsigned char  *p;
     const char           *comma;
     unsigned char        *der;
     size_t                n, len;
@@ -59,8 +106,7 @@ tl_validate_decode_chain(STACK_OF(X509) **chain, const char *v,
         if (sk_b64_decode(&der, &n, v, len, err) != 0) {
             return -1;
         }
-        p = der;
-        x = d2i_X509(NULL, &p, (long) n);
+        x = tl_validate_cert(tl, der, n, sk_X509_num(*chain) == 0);
         free(der);
         if (x == NULL || sk_X509_push(*chain, x) == 0) {
             X509_free(x);
@@ -79,7 +125,7 @@ tl_validate_decode_chain(STACK_OF(X509) **chain, const char *v,
  * end-entity certificate, the key is bound by it". */
 static tl_verdict_t
 tl_validate_chain(tl_timeline_t *tl, const sk_entry_t *e, const sk_key_t *sk,
-    int64_t now, sk_err_t *err)
+    int64_t now, int ocsp, sk_err_t *err)
 {
     STACK_OF(X509)  *chain = NULL;
     X509_STORE_CTX  *ctx = NULL;
@@ -90,8 +136,8 @@ tl_validate_chain(tl_timeline_t *tl, const sk_entry_t *e, const sk_key_t *sk,
     tl_verdict_t     v = TL_FORBIDDEN;
     int              rc;
 
-    if (tl_validate_decode_chain(&chain, sk_entry_get(e, "CA-Cert-Chain"),
-            err) != 0)
+    if (tl_validate_decode_chain(tl, &chain,
+            sk_entry_get(e, "CA-Cert-Chain"), err) != 0)
     {
         sk_err_prefix(err, "chain: CA-Cert-Chain");
         goto done;
@@ -125,7 +171,8 @@ tl_validate_chain(tl_timeline_t *tl, const sk_entry_t *e, const sk_key_t *sk,
             "key: end-entity certificate's key is not the SK");
         goto done;
     }
-    v = tl_ocsp_check(tl, X509_STORE_CTX_get0_chain(ctx), st, err);
+    v = ocsp ? tl_ocsp_check(tl, X509_STORE_CTX_get0_chain(ctx), st, err)
+             : TL_OK;
 done:
     X509_STORE_CTX_free(ctx);
     X509_STORE_free(st);
@@ -136,7 +183,7 @@ done:
 
 static tl_verdict_t
 tl_validate_bind(tl_timeline_t *tl, const sk_entry_t *e, const char *rule,
-    int64_t now, sk_err_t *err)
+    int64_t now, int ocsp, sk_err_t *err)
 {
     sk_key_t      *sk;
     tl_verdict_t   v;
@@ -149,7 +196,7 @@ tl_validate_bind(tl_timeline_t *tl, const sk_entry_t *e, const char *rule,
         sk_err_prefix(err, "SK-Signature");
         return tl_forbid(err, rule);
     }
-    v = tl_validate_chain(tl, e, sk, now, err);
+    v = tl_validate_chain(tl, e, sk, now, ocsp, err);
     sk_key_free(sk);
     if (v == TL_TIMEOUT) {
         sk_err_prefix(err, "%s", rule);
@@ -172,21 +219,19 @@ tl_validate_operator(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
 }
 
 
+/* An Incorporate's own checks are tl_inc_validate_static's. */
 tl_verdict_t
 tl_validate_static(tl_timeline_t *tl, const sk_entry_t *e, int64_t now,
-    sk_err_t *err)
+    int ocsp, sk_err_t *err)
 {
     switch (sk_entry_type(e)) {
     case SK_ENTRY_BIND:
-        return tl_validate_bind(tl, e, "bind", now, err);
+        return tl_validate_bind(tl, e, "bind", now, ocsp, err);
     case SK_ENTRY_REBIND:
-        return tl_validate_bind(tl, e, "rebind", now, err);
+        return tl_validate_bind(tl, e, "rebind", now, ocsp, err);
     case SK_ENTRY_ADD_ROOT_CA:
     case SK_ENTRY_REMOVE_ROOT_CA:
         return tl_validate_operator(tl, e, err);
-    case SK_ENTRY_INCORPORATE:
-        sk_err_set(err, SK_ERR_PERM, "no peer timelines configured");
-        return tl_forbid(err, "incorporate");
     default:
         return TL_OK;
     }
@@ -254,6 +299,15 @@ tl_validate_update(tl_timeline_t *tl, const sk_entry_t *e, const char *rule,
     }
     if (tl_validate_sig_by(n, e, SK_SIG_SK, err) != 0) {
         sk_err_prefix(err, "SK-Signature");
+        return tl_forbid(err, rule);
+    }
+    /* A Change-Services carries no time: an old one, replayed, would
+     * bring old services back (and spend the SK's budget). */
+    if (sk_entry_type(e) == SK_ENTRY_CHANGE_SERVICES
+        && tl_state_seen(n, sk_entry_get(e, "SK-Signature")))
+    {
+        sk_err_set(err, SK_ERR_EXISTS, "%s: this entry (its SK-Signature) "
+            "was taken before: a replay", sk_entry_name(e));
         return tl_forbid(err, rule);
     }
     if (tl_state_spend(tl, n, now, 1) != 0) {

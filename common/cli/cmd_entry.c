@@ -1,7 +1,8 @@
 /*
  * cmd_entry.c -- `sk entry`: build and SK-sign the registrant's entries
- * (Bind, Unbind, Rebind, Change-Services) in canonical form, and check
- * the signatures of any entry.
+ * (Bind, Unbind, Rebind, Change-Services) in canonical form, the timeline
+ * operator's root-CA entries (signed with the operator key), and check the
+ * signatures of any entry.
  *
  * The stamp (SN, TID, Timestamp, Signature) stays "N/A": the timeline
  * fills it in when it accepts the entry.
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/evp.h>
 #include <openssl/x509.h>
 
 #include "cli.h"
@@ -20,7 +22,7 @@
 
 typedef struct {
     const char *key, *name, *services, *chain, *rebinders, *rebinder,
-               *rebinder_key, *out, *last_secure;
+               *rebinder_key, *out, *last_secure, *ca, *serial;
     int         subdomains, json;
 } sk_entry_opts_t;
 
@@ -67,6 +69,46 @@ sk_chain_field(char **out, const char *path, sk_err_t *err)
 }
 
 
+/* Add-Root-CA's CA-Cert (base64url DER) or Remove-Root-CA's CA-Cert-Hash
+ * (base64url SHA-256 of the DER) from the first certificate of a PEM file. */
+static int
+sk_root_ca_fields(sk_entry_t *e, sk_entry_type_t type, const char *path,
+    const char *serial, sk_err_t *err)
+{
+    STACK_OF(X509) *chain;
+    unsigned char  *der = NULL, md[SK_SHA256_BYTES];
+    char           *b64;
+    int             len, rc;
+
+    if (path == NULL || serial == NULL) {
+        return sk_err_set(err, SK_ERR_USAGE, "missing %s",
+            path == NULL ? "-c CA-CERT" : "--serial N");
+    }
+    if (sk_chain_load_pem(&chain, path, err) != 0) {
+        return -1;
+    }
+    len = i2d_X509(sk_X509_value(chain, 0), &der);
+    sk_X509_pop_free(chain, X509_free);
+    if (len <= 0) {
+        return sk_err_set(err, SK_ERR_CRYPTO, "%s: cannot encode", path);
+    }
+    if (type == SK_ENTRY_ADD_ROOT_CA) {
+        b64 = sk_b64_encode_alloc(der, (size_t) len);
+    } else {
+        EVP_Digest(der, (size_t) len, md, NULL, EVP_sha256(), NULL);
+        b64 = sk_b64_encode_alloc(md, sizeof(md));
+    }
+    OPENSSL_free(der);
+    if (b64 == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
+    }
+    rc = sk_entry_set(e, type == SK_ENTRY_ADD_ROOT_CA ? "CA-Cert"
+                         : "CA-Cert-Hash", b64, err);
+    free(b64);
+    return rc != 0 ? -1 : sk_entry_set(e, "CA-Serial", serial, err);
+}
+
+
 static int
 sk_entry_set_opt(sk_entry_t *e, const char *field, const char *value,
     const char *flag, sk_err_t *err)
@@ -85,6 +127,9 @@ sk_entry_fill(sk_entry_t *e, sk_entry_type_t type, const sk_entry_opts_t *o,
     char  buf[32], *chain = NULL;
     int   rc;
 
+    if (type == SK_ENTRY_ADD_ROOT_CA || type == SK_ENTRY_REMOVE_ROOT_CA) {
+        return sk_root_ca_fields(e, type, o->ca, o->serial, err);
+    }
     if (sk_entry_set_opt(e, "Name", o->name, "-n NAME", err) != 0) {
         return -1;
     }
@@ -130,7 +175,7 @@ sk_entry_fill(sk_entry_t *e, sk_entry_type_t type, const sk_entry_opts_t *o,
 
     default:
         return sk_err_set(err, SK_ERR_USAGE,
-            "only the timeline operator makes %s entries",
+            "sk entry does not make %s entries (a timeline does)",
             sk_entry_type_name(type));
     }
 }
@@ -158,6 +203,7 @@ sk_entry_sign_with(sk_entry_t *e, sk_sig_field_t which, const char *path,
 static int
 sk_entry_emit(const sk_entry_t *e, const char *out, int json, sk_err_t *err)
 {
+    const char *name = sk_entry_name(e);    /* root-CA entries have none */
     char   *text;
     size_t  len;
     int     rc = 0;
@@ -168,8 +214,9 @@ sk_entry_emit(const sk_entry_t *e, const char *out, int json, sk_err_t *err)
     if (out != NULL) {
         rc = sk_file_write_atomic(out, text, len, 0644, err);
         if (rc == 0 && !json) {
-            printf("%s entry for %s written to %s\n",
-                sk_entry_type_name(sk_entry_type(e)), sk_entry_name(e), out);
+            printf("%s entry%s%s written to %s\n",
+                sk_entry_type_name(sk_entry_type(e)), name ? " for " : "",
+                name ? name : "", out);
         }
     } else if (!json) {
         fwrite(text, 1, len, stdout);
@@ -177,7 +224,11 @@ sk_entry_emit(const sk_entry_t *e, const char *out, int json, sk_err_t *err)
     if (rc == 0 && json) {
         printf("{\"type\":\"%s\",\"name\":",
             sk_entry_type_name(sk_entry_type(e)));
-        cli_json_str(stdout, sk_entry_name(e));
+        if (name != NULL) {
+            cli_json_str(stdout, name);
+        } else {
+            printf("null");
+        }
         printf(",\"entry\":");
         cli_json_str(stdout, text);
         printf("}\n");
@@ -200,6 +251,7 @@ sk_entry_make(sk_entry_type_t type, int argc, char **argv)
         { "rebinder",     required_argument, NULL, 'R' },
         { "rebinder-key", required_argument, NULL, 'K' },
         { "last-secure",  required_argument, NULL, 'l' },
+        { "serial",       required_argument, NULL, 'S' },
         { "out",          required_argument, NULL, 'o' },
         { "json",         no_argument,       NULL, 'j' },
         { NULL, 0, NULL, 0 }
@@ -218,7 +270,8 @@ sk_entry_make(sk_entry_type_t type, int argc, char **argv)
         case 'k': o.key = optarg; break;
         case 'n': o.name = optarg; break;
         case 's': o.services = optarg; break;
-        case 'c': o.chain = optarg; break;
+        case 'c': o.chain = o.ca = optarg; break;
+        case 'S': o.serial = optarg; break;
         case 'w': o.subdomains = 1; break;
         case 'r': o.rebinders = optarg; break;
         case 'R': o.rebinder = optarg; break;
@@ -239,7 +292,9 @@ sk_entry_make(sk_entry_type_t type, int argc, char **argv)
         rc = sk_entry_fill(e, type, &o, &err);
     }
     if (rc == 0) {
-        rc = sk_entry_sign_with(e, SK_SIG_SK, o.key, "-k KEY", &err);
+        rc = sk_entry_sign_with(e, type == SK_ENTRY_ADD_ROOT_CA
+                 || type == SK_ENTRY_REMOVE_ROOT_CA ? SK_SIG_OPERATOR
+                 : SK_SIG_SK, o.key, "-k KEY", &err);
     }
     if (rc == 0 && type == SK_ENTRY_REBIND) {
         rc = sk_entry_sign_with(e, SK_SIG_REBINDER, o.rebinder_key,
@@ -412,6 +467,8 @@ const sk_cmd_t sk_cmd_entry = {
     " --rebinder-key KEY [-w] [-r NAME,...] [-o FILE]\n"
     "unbind -k KEY -n NAME [-l LAST-SECURE-TIME] [-o FILE]\n"
     "change-services -k KEY -n NAME -s SERVICES [-o FILE]\n"
+    "add-root-ca -k OPERATOR-KEY -c CA-CERT --serial N [-o FILE]\n"
+    "remove-root-ca -k OPERATOR-KEY -c CA-CERT --serial N [-o FILE]\n"
     "verify -i FILE [-p SK.pub] [--rebinder-pub PUB] [--timeline-pub PUB]"
     " [--operator-pub PUB] [--json]",
     "Build a registrant's timeline entry in canonical form and sign its\n"
@@ -427,6 +484,11 @@ const sk_cmd_t sk_cmd_entry = {
     "Rebinder-Signature.  unbind revokes the SK; -l is the last time (POSIX\n"
     "seconds, default now) the SK is vouched for.  change-services replaces\n"
     "the Services field.\n"
+    "\n"
+    "add-root-ca and remove-root-ca are the timeline operator's: KEY is the\n"
+    "operator key of the timeline's operator_key setting, CA-CERT a PEM root\n"
+    "certificate the timeline starts or stops trusting for Bind evidence, N\n"
+    "the operator's CA update serial (0-65535).\n"
     "\n"
     "verify parses FILE strictly and checks each signature it can: the\n"
     "SK-Signature with -p (or, for bind and rebind, with the entry's own\n"

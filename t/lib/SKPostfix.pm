@@ -15,6 +15,15 @@ package SKPostfix;
 #
 # make_cert($dir, $name[, $type]) writes $dir/$name.key and .crt (a
 # self-signed certificate for $name; type rsa or ec) with openssl.
+#
+# Next hops need DNS names for 127.0.0.1 (sk-milter's PolicySocket looks
+# up the SK of the name):
+#   private_hosts_reexec()   re-runs the script in a private mount
+#                            namespace (unshare -m); the reason if it cannot
+#   private_hosts($dir, NAME...)  bind-mounts $dir/hosts with NAME... for
+#                            127.0.0.1 over /etc/hosts, and a resolv.conf
+#                            naming 127.0.0.1 (no DNS leaves the machine),
+#                            in that namespace
 
 use strict;
 use warnings;
@@ -23,7 +32,7 @@ use Exporter 'import';
 use File::Copy qw(copy);
 use SKTest;
 
-our @EXPORT_OK = qw(make_cert);
+our @EXPORT_OK = qw(make_cert private_hosts_reexec private_hosts);
 
 my @instances;
 
@@ -161,6 +170,30 @@ sub make_cert {
     die "openssl req: $r->{err}" if $r->{rc} != 0;
     chmod 0600, "$dir/$name.key";
     return ("$dir/$name.key", "$dir/$name.crt");
+}
+
+sub private_hosts_reexec {
+    return 'needs root (mount namespace)' if $> != 0;
+    return 'no unshare' unless has_cmd('unshare') && has_cmd('mount');
+    return undef if $ENV{SK_PRIVATE_HOSTS};
+    $ENV{SK_PRIVATE_HOSTS} = 1;
+    no warnings 'exec';
+    exec('unshare', '-m', '--propagation', 'private', $^X,
+        map({ "-I$_" } @INC), $0, @ARGV);
+    return "unshare: $!";
+}
+
+sub private_hosts {
+    my ($dir, @names) = @_;
+    die 'private_hosts outside private_hosts_reexec' unless $ENV{SK_PRIVATE_HOSTS};
+    spew("$dir/hosts", "127.0.0.1 localhost @names\n");
+    # DNS stays on the machine: a resolver on 127.0.0.1, where none listens
+    spew("$dir/resolv.conf", "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n");
+    for my $f (['hosts', '/etc/hosts'], ['resolv.conf', '/etc/resolv.conf']) {
+        my $r = run_cmd(['mount', '--bind', "$dir/$f->[0]", $f->[1]]);
+        return "mount --bind $f->[1]: $r->{err}" if $r->{rc} != 0;
+    }
+    return undef;
 }
 
 END {

@@ -7,8 +7,9 @@ package SKTimeline;
 #   start_timeline(DIR, KEY => VALUE...)  config + daemon; returns a hash
 #                                         { pid, port, url, dir, log, conf }
 #   restart_timeline(T)                   same config, same port
-#   http(METHOD, URL[, FORM_VALUE])       { code, body } via curl
-#   append(T, ENTRY)                      POST /append e=ENTRY
+#   http(METHOD, URL[, FORM])             { code, body } via curl; FORM is
+#                                         the value of e=, or { FIELD => VALUE }
+#   append(T, ENTRY[, REF])               POST /append e=ENTRY [ref=REF]
 #   ed25519_key(DIR, NAME)                NAME.key / NAME.pub; returns path
 #   spki_b64(KEYFILE)                     base64url DER SPKI
 #   make_ca(DIR, NAME)                    self-signed CA NAME.crt/.key
@@ -18,8 +19,10 @@ package SKTimeline;
 #   canon(TYPE, FIELDS)                   canonical text
 #   sign_entry(TYPE, FIELDS, SIGFIELD, KEY, NA_FIELDS)  fills SIGFIELD
 #   bind(T?, ...) helpers below build whole entries
+#   incorporate_entry(REF)                an Incorporate referring to REF
 #   mth(LEAVES...)                        RFC 6962 root of leaf hashes
 #   verify_inclusion(LEAF, IDX, SIZE, PROOF, ROOT)
+#   verify_consistency(FROM, TO, ROOT1, ROOT2, PROOF)   RFC 9162 2.1.4.2
 
 use strict;
 use warnings;
@@ -31,8 +34,8 @@ use SKTest;
 
 our @EXPORT = qw(start_timeline restart_timeline http append ed25519_key
     spki_b64 make_ca issue der_b64 canon sign_entry bind_entry unbind_entry
-    cs_entry rebind_entry root_entry mth leaf_hash verify_inclusion
-    parse_entries b64url);
+    cs_entry rebind_entry root_entry incorporate_entry mth leaf_hash
+    verify_inclusion verify_consistency parse_entries b64url);
 
 our $TL = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-timeline';
 
@@ -79,15 +82,18 @@ sub restart_timeline {
 sub http {
     my ($method, $url, $form) = @_;
     my @cmd = ('curl', '-s', '-o', '-', '-w', '\n%{http_code}', '-X', $method);
-    if (defined $form) {
+    return parse_http(run_cmd([@cmd, $url])) unless defined $form;
+    $form = { e => $form } unless ref $form;
+    my @f;
+    for my $k (sort keys %$form) {
         my $f = "/tmp/sk-tl-form.$$." . int(rand(1e9));
-        spew($f, $form);
-        push @cmd, '--data-urlencode', "e\@$f";
-        my $r = run_cmd([@cmd, $url]);
-        unlink $f;
-        return parse_http($r);
+        spew($f, $form->{$k});
+        push @f, $f;
+        push @cmd, '--data-urlencode', "$k\@$f";
     }
-    return parse_http(run_cmd([@cmd, $url]));
+    my $r = run_cmd([@cmd, $url]);
+    unlink @f;
+    return parse_http($r);
 }
 
 sub parse_http {
@@ -97,8 +103,9 @@ sub parse_http {
 }
 
 sub append {
-    my ($t, $entry) = @_;
-    return http('POST', "$t->{url}/append", $entry);
+    my ($t, $entry, $ref) = @_;
+    return http('POST', "$t->{url}/append",
+        defined $ref ? { e => $entry, ref => $ref } : $entry);
 }
 
 sub ed25519_key {
@@ -209,6 +216,14 @@ sub root_entry {
     return canon('Add-Root-CA', $f);
 }
 
+sub incorporate_entry {
+    my ($ref) = @_;
+    my ($tid) = $ref =~ /^TID: (\d+)$/m;
+    my ($sn) = $ref =~ /^SN: (\d+)$/m;
+    return canon('Incorporate', { 'Incorporated-Hash' => b64url(sha256($ref)),
+        'Incorporated-SN' => $sn, 'Incorporated-TID' => $tid, stamp_na() });
+}
+
 sub parse_entries {
     my ($data) = @_;
     return $data =~ /(.*?\n\n)/gs;
@@ -242,6 +257,33 @@ sub verify_inclusion {
         $sn >>= 1;
     }
     return $sn == 0 && $r eq $root;
+}
+
+# RFC 9162 2.1.4.2
+sub verify_consistency {
+    my ($first, $second, $r1, $r2, $proof) = @_;
+    return 0 if $first > $second || $first == 0;
+    return (!@$proof && $r1 eq $r2) if $first == $second;
+    my @p = @$proof;
+    unshift @p, $r1 if ($first & ($first - 1)) == 0;
+    return 0 if !@p;
+    my ($fn, $sn) = ($first - 1, $second - 1);
+    while ($fn & 1) { $fn >>= 1; $sn >>= 1; }
+    my $fr = shift @p;
+    my $sr = $fr;
+    for my $c (@p) {
+        return 0 if $sn == 0;
+        if (($fn & 1) || $fn == $sn) {
+            $fr = sha256("\x01$c$fr");
+            $sr = sha256("\x01$c$sr");
+            while (!($fn & 1) && $fn != 0) { $fn >>= 1; $sn >>= 1; }
+        } else {
+            $sr = sha256("\x01$sr$c");
+        }
+        $fn >>= 1;
+        $sn >>= 1;
+    }
+    return $sn == 0 && $fr eq $r1 && $sr eq $r2;
 }
 
 1;

@@ -25,5 +25,6 @@
 #include "onion.h"
 #include "cache.h"
 #include "merkle.h"
+#include "client.h"
 
 #endif

@@ -1,0 +1,92 @@
+/*
+ * cli_fetch.c -- one HTTP GET with libcurl into a growing buffer; the
+ * answer is NUL-terminated and bounded by CLI_FETCH_MAX.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "cli_fetch.h"
+
+typedef struct {
+    char    *p;
+    size_t   len, cap;
+    int      too_big;
+} cli_fetch_buf_t;
+
+
+static size_t
+cli_fetch_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+    cli_fetch_buf_t  *b = arg;
+    size_t            n = size * nmemb, cap;
+    char             *p;
+
+    if (n > CLI_FETCH_MAX - b->len) {
+        b->too_big = 1;
+        return 0;
+    }
+    if (b->len + n + 1 > b->cap) {
+        cap = b->cap > 0 ? b->cap : 16384;
+        while (cap < b->len + n + 1) {
+            cap *= 2;
+        }
+        p = realloc(b->p, cap);
+        if (p == NULL) {
+            return 0;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return n;
+}
+
+
+int
+cli_fetch_get(char **body, size_t *len, int *status, const char *url,
+    void *arg, sk_err_t *err)
+{
+    const cli_fetch_opts_t  *o = arg;
+    cli_fetch_buf_t          b = { NULL, 0, 0, 0 };
+    char                     ebuf[CURL_ERROR_SIZE] = "";
+    long                     code = 0;
+    CURLcode                 rc;
+    CURL                    *c;
+
+    *body = NULL;
+    *len = 0;
+    *status = 0;
+    c = curl_easy_init();
+    if (c == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "curl: cannot start");
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, o->timeout > 0 ? o->timeout : 10L);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, cli_fetch_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    rc = curl_easy_perform(c);
+    if (rc == CURLE_OK) {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    }
+    curl_easy_cleanup(c);
+    if (rc != CURLE_OK) {
+        free(b.p);
+        return sk_err_set(err, SK_ERR_UNAVAILABLE, "%s", b.too_big
+            ? "answer too large" : ebuf[0] != '\0' ? ebuf
+            : curl_easy_strerror(rc));
+    }
+    if (b.p == NULL && (b.p = strdup("")) == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "answer");
+    }
+    *body = b.p;
+    *len = b.len;
+    *status = (int) code;
+    return 0;
+}

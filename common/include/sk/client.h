@@ -1,0 +1,369 @@
+/*
+ * sk/client.h -- what an SK-aware client does: learn a name's entries
+ * from mirrors, check them, judge their freshness (design 4.b), keep them
+ * in a local cache, combine them into the name's record (draft 1.4), and
+ * decide about the certificate chain a server presents.
+ *
+ * libsk does no network I/O here: mirror queries go through the fetch
+ * callback the caller supplies (libcurl in `sk verify`), so the logic
+ * links into nginx or a milter and is tested without sockets.
+ *
+ * Pieces, one file each:
+ *   client_trust.c   the trusted timelines and mirrors, thresholds
+ *   client_view.c    a name's evidence: checkpoints, entries, proofs
+ *   client_answer.c  a mirror's signed answer (docs/protocol.md)
+ *   client_cache.c   the local cache directory
+ *   client_fresh.c   freshness of a view, mirror distrust
+ *   client_lookup.c  the query loop over mirrors
+ *   client_decide.c  accept / reject / none / insecure
+ */
+#ifndef SK_CLIENT_H
+#define SK_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include <openssl/x509.h>
+#include "err.h"
+#include "key.h"
+#include "entry.h"
+#include "merkle.h"
+#include "name.h"
+#include "record.h"
+
+/* Design 4.b's constants (seconds, counts). */
+#define SK_CLIENT_T1              (24 * 3600)      /* no query needed */
+#define SK_CLIENT_T2              (48 * 3600)      /* fresh enough */
+#define SK_CLIENT_T3              (7 * 24 * 3600)  /* stale */
+#define SK_CLIENT_T4              (14 * 24 * 3600) /* very stale */
+#define SK_CLIENT_MAX_DERELICT    2
+#define SK_CLIENT_N_RETRIES       5
+#define SK_CLIENT_FRESH_PERCENT   80
+/* A mirror may answer from its own cache (about 30 minutes), so an answer
+ * less fresh than an earlier one by up to this much is not held against
+ * it. */
+#define SK_CLIENT_DROP_SLACK      3600
+
+#define SK_CLIENT_MAX_TIMELINES   64
+#define SK_CLIENT_MAX_MIRRORS     32
+#define SK_CLIENT_MAX_ITEMS       4096      /* entries in one view */
+#define SK_CLIENT_URL_MAX         512
+
+/* The trust set */
+
+typedef struct {
+    uint64_t   tid;
+    sk_key_t  *key;                               /* owned */
+    char       origin[SK_CHECKPOINT_ORIGIN_MAX];  /* checkpoint key name */
+} sk_client_timeline_t;
+
+typedef struct {
+    char       url[SK_CLIENT_URL_MAX];            /* no trailing '/' */
+    sk_key_t  *key;         /* its answer-signing key; NULL: the
+                               signature is not checked (timeline
+                               signatures and proofs still are) */
+} sk_client_mirror_t;
+
+typedef struct {
+    sk_client_timeline_t  tl[SK_CLIENT_MAX_TIMELINES];
+    size_t                ntl;
+    sk_client_mirror_t    mirrors[SK_CLIENT_MAX_MIRRORS];
+    size_t                nmirrors;
+    int64_t               t1, t2, t3, t4;
+    int64_t               drop_slack;
+    unsigned              max_derelict, n_retries, fresh_percent;
+} sk_client_trust_t;
+
+/* Empty set with design 4.b's thresholds. */
+void sk_client_trust_init(sk_client_trust_t *t);
+
+/*
+ * The trust file, "key = value" lines, '#' comments:
+ *
+ *   timeline = TID PUBKEY-FILE [ORIGIN]    (origin: sk-timeline-<TID>)
+ *   mirror   = URL [PUBKEY-FILE]
+ *   t1 = 86400   t2 = ...  t3 = ...  t4 = ...   (seconds)
+ *   max_derelict = 2   retries = 5   fresh_percent = 80   drop_slack = 3600
+ *
+ * Relative key paths are relative to the file's directory.  Errors name
+ * the file and line.  Adds to t (call sk_client_trust_init first).
+ */
+int sk_client_trust_load(sk_client_trust_t *t, const char *path,
+    sk_err_t *err) SK_WUR;
+/* Takes a new reference to key. */
+int sk_client_trust_add_timeline(sk_client_trust_t *t, uint64_t tid,
+    const sk_key_t *key, const char *origin, sk_err_t *err) SK_WUR;
+/* key may be NULL (the mirror's signature then goes unchecked). */
+int sk_client_trust_add_mirror(sk_client_trust_t *t, const char *url,
+    const sk_key_t *key, sk_err_t *err) SK_WUR;
+const sk_client_timeline_t *sk_client_trust_find(const sk_client_trust_t *t,
+    uint64_t tid);
+void sk_client_trust_free(sk_client_trust_t *t);
+
+/* A name's evidence: per timeline its checkpoint, and each entry for the
+ * name with its inclusion proof in that checkpoint's tree. */
+
+typedef struct {
+    uint64_t          tid;
+    char             *note;         /* the signed checkpoint note; owned */
+    size_t            notelen;
+    sk_checkpoint_t   cp;
+    int64_t           ts;           /* its "Timestamp" extension line */
+} sk_client_cp_t;
+
+typedef struct {
+    sk_entry_t        *entry;       /* owned */
+    char              *text;        /* canonical bytes; owned */
+    size_t             len;
+    uint64_t           tid, sn;
+    sk_merkle_proof_t  proof;       /* leaf sn in the tree of cp.size */
+} sk_client_item_t;
+
+typedef struct {
+    char               name[SK_NAME_MAX + 1];
+    sk_client_cp_t    *cps;
+    size_t             ncps;
+    sk_client_item_t  *items;
+    size_t             nitems;
+} sk_client_view_t;
+
+/* Add pieces (copies); checks come with sk_client_view_verify.  A second
+ * checkpoint for a TID replaces the first. */
+int sk_client_view_add_cp(sk_client_view_t *v, uint64_t tid,
+    const char *note, size_t len, sk_err_t *err) SK_WUR;
+int sk_client_view_add_item(sk_client_view_t *v, const char *text,
+    size_t len, const sk_merkle_proof_t *proof, sk_err_t *err) SK_WUR;
+
+/*
+ * Every checkpoint is signed by its trusted timeline under its origin
+ * (checkpoints of untrusted TIDs are an error), and carries a Timestamp
+ * extension no later than now + 1 h; every entry is for v->name, stamped
+ * by a trusted timeline that has a checkpoint here, signed by it, below
+ * the checkpoint's size, and included in its tree by the proof; no
+ * (TID, SN) twice.  The first failure is the error, naming the TID/SN.
+ */
+int sk_client_view_verify(sk_client_view_t *v, const sk_client_trust_t *t,
+    int64_t now, sk_err_t *err) SK_WUR;
+
+const sk_client_cp_t *sk_client_view_cp(const sk_client_view_t *v,
+    uint64_t tid);
+const sk_client_item_t *sk_client_view_item(const sk_client_view_t *v,
+    uint64_t tid, uint64_t sn);
+
+/* The name's record from the view's entries (rebinders through lookup,
+ * as sk_record_combine).  rec borrows from v: keep v until rec is freed. */
+int sk_client_view_record(sk_record_t *rec, const sk_client_view_t *v,
+    sk_rebinder_key_fn lookup, void *arg, sk_err_t *err) SK_WUR;
+
+/* Text form (the cache file): see docs/protocol.md "Client cache". */
+int sk_client_view_format(char **out, size_t *len,
+    const sk_client_view_t *v, sk_err_t *err) SK_WUR;
+int sk_client_view_parse(sk_client_view_t *v, const char *buf, size_t len,
+    sk_err_t *err) SK_WUR;
+
+void sk_client_view_free(sk_client_view_t *v);   /* zeroes it; NULL ok */
+
+/* Freshness (design 4.b) */
+
+typedef struct {
+    size_t   ntl;           /* trusted timelines */
+    size_t   within_t1;     /* checkpoint age <= T1 */
+    size_t   fresh;         /* age <= T2 */
+    size_t   stale;         /* age > T3, or no checkpoint */
+    size_t   very_stale;    /* age > T4, or no checkpoint */
+} sk_client_fresh_t;
+
+/* Count the trusted timelines of v by the age of their checkpoints. */
+void sk_client_fresh_eval(sk_client_fresh_t *f, const sk_client_trust_t *t,
+    const sk_client_view_t *v, int64_t now);
+/* 1 if no query is needed: every trusted timeline within T1. */
+int sk_client_fresh_cached_ok(const sk_client_fresh_t *f);
+/* 1 if an answer is fresh enough: at least fresh_percent of the timelines
+ * within T2 and at most max_derelict beyond T3. */
+int sk_client_fresh_ok(const sk_client_fresh_t *f, const sk_client_trust_t *t);
+/* 1 if, with no fresh enough answer, the client may fail open: more than
+ * max_derelict timelines very stale (the system itself looks broken or
+ * blocked, not one name). */
+int sk_client_fresh_fail_open(const sk_client_fresh_t *f,
+    const sk_client_trust_t *t);
+
+/* What the client remembers of a mirror (in the cache, "mirrors/"). */
+typedef struct {
+    char      url[SK_CLIENT_URL_MAX];
+    int       dropped;              /* distrusted for good */
+    char      why[SK_ERR_MSG_MAX];  /* why dropped */
+    uint64_t  tid[SK_CLIENT_MAX_TIMELINES];
+    uint64_t  size[SK_CLIENT_MAX_TIMELINES];  /* freshest checkpoint seen */
+    int64_t   ts[SK_CLIENT_MAX_TIMELINES];
+    size_t    ntl;
+} sk_client_mstate_t;
+
+/*
+ * 0 if answer may be believed given what the mirror said before (st) and
+ * what the client holds for the name (cached, or NULL); -1 with
+ * SK_ERR_SIGNATURE and the reason if the mirror must be dropped:
+ *   - a timeline's checkpoint older than one this mirror gave before
+ *     (timestamp earlier by more than drop_slack, or a smaller tree by
+ *     more than that slack's worth of time),
+ *   - an entry the client holds (for a timeline the answer covers, below
+ *     its checkpoint's size) missing or different.
+ */
+int sk_client_fresh_check_mirror(const sk_client_mstate_t *st,
+    const sk_client_view_t *answer, const sk_client_view_t *cached,
+    const sk_client_trust_t *t, sk_err_t *err) SK_WUR;
+/* Remember answer's checkpoints as the freshest seen from the mirror. */
+void sk_client_mstate_update(sk_client_mstate_t *st,
+    const sk_client_view_t *answer);
+
+/* The local cache: a directory of verified views and mirror states. */
+
+typedef struct sk_client_cache_s sk_client_cache_t;
+
+/* Creates dir (0700) if missing. */
+int sk_client_cache_open(sk_client_cache_t **c, const char *dir,
+    sk_err_t *err) SK_WUR;
+/* The view stored for name, re-verified against t; SK_ERR_NOT_FOUND if
+ * none.  A stored view that no longer verifies is an error, not used. */
+int sk_client_cache_get(sk_client_cache_t *c, sk_client_view_t *v,
+    const char *name, const sk_client_trust_t *t, int64_t now,
+    sk_err_t *err) SK_WUR;
+/* Atomic replace (temp, fsync, rename). */
+int sk_client_cache_put(sk_client_cache_t *c, const sk_client_view_t *v,
+    sk_err_t *err) SK_WUR;
+/* A mirror's state; a fresh one (not an error) if none is stored. */
+int sk_client_cache_get_mirror(sk_client_cache_t *c, sk_client_mstate_t *st,
+    const char *url, sk_err_t *err) SK_WUR;
+int sk_client_cache_put_mirror(sk_client_cache_t *c,
+    const sk_client_mstate_t *st, sk_err_t *err) SK_WUR;
+void sk_client_mstate_free(sk_client_mstate_t *st);
+void sk_client_cache_close(sk_client_cache_t *c);        /* NULL ok */
+
+/* Mirror answers (format: docs/protocol.md "Mirror answers") */
+
+typedef struct {
+    int64_t   timestamp;                /* the mirror's clock */
+    char      reneged_hash[9];          /* 8 hex digits */
+    size_t    ntl;                      /* timelines listed */
+    uint64_t  tid[SK_CLIENT_MAX_TIMELINES];
+    char      state[SK_CLIENT_MAX_TIMELINES][12];   /* "Idle", ... */
+} sk_client_answer_info_t;
+
+/*
+ * Parse the answer to GET /query/<name>?since=<since> and verify it: the
+ * mirror's Ed25519 signature (unless key is NULL), the strict layout, and
+ * for each trusted timeline with a checkpoint the note and every entry
+ * (sk_client_view_verify; each entry's TID, SN and Timestamp >= since
+ * against its block).  Timelines the trust set does not list are parsed
+ * and skipped.  A signed "no entries" answer gives checkpoints and no
+ * items.  info may be NULL.
+ */
+int sk_client_answer_verify(sk_client_view_t *v,
+    sk_client_answer_info_t *info, const char *buf, size_t len,
+    const char *name, uint64_t since, const sk_key_t *key,
+    const sk_client_trust_t *t, int64_t now, sk_err_t *err) SK_WUR;
+
+/* The query loop */
+
+/* GET url; *body malloc()ed (NUL after it), *status the HTTP status.
+ * -1 only when no HTTP answer came (SK_ERR_UNAVAILABLE). */
+typedef int (*sk_client_fetch_fn)(char **body, size_t *len, int *status,
+    const char *url, void *arg, sk_err_t *err);
+
+typedef enum {
+    SK_FRESH_CACHED = 0,    /* the cache was fresh enough: no query */
+    SK_FRESH_ANSWER,        /* a mirror gave a fresh enough answer */
+    SK_FRESH_OPEN,          /* none did; the system looks broken: the best
+                               information at hand decides (fail open) */
+    SK_FRESH_CLOSED         /* none did; do not connect (fail closed) */
+} sk_fresh_outcome_t;
+
+#define SK_CLIENT_LOG_MAX  (SK_CLIENT_MAX_MIRRORS + 1)
+
+typedef struct {
+    char      url[SK_CLIENT_URL_MAX];
+    char      what[SK_ERR_MSG_MAX];    /* "fresh: ..", "dropped: ..." */
+} sk_client_try_t;
+
+typedef struct {
+    sk_fresh_outcome_t  outcome;
+    sk_client_view_t    view;         /* what the decision rests on */
+    sk_client_fresh_t   fresh;        /* of view */
+    char                source[SK_CLIENT_URL_MAX];  /* mirror URL/"cache" */
+    sk_client_try_t     tries[SK_CLIENT_LOG_MAX];
+    size_t              ntries;
+} sk_client_result_t;
+
+/*
+ * Design 4.b for one name: the cached view if every timeline is within T1;
+ * else ask mirrors in order (skipping dropped ones, at most n_retries),
+ * verify each answer, drop a mirror that signs garbage, answers less fresh
+ * than before or omits cached entries, and stop at the first fresh enough
+ * answer, which (with cached timelines the answer lacks) is cached.  With
+ * none: fail open or closed (the best view is still returned).  cache may
+ * be NULL.  -1 only for local failures (memory, cache directory).
+ */
+int sk_client_lookup(sk_client_result_t *res, const char *name,
+    const sk_client_trust_t *t, sk_client_cache_t *cache,
+    sk_client_fetch_fn fetch, void *arg, int64_t now, sk_err_t *err) SK_WUR;
+void sk_client_result_free(sk_client_result_t *res);
+
+/* What a rebinder lookup needs to run sk_client_lookup itself. */
+typedef struct {
+    const sk_client_trust_t  *trust;
+    sk_client_cache_t        *cache;        /* may be NULL */
+    sk_client_fetch_fn        fetch;
+    void                     *arg;
+    int64_t                   now;
+    unsigned                  depth;        /* 0 at the top */
+} sk_client_ctx_t;
+
+/*
+ * An sk_rebinder_key_fn (record.h) for sk_client_view_record: the SK in
+ * force for the rebinder name, learnt with sk_client_lookup (arg is an
+ * sk_client_ctx_t).  SK_ERR_NOT_FOUND when the rebinder has no bound
+ * record, or rebinders nest more than SK_CLIENT_REBIND_DEPTH deep.
+ */
+#define SK_CLIENT_REBIND_DEPTH  4
+int sk_client_rebinder_key(sk_key_t **key, const char *rebinder, void *arg,
+    sk_err_t *err);
+
+/* The decision */
+
+typedef enum {
+    SK_DECIDE_ACCEPT = 0,   /* carrier verified against the current SK */
+    SK_DECIDE_REJECT,       /* SK covers the service; no valid carrier */
+    SK_DECIDE_NONE,         /* no SK for this name and service */
+    SK_DECIDE_INSECURE      /* SK covers the service, offered without TLS */
+} sk_decision_t;
+
+typedef struct {
+    sk_decision_t  decision;
+    /* accept: "carrier"; reject: "no-carrier", "malformed-carrier",
+     * "wrong-sk", "signature", "key-mismatch", "expired",
+     * "not-yet-valid", "carrier-name", "carrier-services"; none:
+     * "no-sk", "unbound", "not-covered"; insecure: "plaintext". */
+    const char    *check;
+    char           reason[2 * SK_ERR_MSG_MAX];
+    char           sk[SK_FINGERPRINT_SIZE];   /* SK in force, or "" */
+    time_t         not_after;                 /* accept: carrier's */
+} sk_decide_t;
+
+const char *sk_decision_name(sk_decision_t d);  /* "accept", ... */
+/* The check a carrier failure names: "wrong-sk" for SK_ERR_WRONG_SK,
+ * "signature", "key-mismatch", "expired", "not-yet-valid", "no-carrier"
+ * (SK_ERR_NOT_FOUND), "malformed-carrier" (SK_ERR_FORMAT); else the
+ * code's sk_err_str. */
+const char *sk_client_check_name(sk_err_code_t code);
+
+/*
+ * Decide for host (the name connected to), service/port (port 0: the
+ * service's default) and the chain the server presented (leaf first;
+ * NULL when the service is offered without TLS).  rec is the record of
+ * the name whose SK covers host (host itself, or a parent with
+ * Includes-Subdomains).  Returns -1 only for memory/crypto failures.
+ */
+int sk_client_decide(sk_decide_t *d, const sk_record_t *rec,
+    const char *host, const char *service, unsigned port,
+    STACK_OF(X509) *chain, time_t now, sk_err_t *err) SK_WUR;
+
+#endif

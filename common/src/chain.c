@@ -1,0 +1,106 @@
+/*
+ * chain.c -- a Bind's CA-Cert-Chain against the roots of claim time.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/x509v3.h>
+
+#include "sk/b64.h"
+#include "sk/chain.h"
+
+
+int
+sk_chain_decode(STACK_OF(X509) **chain, const char *v, sk_err_t *err)
+{
+    const unsigned char  *p;
+    const char           *comma;
+    unsigned char        *der;
+    size_t                n, len;
+    X509                 *x;
+
+    *chain = sk_X509_new_null();
+    if (*chain == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "chain");
+    }
+    for (;;) {
+        comma = strchr(v, ',');
+        len = comma != NULL ? (size_t) (comma - v) : strlen(v);
+        if (sk_b64_decode(&der, &n, v, len, err) != 0) {
+            return -1;
+        }
+        p = der;
+        x = d2i_X509(NULL, &p, (long) n);
+        free(der);
+        if (x == NULL || sk_X509_push(*chain, x) == 0) {
+            X509_free(x);
+            return sk_err_crypto(err, "certificate %d",
+                sk_X509_num(*chain) + 1);
+        }
+        if (comma == NULL) {
+            return 0;
+        }
+        v = comma + 1;
+    }
+}
+
+
+int
+sk_chain_check(STACK_OF(X509) **verified, const sk_entry_t *e,
+    const sk_key_t *sk, X509_STORE *roots, int64_t at, sk_err_t *err)
+{
+    STACK_OF(X509)  *chain = NULL;
+    X509_STORE_CTX  *ctx = NULL;
+    const char      *name = sk_entry_name(e), *v;
+    EVP_PKEY        *eek;
+    X509            *ee;
+    int              rc = -1;
+
+    if (verified != NULL) {
+        *verified = NULL;
+    }
+    v = sk_entry_get(e, "CA-Cert-Chain");
+    if (v == NULL || name == NULL) {
+        return sk_err_set(err, SK_ERR_FORMAT, "chain: not a Bind or Rebind");
+    }
+    if (sk_chain_decode(&chain, v, err) != 0) {
+        sk_err_prefix(err, "chain: CA-Cert-Chain");
+        goto done;
+    }
+    ee = sk_X509_value(chain, 0);
+    ctx = X509_STORE_CTX_new();
+    if (ctx == NULL || X509_STORE_CTX_init(ctx, roots, ee, chain) != 1) {
+        sk_err_crypto(err, "chain: verifier");
+        goto done;
+    }
+    X509_STORE_CTX_set_time(ctx, 0, (time_t) at);
+    if (X509_verify_cert(ctx) != 1) {
+        sk_err_set(err, SK_ERR_SIGNATURE,
+            "chain: not valid to a trusted root at claim time: %s",
+            X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx)));
+        goto done;
+    }
+    if (X509_check_host(ee, name, strlen(name), 0, NULL) != 1) {
+        sk_err_set(err, SK_ERR_FORMAT,
+            "name: end-entity certificate is not for %s", name);
+        goto done;
+    }
+    eek = X509_get0_pubkey(ee);
+    if (eek == NULL || EVP_PKEY_eq(eek, sk_key_get0_pkey(sk)) != 1) {
+        sk_err_set(err, SK_ERR_KEY_MISMATCH,
+            "key: end-entity certificate's key is not the SK");
+        goto done;
+    }
+    if (verified != NULL) {
+        *verified = X509_STORE_CTX_get1_chain(ctx);
+        if (*verified == NULL) {
+            sk_err_set(err, SK_ERR_NOMEM, "chain");
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    X509_STORE_CTX_free(ctx);
+    sk_X509_pop_free(chain, X509_free);
+    return rc;
+}

@@ -1,0 +1,341 @@
+/*
+ * client_answer.c -- a mirror's signed answer to GET /query/<name>
+ * (docs/protocol.md, "Mirror answers"): the mirror's signature, a strict
+ * parse, then the view it carries is verified like any other.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sk/client.h>
+#include <sk/b64.h>
+
+#include "client_int.h"
+
+#define SK_ANSWER_MAGIC    "SK-Mirror-Answer: 1\n"
+#define SK_ANSWER_SIG      "Signature: "
+#define SK_ANSWER_SIG_B64  86          /* 64 bytes, base64url, no padding */
+#define SK_ANSWER_MAX      (64 * 1024 * 1024)
+
+typedef struct {
+    const char               *p, *end;
+    size_t                    block;        /* timeline block, from 1 */
+    sk_client_view_t         *v;
+    sk_client_answer_info_t  *info;
+    uint64_t                  since;
+    const sk_client_trust_t  *t;
+} sk_answer_t;
+
+
+/* The signature line: the document's last; *signed_len what it covers. */
+static int
+sk_answer_signature(const char *buf, size_t len, size_t *signed_len,
+    const sk_key_t *key, sk_err_t *err)
+{
+    size_t          sl = strlen(SK_ANSWER_SIG), start;
+    unsigned char  *sig;
+    size_t          siglen;
+    int             rc;
+
+    if (len < sl + SK_ANSWER_SIG_B64 + 1 || buf[len - 1] != '\n') {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: does not end in a "
+            "signature line");
+    }
+    start = len - 1 - SK_ANSWER_SIG_B64 - sl;
+    if ((start > 0 && buf[start - 1] != '\n')
+        || memcmp(buf + start, SK_ANSWER_SIG, sl) != 0)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: last line is not "
+            "\"Signature: \" and 86 base64url characters");
+    }
+    if (sk_b64_decode(&sig, &siglen, buf + start + sl, SK_ANSWER_SIG_B64,
+            err) != 0)
+    {
+        return sk_err_prefix(err, "answer: Signature");
+    }
+    rc = 0;
+    if (siglen != 64) {
+        rc = sk_err_set(err, SK_ERR_FORMAT, "answer: Signature of %zu "
+            "bytes", siglen);
+    } else if (key != NULL && sk_key_verify(key, sig, siglen,
+                   (const unsigned char *) buf, start, err) != 0)
+    {
+        rc = sk_err_set(err, SK_ERR_SIGNATURE, "answer: the mirror's "
+            "signature does not verify");
+    }
+    free(sig);
+    *signed_len = start;
+    return rc;
+}
+
+
+static int
+sk_answer_num(sk_answer_t *a, const char *prefix, uint64_t *n, uint64_t *m,
+    const char *what, sk_err_t *err)
+{
+    char  val[64];
+
+    if (sk_cl_line(&a->p, a->end, prefix, val, sizeof(val)) != 0
+        || sk_cl_nums(val, n, m) != 0)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: %s%zu: want a "
+            "\"%s\" line", what, a->block, prefix);
+    }
+    return 0;
+}
+
+
+static int
+sk_answer_header(sk_answer_t *a, const char *name, sk_err_t *err)
+{
+    char      val[SK_NAME_MAX + 2];
+    uint64_t  n;
+    size_t    i;
+
+    if ((size_t) (a->end - a->p) < strlen(SK_ANSWER_MAGIC)
+        || memcmp(a->p, SK_ANSWER_MAGIC, strlen(SK_ANSWER_MAGIC)) != 0)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: not an "
+            "SK-Mirror-Answer: 1");
+    }
+    a->p += strlen(SK_ANSWER_MAGIC);
+    if (sk_cl_line(&a->p, a->end, "Name: ", val, sizeof(val)) != 0
+        || strcmp(val, name) != 0)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: Name is not %s",
+            name);
+    }
+    if (sk_answer_num(a, "Since: ", &n, NULL, "header", err) != 0) {
+        return -1;
+    }
+    if (n != a->since) {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: Since %" PRIu64
+            ", asked %" PRIu64, n, a->since);
+    }
+    if (sk_answer_num(a, "Timestamp: ", &n, NULL, "header", err) != 0) {
+        return -1;
+    }
+    a->info->timestamp = (int64_t) n;
+    if (sk_cl_line(&a->p, a->end, "Reneged-Hash: ", val, sizeof(val)) != 0
+        || strlen(val) != 8 || strspn(val, "0123456789abcdef") != 8)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: want a "
+            "\"Reneged-Hash: \" line of 8 lowercase hex digits");
+    }
+    memcpy(a->info->reneged_hash, val, 9);
+    if (sk_answer_num(a, "Timelines: ", &n, NULL, "header", err) != 0) {
+        return -1;
+    }
+    if (n > SK_CLIENT_MAX_TIMELINES) {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: %" PRIu64
+            " timelines", n);
+    }
+    a->info->ntl = (size_t) n;
+    for (i = 0; i < SK_CLIENT_MAX_TIMELINES; i++) {
+        a->info->state[i][0] = '\0';
+    }
+    return 0;
+}
+
+
+static int
+sk_answer_state(const char *s)
+{
+    static const char *const states[] = { "New", "Idle", "Syncing", "Stuck",
+        "Defunct", "Corrupt" };
+    size_t  i;
+
+    for (i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+        if (strcmp(s, states[i]) == 0) {
+            return (int) i;
+        }
+    }
+    return -1;
+}
+
+
+/* Bytes of n at a->p (n checked against what is left). */
+static int
+sk_answer_take(sk_answer_t *a, uint64_t n, const char **data,
+    const char *what, sk_err_t *err)
+{
+    if (n > (uint64_t) (a->end - a->p)) {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: timeline block %zu: "
+            "%s of %" PRIu64 " bytes runs past the end", a->block, what, n);
+    }
+    *data = a->p;
+    a->p += n;
+    return 0;
+}
+
+
+static int
+sk_answer_entry(sk_answer_t *a, uint64_t tid, uint64_t *prev_sn,
+    int keep, sk_err_t *err)
+{
+    sk_merkle_proof_t   proof;
+    const sk_client_item_t *it;
+    const char         *text = NULL, *lines = NULL;
+    uint64_t            sn, n, p;
+    int64_t             ts;
+
+    if (sk_answer_num(a, "Entry: ", &sn, &n, "timeline block ", err) != 0
+        || sk_answer_take(a, n, &text, "entry", err) != 0
+        || sk_answer_num(a, "Proof: ", &p, NULL, "timeline block ", err)
+           != 0)
+    {
+        return -1;
+    }
+    if (*prev_sn != UINT64_MAX && sn <= *prev_sn) {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: timeline %" PRIu64
+            ": SN %" PRIu64 " out of order", tid, sn);
+    }
+    *prev_sn = sn;
+    if (p > SK_MERKLE_PROOF_MAX
+        || sk_answer_take(a, p * SK_CL_HASH_LINE, &lines, "proof", err) != 0
+        || sk_merkle_proof_parse(&proof, lines, (size_t) p * SK_CL_HASH_LINE,
+               err) != 0
+        || proof.len != p)
+    {
+        return sk_err_prefix(err, "answer: timeline %" PRIu64 " SN %" PRIu64
+            ": proof", tid, sn);
+    }
+    if (!keep) {
+        return 0;
+    }
+    if (sk_client_view_add_item(a->v, text, (size_t) n, &proof, err) != 0) {
+        return sk_err_prefix(err, "answer: timeline %" PRIu64 " SN %"
+            PRIu64, tid, sn);
+    }
+    it = &a->v->items[a->v->nitems - 1];
+    if (it->tid != tid || it->sn != sn) {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: timeline %" PRIu64
+            " SN %" PRIu64 ": the entry is stamped TID %" PRIu64 " SN %"
+            PRIu64, tid, sn, it->tid, it->sn);
+    }
+    if (sk_entry_timestamp(it->entry, &ts, NULL) != 0
+        || (uint64_t) ts < a->since)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: timeline %" PRIu64
+            " SN %" PRIu64 ": older than Since", tid, sn);
+    }
+    return 0;
+}
+
+
+static int
+sk_answer_block(sk_answer_t *a, uint64_t *prev_tid, sk_err_t *err)
+{
+    char         val[64], *sp;
+    const char  *note = NULL;
+    uint64_t     tid, n, m, i, prev_sn = UINT64_MAX;
+    int          st, served, keep;
+
+    if (sk_cl_line(&a->p, a->end, "Timeline: ", val, sizeof(val)) != 0
+        || (sp = strchr(val, ' ')) == NULL)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: timeline block %zu: "
+            "want \"Timeline: <tid> <state>\"", a->block);
+    }
+    *sp = '\0';
+    st = sk_answer_state(sp + 1);
+    if (sk_cl_nums(val, &tid, NULL) != 0 || st < 0) {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: timeline block %zu: "
+            "bad TID or state", a->block);
+    }
+    if (*prev_tid != UINT64_MAX && tid <= *prev_tid) {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: timeline %" PRIu64
+            " out of order", tid);
+    }
+    *prev_tid = tid;
+    a->info->tid[a->block - 1] = tid;
+    snprintf(a->info->state[a->block - 1], sizeof(a->info->state[0]), "%s",
+        sp + 1);
+    served = st == 1 || st == 2;
+    if (sk_answer_num(a, "Checkpoint: ", &n, NULL, "timeline block ", err)
+        != 0 || sk_answer_take(a, n, &note, "checkpoint", err) != 0
+        || sk_answer_num(a, "Entries: ", &m, NULL, "timeline block ", err)
+           != 0)
+    {
+        return -1;
+    }
+    if (!served && (n != 0 || m != 0)) {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: timeline %" PRIu64
+            " is %s but has a checkpoint or entries", tid, sp + 1);
+    }
+    if (n == 0 && m != 0) {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: timeline %" PRIu64
+            ": entries without a checkpoint", tid);
+    }
+    keep = n > 0 && sk_client_trust_find(a->t, tid) != NULL;
+    if (keep && sk_client_view_add_cp(a->v, tid, note, (size_t) n, err)
+        != 0)
+    {
+        return sk_err_prefix(err, "answer");
+    }
+    for (i = 0; i < m; i++) {
+        if (sk_answer_entry(a, tid, &prev_sn, keep, err) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
+int
+sk_client_answer_verify(sk_client_view_t *v, sk_client_answer_info_t *info,
+    const char *buf, size_t len, const char *name, uint64_t since,
+    const sk_key_t *key, const sk_client_trust_t *t, int64_t now,
+    sk_err_t *err)
+{
+    sk_client_answer_info_t  dummy;
+    sk_answer_t              a;
+    uint64_t                 prev_tid = UINT64_MAX;
+    size_t                   signed_len = 0;
+
+    memset(v, 0, sizeof(*v));
+    if (info == NULL) {
+        info = &dummy;
+    }
+    memset(info, 0, sizeof(*info));
+    if (sk_name_check(name, strlen(name), err) != 0) {
+        return -1;
+    }
+    if (len > SK_ANSWER_MAX) {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: %zu bytes", len);
+    }
+    if (sk_answer_signature(buf, len, &signed_len, key, err) != 0) {
+        return -1;
+    }
+    memset(&a, 0, sizeof(a));
+    a.p = buf;
+    a.end = buf + signed_len;
+    a.v = v;
+    a.info = info;
+    a.since = since;
+    a.t = t;
+    snprintf(v->name, sizeof(v->name), "%s", name);
+    if (sk_answer_header(&a, name, err) != 0) {
+        goto fail;
+    }
+    for (a.block = 1; a.block <= info->ntl; a.block++) {
+        if (sk_answer_block(&a, &prev_tid, err) != 0) {
+            goto fail;
+        }
+    }
+    if (a.p != a.end) {
+        sk_err_set(err, SK_ERR_FORMAT, "answer: %zu bytes after the last "
+            "timeline block", (size_t) (a.end - a.p));
+        goto fail;
+    }
+    if (sk_client_view_verify(v, t, now, err) != 0) {
+        sk_err_prefix(err, "answer");
+        goto fail;
+    }
+    return 0;
+
+fail:
+    sk_client_view_free(v);
+    return -1;
+}

@@ -1,0 +1,286 @@
+/*
+ * client_cache.c -- the client's local cache, a directory:
+ *
+ *   DIR/names/<name>        the name's verified view (client_view_text.c),
+ *                           re-verified on every read
+ *   DIR/mirrors/<hex>       what the client remembers of a mirror (hex:
+ *                           first 16 bytes of SHA-256 of its URL):
+ *       SK-Client-Mirror: 1\n
+ *       URL: <url>\n
+ *       [Dropped: <why>\n]
+ *       Timeline: <tid> <tree size> <checkpoint timestamp>\n ...
+ *
+ * Every write is atomic (temp, fsync, rename, fsync the directory).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <openssl/evp.h>
+
+#include <sk/client.h>
+#include <sk/file.h>
+
+#define SK_CCACHE_VIEW_MAX    (64 * 1024 * 1024)
+#define SK_CCACHE_MIRROR_MAX  (64 * 1024)
+#define SK_CCACHE_MAGIC       "SK-Client-Mirror: 1\n"
+
+struct sk_client_cache_s {
+    char  *dir;
+};
+
+
+static int
+sk_ccache_mkdir(const char *path, sk_err_t *err)
+{
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+        return sk_err_sys(err, "%s: cannot create", path);
+    }
+    return 0;
+}
+
+
+int
+sk_client_cache_open(sk_client_cache_t **c, const char *dir, sk_err_t *err)
+{
+    char  path[4096];
+
+    *c = NULL;
+    if (strlen(dir) > sizeof(path) - 64) {
+        return sk_err_set(err, SK_ERR_USAGE, "cache directory name too "
+            "long");
+    }
+    if (sk_ccache_mkdir(dir, err) != 0) {
+        return -1;
+    }
+    snprintf(path, sizeof(path), "%s/names", dir);
+    if (sk_ccache_mkdir(path, err) != 0) {
+        return -1;
+    }
+    snprintf(path, sizeof(path), "%s/mirrors", dir);
+    if (sk_ccache_mkdir(path, err) != 0) {
+        return -1;
+    }
+    *c = calloc(1, sizeof(**c));
+    if (*c == NULL || ((*c)->dir = strdup(dir)) == NULL) {
+        free(*c);
+        *c = NULL;
+        return sk_err_set(err, SK_ERR_NOMEM, "cache");
+    }
+    return 0;
+}
+
+
+void
+sk_client_cache_close(sk_client_cache_t *c)
+{
+    if (c != NULL) {
+        free(c->dir);
+        free(c);
+    }
+}
+
+
+static int
+sk_ccache_name_path(char *path, size_t size, const sk_client_cache_t *c,
+    const char *name, sk_err_t *err)
+{
+    if (sk_name_check(name, strlen(name), err) != 0) {
+        return -1;
+    }
+    snprintf(path, size, "%s/names/%s", c->dir, name);
+    return 0;
+}
+
+
+int
+sk_client_cache_get(sk_client_cache_t *c, sk_client_view_t *v,
+    const char *name, const sk_client_trust_t *t, int64_t now,
+    sk_err_t *err)
+{
+    char    path[4096], *buf;
+    size_t  len;
+    int     rc;
+
+    memset(v, 0, sizeof(*v));
+    if (sk_ccache_name_path(path, sizeof(path), c, name, err) != 0) {
+        return -1;
+    }
+    if (sk_file_read(&buf, &len, path, SK_CCACHE_VIEW_MAX, err) != 0) {
+        if (err != NULL && err->code == SK_ERR_SYSTEM
+            && err->sys_errno == ENOENT)
+        {
+            err->code = SK_ERR_NOT_FOUND;
+        }
+        return -1;
+    }
+    rc = sk_client_view_parse(v, buf, len, err);
+    free(buf);
+    if (rc == 0 && strcmp(v->name, name) != 0) {
+        sk_client_view_free(v);
+        rc = sk_err_set(err, SK_ERR_FORMAT, "holds %s", v->name);
+    }
+    if (rc == 0 && sk_client_view_verify(v, t, now, err) != 0) {
+        sk_client_view_free(v);
+        rc = -1;
+    }
+    return rc == 0 ? 0 : sk_err_prefix(err, "%s", path);
+}
+
+
+int
+sk_client_cache_put(sk_client_cache_t *c, const sk_client_view_t *v,
+    sk_err_t *err)
+{
+    char    path[4096], *buf;
+    size_t  len;
+    int     rc;
+
+    if (sk_ccache_name_path(path, sizeof(path), c, v->name, err) != 0
+        || sk_client_view_format(&buf, &len, v, err) != 0)
+    {
+        return -1;
+    }
+    rc = sk_file_write_atomic(path, buf, len, 0600, err);
+    free(buf);
+    return rc;
+}
+
+
+static int
+sk_ccache_mirror_path(char *path, size_t size, const sk_client_cache_t *c,
+    const char *url, sk_err_t *err)
+{
+    unsigned char  md[32];
+    char           hex[33];
+    size_t         i;
+
+    if (EVP_Digest(url, strlen(url), md, NULL, EVP_sha256(), NULL) != 1) {
+        return sk_err_crypto(err, "sha-256");
+    }
+    for (i = 0; i < 16; i++) {
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    }
+    snprintf(path, size, "%s/mirrors/%s", c->dir, hex);
+    return 0;
+}
+
+
+static int
+sk_ccache_mirror_line(sk_client_mstate_t *st, const char *line,
+    sk_err_t *err)
+{
+    uint64_t  tid, size;
+    int64_t   ts;
+    int       n = 0;
+
+    if (strncmp(line, "Dropped: ", 9) == 0) {
+        st->dropped = 1;
+        snprintf(st->why, sizeof(st->why), "%s", line + 9);
+        return 0;
+    }
+    if (sscanf(line, "Timeline: %" SCNu64 " %" SCNu64 " %" SCNd64 "%n",
+            &tid, &size, &ts, &n) == 3 && line[n] == '\0')
+    {
+        if (st->ntl == SK_CLIENT_MAX_TIMELINES) {
+            return sk_err_set(err, SK_ERR_FORMAT, "too many timelines");
+        }
+        st->tid[st->ntl] = tid;
+        st->size[st->ntl] = size;
+        st->ts[st->ntl] = ts;
+        st->ntl++;
+        return 0;
+    }
+    return sk_err_set(err, SK_ERR_FORMAT, "unknown line \"%.40s\"", line);
+}
+
+
+int
+sk_client_cache_get_mirror(sk_client_cache_t *c, sk_client_mstate_t *st,
+    const char *url, sk_err_t *err)
+{
+    char    path[4096], *buf, *p, *nl;
+    size_t  len, mlen = strlen(SK_CCACHE_MAGIC);
+    int     rc = 0;
+
+    memset(st, 0, sizeof(*st));
+    snprintf(st->url, sizeof(st->url), "%s", url);
+    if (sk_ccache_mirror_path(path, sizeof(path), c, url, err) != 0) {
+        return -1;
+    }
+    if (sk_file_read(&buf, &len, path, SK_CCACHE_MIRROR_MAX, err) != 0) {
+        return (err != NULL && err->code == SK_ERR_SYSTEM
+                && err->sys_errno == ENOENT) ? 0 : -1;
+    }
+    if (len < mlen || memcmp(buf, SK_CCACHE_MAGIC, mlen) != 0
+        || strlen(buf) != len || buf[len - 1] != '\n')
+    {
+        rc = sk_err_set(err, SK_ERR_FORMAT, "not a mirror state");
+    }
+    for (p = buf + mlen; rc == 0 && p < buf + len; p = nl + 1) {
+        nl = strchr(p, '\n');
+        *nl = '\0';
+        if (strncmp(p, "URL: ", 5) == 0) {
+            if (strcmp(p + 5, url) != 0) {
+                rc = sk_err_set(err, SK_ERR_FORMAT, "state of %.64s",
+                    p + 5);
+            }
+            continue;
+        }
+        rc = sk_ccache_mirror_line(st, p, err);
+    }
+    free(buf);
+    if (rc != 0) {
+        sk_client_mstate_free(st);
+        snprintf(st->url, sizeof(st->url), "%s", url);
+        return sk_err_prefix(err, "%s", path);
+    }
+    return 0;
+}
+
+
+int
+sk_client_cache_put_mirror(sk_client_cache_t *c,
+    const sk_client_mstate_t *st, sk_err_t *err)
+{
+    char    path[4096], buf[SK_CCACHE_MIRROR_MAX], why[SK_ERR_MSG_MAX];
+    size_t  len, i;
+    char   *p;
+
+    if (sk_ccache_mirror_path(path, sizeof(path), c, st->url, err) != 0) {
+        return -1;
+    }
+    len = (size_t) snprintf(buf, sizeof(buf), "%sURL: %s\n",
+        SK_CCACHE_MAGIC, st->url);
+    if (st->dropped) {
+        snprintf(why, sizeof(why), "%s", st->why);
+        for (p = why; *p != '\0'; p++) {
+            if (*p == '\n' || *p == '\r') {
+                *p = ' ';
+            }
+        }
+        len += (size_t) snprintf(buf + len, sizeof(buf) - len,
+            "Dropped: %s\n", why);
+    }
+    for (i = 0; i < st->ntl && len < sizeof(buf); i++) {
+        len += (size_t) snprintf(buf + len, sizeof(buf) - len,
+            "Timeline: %" PRIu64 " %" PRIu64 " %" PRId64 "\n", st->tid[i],
+            st->size[i], st->ts[i]);
+    }
+    if (len >= sizeof(buf)) {
+        return sk_err_set(err, SK_ERR_USAGE, "mirror state too large");
+    }
+    return sk_file_write_atomic(path, buf, len, 0600, err);
+}
+
+
+void
+sk_client_mstate_free(sk_client_mstate_t *st)
+{
+    if (st != NULL) {
+        memset(st, 0, sizeof(*st));
+    }
+}

@@ -1,0 +1,158 @@
+/*
+ * client_fresh.c -- design 4.b: how fresh a view is, when it is fresh
+ * enough, when the client may fail open, and when a mirror has shown it
+ * cannot be trusted (less fresh than before, or omitting entries the
+ * client holds).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <sk/client.h>
+
+
+void
+sk_client_fresh_eval(sk_client_fresh_t *f, const sk_client_trust_t *t,
+    const sk_client_view_t *v, int64_t now)
+{
+    const sk_client_cp_t  *cp;
+    int64_t                age;
+    size_t                 i;
+
+    memset(f, 0, sizeof(*f));
+    f->ntl = t->ntl;
+    for (i = 0; i < t->ntl; i++) {
+        cp = v != NULL ? sk_client_view_cp(v, t->tl[i].tid) : NULL;
+        if (cp == NULL) {
+            f->stale++;
+            f->very_stale++;
+            continue;
+        }
+        age = now > cp->ts ? now - cp->ts : 0;
+        f->within_t1 += age <= t->t1;
+        f->fresh += age <= t->t2;
+        f->stale += age > t->t3;
+        f->very_stale += age > t->t4;
+    }
+}
+
+
+int
+sk_client_fresh_cached_ok(const sk_client_fresh_t *f)
+{
+    return f->ntl > 0 && f->within_t1 == f->ntl;
+}
+
+
+int
+sk_client_fresh_ok(const sk_client_fresh_t *f, const sk_client_trust_t *t)
+{
+    return f->ntl > 0
+        && f->fresh * 100 >= (size_t) t->fresh_percent * f->ntl
+        && f->stale <= t->max_derelict;
+}
+
+
+int
+sk_client_fresh_fail_open(const sk_client_fresh_t *f,
+    const sk_client_trust_t *t)
+{
+    return f->very_stale > t->max_derelict;
+}
+
+
+static int
+sk_fresh_older(const sk_client_mstate_t *st, const sk_client_cp_t *cp,
+    const sk_client_trust_t *t, sk_err_t *err)
+{
+    size_t  i;
+
+    for (i = 0; i < st->ntl; i++) {
+        if (st->tid[i] != cp->tid) {
+            continue;
+        }
+        if (cp->ts + t->drop_slack < st->ts[i]) {
+            return sk_err_set(err, SK_ERR_SIGNATURE, "less fresh than "
+                "before: timeline %" PRIu64 " checkpoint of %" PRId64
+                ", it gave one of %" PRId64 " earlier", cp->tid, cp->ts,
+                st->ts[i]);
+        }
+        /* A smaller tree with a timestamp within the slack is an old
+         * answer from its cache only if that timestamp is older too. */
+        if (cp->cp.size < st->size[i] && cp->ts >= st->ts[i]) {
+            return sk_err_set(err, SK_ERR_SIGNATURE, "less fresh than "
+                "before: timeline %" PRIu64 " tree of %" PRIu64 " entries, "
+                "it showed %" PRIu64 " earlier", cp->tid, cp->cp.size,
+                st->size[i]);
+        }
+    }
+    return 0;
+}
+
+
+int
+sk_client_fresh_check_mirror(const sk_client_mstate_t *st,
+    const sk_client_view_t *answer, const sk_client_view_t *cached,
+    const sk_client_trust_t *t, sk_err_t *err)
+{
+    const sk_client_item_t  *mine, *theirs;
+    const sk_client_cp_t    *cp;
+    size_t                   i;
+
+    for (i = 0; st != NULL && i < answer->ncps; i++) {
+        if (sk_fresh_older(st, &answer->cps[i], t, err) != 0) {
+            return -1;
+        }
+    }
+    for (i = 0; cached != NULL && i < cached->nitems; i++) {
+        mine = &cached->items[i];
+        cp = sk_client_view_cp(answer, mine->tid);
+        if (cp == NULL || mine->sn >= cp->cp.size) {
+            continue;       /* not covered by this answer */
+        }
+        theirs = sk_client_view_item(answer, mine->tid, mine->sn);
+        if (theirs == NULL) {
+            return sk_err_set(err, SK_ERR_SIGNATURE, "omits timeline %"
+                PRIu64 " SN %" PRIu64 " for %s, which the client holds",
+                mine->tid, mine->sn, cached->name);
+        }
+        if (theirs->len != mine->len
+            || memcmp(theirs->text, mine->text, mine->len) != 0)
+        {
+            return sk_err_set(err, SK_ERR_SIGNATURE, "timeline %" PRIu64
+                " SN %" PRIu64 " differs from the one the client holds "
+                "(renegation evidence)", mine->tid, mine->sn);
+        }
+    }
+    return 0;
+}
+
+
+void
+sk_client_mstate_update(sk_client_mstate_t *st,
+    const sk_client_view_t *answer)
+{
+    const sk_client_cp_t  *cp;
+    size_t                 i, j;
+
+    for (i = 0; i < answer->ncps; i++) {
+        cp = &answer->cps[i];
+        for (j = 0; j < st->ntl && st->tid[j] != cp->tid; j++) {
+        }
+        if (j == st->ntl) {
+            if (st->ntl == SK_CLIENT_MAX_TIMELINES) {
+                continue;
+            }
+            st->ntl++;
+            st->tid[j] = cp->tid;
+            st->size[j] = 0;
+            st->ts[j] = 0;
+        }
+        if (cp->ts > st->ts[j]) {
+            st->ts[j] = cp->ts;
+        }
+        if (cp->cp.size > st->size[j]) {
+            st->size[j] = cp->cp.size;
+        }
+    }
+}

@@ -1,0 +1,31 @@
+/*
+ * client_int.h -- what the client_*.c files share; not public API.
+ */
+#ifndef SK_CLIENT_INT_H
+#define SK_CLIENT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A growing text buffer (a failed allocation sticks in failed). */
+typedef struct {
+    char    *p;
+    size_t   len, cap;
+    int      failed;
+} sk_cl_buf_t;
+
+void sk_cl_buf_add(sk_cl_buf_t *b, const void *data, size_t len);
+
+/* One line "<prefix><value>\n" at *p (before end): the value into val
+ * (NUL-terminated, shorter than valmax, no NUL inside) and *p past the
+ * line; -1 if *p does not start with such a line. */
+int sk_cl_line(const char **p, const char *end, const char *prefix,
+    char *val, size_t valmax);
+
+/* "N" (b NULL) or "N M": decimal, no leading zeros, nothing else. */
+int sk_cl_nums(const char *s, uint64_t *a, uint64_t *b);
+
+/* Bytes of one proof line: 44 standard base64 characters and "\n". */
+#define SK_CL_HASH_LINE  45
+
+#endif

@@ -1,0 +1,327 @@
+/*
+ * client_lookup.c -- design 4.b's query loop for one name.
+ *
+ *   1. The cached view, if every trusted timeline's checkpoint in it is
+ *      within T1: no query.
+ *   2. Else mirrors in order (dropped ones skipped), at most n_retries
+ *      asked: GET <mirror>/query/<name>.  An answer that does not verify,
+ *      is less fresh than what the mirror said before, or omits or alters
+ *      an entry the client holds gets the mirror dropped (remembered in
+ *      the cache).  The first answer fresh enough wins; it is merged with
+ *      the cached timelines it lacks and cached.
+ *   3. None: the cached view if it is fresh enough itself (T2), else
+ *      fail open if more than max_derelict timelines are very stale in
+ *      the best view at hand, else fail closed.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sk/client.h>
+
+typedef struct {
+    const sk_client_trust_t  *t;
+    sk_client_cache_t        *cache;
+    sk_client_fetch_fn        fetch;
+    void                     *arg;
+    int64_t                   now;
+    const char               *name;
+    sk_client_view_t          cached;       /* empty if none */
+    int                       have_cached;
+} sk_lookup_t;
+
+
+static void
+sk_lookup_log(sk_client_result_t *res, const char *url, const char *fmt,
+    ...) SK_PRINTF(3, 4);
+
+static void
+sk_lookup_log(sk_client_result_t *res, const char *url, const char *fmt,
+    ...)
+{
+    sk_client_try_t  *tr;
+    va_list           ap;
+
+    if (res->ntries == SK_CLIENT_LOG_MAX) {
+        return;
+    }
+    tr = &res->tries[res->ntries++];
+    snprintf(tr->url, sizeof(tr->url), "%s", url);
+    va_start(ap, fmt);
+    vsnprintf(tr->what, sizeof(tr->what), fmt, ap);
+    va_end(ap);
+}
+
+
+/* Add src's timelines that dst lacks (checkpoint and entries). */
+static int
+sk_lookup_merge(sk_client_view_t *dst, const sk_client_view_t *src,
+    sk_err_t *err)
+{
+    const sk_client_cp_t  *cp;
+    sk_client_cp_t        *ncp;
+    size_t                 i, j;
+
+    for (i = 0; i < src->ncps; i++) {
+        cp = &src->cps[i];
+        if (sk_client_view_cp(dst, cp->tid) != NULL) {
+            continue;
+        }
+        if (sk_client_view_add_cp(dst, cp->tid, cp->note, cp->notelen, err)
+            != 0)
+        {
+            return -1;
+        }
+        ncp = &dst->cps[dst->ncps - 1];
+        ncp->cp = cp->cp;
+        ncp->ts = cp->ts;
+        for (j = 0; j < src->nitems; j++) {
+            if (src->items[j].tid == cp->tid
+                && sk_client_view_add_item(dst, src->items[j].text,
+                       src->items[j].len, &src->items[j].proof, err) != 0)
+            {
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+
+static void
+sk_lookup_drop(sk_lookup_t *l, sk_client_result_t *res,
+    sk_client_mstate_t *st, const sk_err_t *why)
+{
+    st->dropped = 1;
+    snprintf(st->why, sizeof(st->why), "%s", why->msg);
+    sk_lookup_log(res, st->url, "dropped: %s", why->msg);
+    if (l->cache != NULL && sk_client_cache_put_mirror(l->cache, st, NULL)
+        != 0)
+    {
+        sk_lookup_log(res, st->url, "could not remember the drop in the "
+            "cache");
+    }
+}
+
+
+/* Ask one mirror.  1: *v holds a verified, trusted answer; 0: nothing
+ * usable (logged); -1: a local failure. */
+static int
+sk_lookup_ask(sk_lookup_t *l, sk_client_result_t *res,
+    const sk_client_mirror_t *m, sk_client_mstate_t *st,
+    sk_client_view_t *v, sk_err_t *err)
+{
+    sk_client_answer_info_t  info;
+    char                     url[SK_CLIENT_URL_MAX + SK_NAME_MAX + 16];
+    char                    *body;
+    size_t                   len, i;
+    int                      status, rc;
+    sk_err_t                 e;
+
+    snprintf(url, sizeof(url), "%s/query/%s", m->url, l->name);
+    if (l->fetch(&body, &len, &status, url, l->arg, &e) != 0) {
+        sk_lookup_log(res, m->url, "unreachable: %s", e.msg);
+        return 0;
+    }
+    if (status != 200) {
+        sk_lookup_log(res, m->url, "HTTP %d: %.120s", status,
+            body != NULL ? body : "");
+        free(body);
+        return 0;
+    }
+    rc = sk_client_answer_verify(v, &info, body, len, l->name, 0, m->key,
+        l->t, l->now, &e);
+    free(body);
+    if (rc != 0) {
+        if (e.code == SK_ERR_NOMEM) {
+            *err = e;
+            return -1;
+        }
+        sk_lookup_drop(l, res, st, &e);
+        return 0;
+    }
+    for (i = 0; i < info.ntl; i++) {
+        if (strcmp(info.state[i], "Corrupt") == 0
+            && sk_client_trust_find(l->t, info.tid[i]) != NULL)
+        {
+            sk_lookup_log(res, m->url, "reports timeline %" PRIu64
+                " as reneged (Corrupt)", info.tid[i]);
+        }
+    }
+    if (sk_client_fresh_check_mirror(st, v, l->have_cached ? &l->cached
+            : NULL, l->t, &e) != 0)
+    {
+        sk_client_view_free(v);
+        sk_lookup_drop(l, res, st, &e);
+        return 0;
+    }
+    sk_client_mstate_update(st, v);
+    if (l->cache != NULL
+        && sk_client_cache_put_mirror(l->cache, st, err) != 0)
+    {
+        sk_client_view_free(v);
+        return -1;
+    }
+    if (l->have_cached && sk_lookup_merge(v, &l->cached, err) != 0) {
+        sk_client_view_free(v);
+        return -1;
+    }
+    return 1;
+}
+
+
+/* 1 if a is better information than b. */
+static int
+sk_lookup_better(const sk_client_fresh_t *a, const sk_client_fresh_t *b)
+{
+    return a->fresh > b->fresh
+        || (a->fresh == b->fresh && a->very_stale < b->very_stale);
+}
+
+
+static int
+sk_lookup_mirrors(sk_lookup_t *l, sk_client_result_t *res,
+    sk_client_view_t *best, sk_client_fresh_t *bestf, sk_err_t *err)
+{
+    const sk_client_mirror_t  *m;
+    sk_client_mstate_t         st;
+    sk_client_view_t           v;
+    sk_client_fresh_t          f;
+    size_t                     i, asked = 0;
+    int                        r;
+
+    for (i = 0; i < l->t->nmirrors && asked < l->t->n_retries; i++) {
+        m = &l->t->mirrors[i];
+        if (l->cache != NULL) {
+            if (sk_client_cache_get_mirror(l->cache, &st, m->url, err) != 0) {
+                return -1;
+            }
+        } else {
+            memset(&st, 0, sizeof(st));
+            snprintf(st.url, sizeof(st.url), "%s", m->url);
+        }
+        if (st.dropped) {
+            sk_lookup_log(res, m->url, "skipped: dropped earlier: %s",
+                st.why);
+            sk_client_mstate_free(&st);
+            continue;
+        }
+        asked++;
+        r = sk_lookup_ask(l, res, m, &st, &v, err);
+        sk_client_mstate_free(&st);
+        if (r <= 0) {
+            if (r < 0) {
+                return -1;
+            }
+            continue;
+        }
+        sk_client_fresh_eval(&f, l->t, &v, l->now);
+        if (sk_client_fresh_ok(&f, l->t)) {
+            sk_lookup_log(res, m->url, "fresh: %zu of %zu timelines within "
+                "T2", f.fresh, f.ntl);
+            sk_client_view_free(best);
+            *best = v;
+            *bestf = f;
+            snprintf(res->source, sizeof(res->source), "%s", m->url);
+            return 1;
+        }
+        sk_lookup_log(res, m->url, "stale: %zu of %zu timelines within T2, "
+            "%zu beyond T3", f.fresh, f.ntl, f.stale);
+        if (sk_lookup_better(&f, bestf)) {
+            sk_client_view_free(best);
+            *best = v;
+            *bestf = f;
+            snprintf(res->source, sizeof(res->source), "%s", m->url);
+        } else {
+            sk_client_view_free(&v);
+        }
+    }
+    return 0;
+}
+
+
+int
+sk_client_lookup(sk_client_result_t *res, const char *name,
+    const sk_client_trust_t *t, sk_client_cache_t *cache,
+    sk_client_fetch_fn fetch, void *arg, int64_t now, sk_err_t *err)
+{
+    sk_lookup_t        l;
+    sk_client_view_t   best;
+    sk_client_fresh_t  bestf;
+    sk_err_t           e;
+    int                r;
+
+    memset(res, 0, sizeof(*res));
+    memset(&l, 0, sizeof(l));
+    memset(&best, 0, sizeof(best));
+    if (sk_name_check(name, strlen(name), err) != 0) {
+        return -1;
+    }
+    l.t = t;
+    l.cache = cache;
+    l.fetch = fetch;
+    l.arg = arg;
+    l.now = now;
+    l.name = name;
+    if (cache != NULL) {
+        if (sk_client_cache_get(cache, &l.cached, name, t, now, &e) == 0) {
+            l.have_cached = 1;
+        } else if (e.code != SK_ERR_NOT_FOUND) {
+            sk_lookup_log(res, "cache", "not used: %s", e.msg);
+        }
+    }
+    sk_client_fresh_eval(&bestf, t, l.have_cached ? &l.cached : NULL, now);
+    if (l.have_cached && sk_client_fresh_cached_ok(&bestf)) {
+        res->outcome = SK_FRESH_CACHED;
+        res->view = l.cached;
+        res->fresh = bestf;
+        snprintf(res->source, sizeof(res->source), "cache");
+        return 0;
+    }
+    if (l.have_cached) {
+        if (sk_lookup_merge(&best, &l.cached, err) != 0) {
+            goto fail;
+        }
+        snprintf(best.name, sizeof(best.name), "%s", name);
+        snprintf(res->source, sizeof(res->source), "cache");
+    } else {
+        snprintf(best.name, sizeof(best.name), "%s", name);
+    }
+    r = sk_lookup_mirrors(&l, res, &best, &bestf, err);
+    if (r < 0) {
+        goto fail;
+    }
+    if (r > 0) {
+        res->outcome = SK_FRESH_ANSWER;
+        if (cache != NULL && sk_client_cache_put(cache, &best, &e) != 0) {
+            sk_lookup_log(res, "cache", "not written: %s", e.msg);
+        }
+    } else if (l.have_cached && sk_client_fresh_ok(&bestf, t)) {
+        /* No mirror did better, and the cache is within T2 itself. */
+        res->outcome = SK_FRESH_CACHED;
+    } else {
+        res->outcome = sk_client_fresh_fail_open(&bestf, t) ? SK_FRESH_OPEN
+            : SK_FRESH_CLOSED;
+    }
+    res->view = best;
+    res->fresh = bestf;
+    sk_client_view_free(&l.cached);
+    return 0;
+
+fail:
+    sk_client_view_free(&best);
+    sk_client_view_free(&l.cached);
+    return -1;
+}
+
+
+void
+sk_client_result_free(sk_client_result_t *res)
+{
+    if (res != NULL) {
+        sk_client_view_free(&res->view);
+        memset(res, 0, sizeof(*res));
+    }
+}

@@ -1,0 +1,355 @@
+/*
+ * client_trust.c -- the client's trust set: timelines (TID, key,
+ * checkpoint origin), mirrors (URL, optional key), design 4.b's
+ * thresholds; and the trust file that lists them.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sk/client.h>
+#include <sk/file.h>
+
+#define SK_TRUST_FILE_MAX  (64 * 1024)
+#define SK_TRUST_LINE_MAX  2048
+
+
+void
+sk_client_trust_init(sk_client_trust_t *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->t1 = SK_CLIENT_T1;
+    t->t2 = SK_CLIENT_T2;
+    t->t3 = SK_CLIENT_T3;
+    t->t4 = SK_CLIENT_T4;
+    t->drop_slack = SK_CLIENT_DROP_SLACK;
+    t->max_derelict = SK_CLIENT_MAX_DERELICT;
+    t->n_retries = SK_CLIENT_N_RETRIES;
+    t->fresh_percent = SK_CLIENT_FRESH_PERCENT;
+}
+
+
+static int
+sk_trust_key_copy(sk_key_t **out, const sk_key_t *key, sk_err_t *err)
+{
+    return sk_key_from_pkey(out, sk_key_get0_pkey(key), err);
+}
+
+
+int
+sk_client_trust_add_timeline(sk_client_trust_t *t, uint64_t tid,
+    const sk_key_t *key, const char *origin, sk_err_t *err)
+{
+    sk_client_timeline_t  *tl;
+    char                   dflt[64];
+
+    if (sk_client_trust_find(t, tid) != NULL) {
+        return sk_err_set(err, SK_ERR_EXISTS, "timeline %" PRIu64
+            " listed twice", tid);
+    }
+    if (t->ntl == SK_CLIENT_MAX_TIMELINES) {
+        return sk_err_set(err, SK_ERR_USAGE, "more than %d timelines",
+            SK_CLIENT_MAX_TIMELINES);
+    }
+    if (origin == NULL) {
+        snprintf(dflt, sizeof(dflt), "sk-timeline-%" PRIu64, tid);
+        origin = dflt;
+    }
+    if (origin[0] == '\0' || strlen(origin) >= SK_CHECKPOINT_ORIGIN_MAX
+        || strpbrk(origin, " +\n") != NULL)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "timeline %" PRIu64
+            ": origin \"%.64s\" is not a valid key name", tid, origin);
+    }
+    tl = &t->tl[t->ntl];
+    if (sk_trust_key_copy(&tl->key, key, err) != 0) {
+        return -1;
+    }
+    tl->tid = tid;
+    snprintf(tl->origin, sizeof(tl->origin), "%s", origin);
+    t->ntl++;
+    return 0;
+}
+
+
+int
+sk_client_trust_add_mirror(sk_client_trust_t *t, const char *url,
+    const sk_key_t *key, sk_err_t *err)
+{
+    sk_client_mirror_t  *m;
+    size_t               len = strlen(url), i;
+
+    while (len > 0 && url[len - 1] == '/') {
+        len--;
+    }
+    if (len == 0 || len >= SK_CLIENT_URL_MAX
+        || (strncmp(url, "http://", 7) != 0
+            && strncmp(url, "https://", 8) != 0))
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "mirror \"%.64s\": want an "
+            "http:// or https:// URL", url);
+    }
+    for (i = 0; i < t->nmirrors; i++) {
+        if (strlen(t->mirrors[i].url) == len
+            && memcmp(t->mirrors[i].url, url, len) == 0)
+        {
+            return 0;           /* listed twice: once is enough */
+        }
+    }
+    if (t->nmirrors == SK_CLIENT_MAX_MIRRORS) {
+        return sk_err_set(err, SK_ERR_USAGE, "more than %d mirrors",
+            SK_CLIENT_MAX_MIRRORS);
+    }
+    m = &t->mirrors[t->nmirrors];
+    m->key = NULL;
+    if (key != NULL && sk_trust_key_copy(&m->key, key, err) != 0) {
+        return -1;
+    }
+    memcpy(m->url, url, len);
+    m->url[len] = '\0';
+    t->nmirrors++;
+    return 0;
+}
+
+
+const sk_client_timeline_t *
+sk_client_trust_find(const sk_client_trust_t *t, uint64_t tid)
+{
+    size_t  i;
+
+    for (i = 0; i < t->ntl; i++) {
+        if (t->tl[i].tid == tid) {
+            return &t->tl[i];
+        }
+    }
+    return NULL;
+}
+
+
+void
+sk_client_trust_free(sk_client_trust_t *t)
+{
+    size_t  i;
+
+    if (t == NULL) {
+        return;
+    }
+    for (i = 0; i < t->ntl; i++) {
+        sk_key_free(t->tl[i].key);
+    }
+    for (i = 0; i < t->nmirrors; i++) {
+        sk_key_free(t->mirrors[i].key);
+    }
+    sk_client_trust_init(t);
+}
+
+
+/* A key path relative to the trust file's directory. */
+static int
+sk_trust_load_key(sk_key_t **key, const char *dir, const char *file,
+    sk_err_t *err)
+{
+    char  path[4096];
+
+    if (file[0] == '/' || dir[0] == '\0') {
+        snprintf(path, sizeof(path), "%s", file);
+    } else {
+        snprintf(path, sizeof(path), "%s/%s", dir, file);
+    }
+    return sk_key_load_public(key, path, err);
+}
+
+
+static int
+sk_trust_u64(uint64_t *out, const char *v, uint64_t max)
+{
+    char  *end;
+
+    errno = 0;
+    if (*v < '0' || *v > '9' || (v[0] == '0' && v[1] != '\0')) {
+        return -1;
+    }
+    *out = strtoull(v, &end, 10);
+    return (*end != '\0' || errno != 0 || *out > max) ? -1 : 0;
+}
+
+
+static int
+sk_trust_timeline(sk_client_trust_t *t, char *v, const char *dir,
+    sk_err_t *err)
+{
+    char      *tidv, *file, *origin, *extra, *save = NULL;
+    uint64_t   tid;
+    sk_key_t  *key;
+    int        rc;
+
+    tidv = strtok_r(v, " \t", &save);
+    file = strtok_r(NULL, " \t", &save);
+    origin = strtok_r(NULL, " \t", &save);
+    extra = strtok_r(NULL, " \t", &save);
+    if (tidv == NULL || file == NULL || extra != NULL
+        || sk_trust_u64(&tid, tidv, UINT64_MAX) != 0)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "\"timeline\": want TID PUBKEY-FILE [ORIGIN]");
+    }
+    if (sk_trust_load_key(&key, dir, file, err) != 0) {
+        return -1;
+    }
+    rc = sk_client_trust_add_timeline(t, tid, key, origin, err);
+    sk_key_free(key);
+    return rc;
+}
+
+
+static int
+sk_trust_mirror(sk_client_trust_t *t, char *v, const char *dir,
+    sk_err_t *err)
+{
+    char      *url, *file, *extra, *save = NULL;
+    sk_key_t  *key = NULL;
+    int        rc;
+
+    url = strtok_r(v, " \t", &save);
+    file = strtok_r(NULL, " \t", &save);
+    extra = strtok_r(NULL, " \t", &save);
+    if (url == NULL || extra != NULL) {
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "\"mirror\": want URL [PUBKEY-FILE]");
+    }
+    if (file != NULL && sk_trust_load_key(&key, dir, file, err) != 0) {
+        return -1;
+    }
+    rc = sk_client_trust_add_mirror(t, url, key, err);
+    sk_key_free(key);
+    return rc;
+}
+
+
+static int
+sk_trust_number(sk_client_trust_t *t, const char *k, const char *v,
+    sk_err_t *err)
+{
+    static const struct {
+        const char  *name;
+        int          seconds;       /* int64_t field, else unsigned */
+        size_t       off;
+    } nums[] = {
+        { "t1", 1, offsetof(sk_client_trust_t, t1) },
+        { "t2", 1, offsetof(sk_client_trust_t, t2) },
+        { "t3", 1, offsetof(sk_client_trust_t, t3) },
+        { "t4", 1, offsetof(sk_client_trust_t, t4) },
+        { "drop_slack", 1, offsetof(sk_client_trust_t, drop_slack) },
+        { "max_derelict", 0, offsetof(sk_client_trust_t, max_derelict) },
+        { "retries", 0, offsetof(sk_client_trust_t, n_retries) },
+        { "fresh_percent", 0, offsetof(sk_client_trust_t, fresh_percent) },
+    };
+    uint64_t  n;
+    size_t    i;
+
+    for (i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+        if (strcmp(nums[i].name, k) != 0) {
+            continue;
+        }
+        if (sk_trust_u64(&n, v, nums[i].seconds ? INT64_MAX : 1000000) != 0
+            || (strcmp(k, "fresh_percent") == 0 && n > 100))
+        {
+            return sk_err_set(err, SK_ERR_FORMAT,
+                "\"%s\": illegal value \"%.32s\"", k, v);
+        }
+        if (nums[i].seconds) {
+            *(int64_t *) ((char *) t + nums[i].off) = (int64_t) n;
+        } else {
+            *(unsigned *) ((char *) t + nums[i].off) = (unsigned) n;
+        }
+        return 0;
+    }
+    return sk_err_set(err, SK_ERR_FORMAT, "unrecognized parameter \"%.32s\"",
+        k);
+}
+
+
+static int
+sk_trust_line(sk_client_trust_t *t, char *line, const char *dir,
+    sk_err_t *err)
+{
+    char  *eq, *k, *v, *end;
+
+    while (*line == ' ' || *line == '\t') {
+        line++;
+    }
+    if (*line == '\0' || *line == '#') {
+        return 0;
+    }
+    eq = strchr(line, '=');
+    if (eq == NULL) {
+        return sk_err_set(err, SK_ERR_FORMAT, "want \"key = value\"");
+    }
+    for (end = eq; end > line && (end[-1] == ' ' || end[-1] == '\t'); end--)
+    {
+    }
+    *end = '\0';
+    k = line;
+    for (v = eq + 1; *v == ' ' || *v == '\t'; v++) {
+    }
+    for (end = v + strlen(v); end > v && (end[-1] == ' ' || end[-1] == '\t');
+         end--)
+    {
+    }
+    *end = '\0';
+    if (strcmp(k, "timeline") == 0) {
+        return sk_trust_timeline(t, v, dir, err);
+    }
+    if (strcmp(k, "mirror") == 0) {
+        return sk_trust_mirror(t, v, dir, err);
+    }
+    return sk_trust_number(t, k, v, err);
+}
+
+
+int
+sk_client_trust_load(sk_client_trust_t *t, const char *path, sk_err_t *err)
+{
+    char      *buf, *p, *nl, dir[4096];
+    const char *slash;
+    size_t     len;
+    unsigned   lineno = 0;
+    int        rc = 0;
+
+    if (sk_file_read(&buf, &len, path, SK_TRUST_FILE_MAX, err) != 0) {
+        return -1;
+    }
+    slash = strrchr(path, '/');
+    snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 0
+        : (int) (slash - path), path);
+    if (slash == path) {
+        snprintf(dir, sizeof(dir), "/");
+    }
+    for (p = buf; rc == 0 && p < buf + len; p = nl + 1) {
+        lineno++;
+        nl = memchr(p, '\n', (size_t) (buf + len - p));
+        if (nl == NULL) {
+            nl = buf + len;
+        }
+        *nl = '\0';
+        if (strlen(p) > SK_TRUST_LINE_MAX || memchr(p, '\r', (size_t)
+                (nl - p)) != NULL)
+        {
+            rc = sk_err_set(err, SK_ERR_FORMAT, "line too long or has a CR");
+        } else {
+            rc = sk_trust_line(t, p, dir, err);
+        }
+    }
+    free(buf);
+    if (rc != 0) {
+        return sk_err_prefix(err, "%s: line %u", path, lineno);
+    }
+    if (t->ntl == 0) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s: no timeline listed",
+            path);
+    }
+    return 0;
+}

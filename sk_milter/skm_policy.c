@@ -1,0 +1,698 @@
+/*
+ * skm_policy.c -- outbound pinning: a socketmap server for Postfix's
+ * smtp_tls_policy_maps.
+ *
+ *     smtp_tls_policy_maps = socketmap:inet:127.0.0.1:PORT:sk
+ *     smtp_tls_fingerprint_digest = sha256
+ *
+ * For a next hop (the recipient domain, or a transport's "[host]:port")
+ * whose sovereign key covers smtp, it connects to the MX hosts (or the
+ * bracketed host), checks over STARTTLS that each presents a key the SK
+ * cross-signs (the carrier in the served chain, or in the KeyCache), and
+ * answers "fingerprint match=<SHA-256 of that public key>..." so Postfix
+ * delivers to no other key.  When the SK is known but no host passes, or
+ * a lookup fails, it answers TEMP: Postfix defers the mail and keeps it.
+ * A next hop with no SK (or an SK without smtp, an IP literal) is
+ * NOTFOUND and the admin's defaults apply.  Answers are cached per next
+ * hop for PolicyTTL (never beyond the carrier's expiry; TEMP is not
+ * cached); a reload empties the cache.
+ *
+ * One thread per Postfix connection (Postfix keeps them open), at most
+ * PolicyMaxConnections; a malformed netstring closes the connection.
+ */
+#include <arpa/nameser.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <resolv.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+
+#include <sk/cache.h>
+#include <sk/carrier.h>
+#include <sk/key.h>
+#include <sk/name.h>
+#include <sk/services.h>
+
+#include "skm.h"
+
+#define SKM_POLICY_IDLE     100     /* seconds a quiet connection lives */
+#define SKM_POLICY_MX_MAX   5       /* MX hosts checked per next hop */
+#define SKM_POLICY_BUCKETS  4096
+#define SKM_POLICY_ENTRIES  65536   /* cache size before it is emptied */
+#define SKM_REPLY_MAX       2048
+
+typedef struct skm_pentry_s {
+    char                 *key;
+    char                 *reply;
+    time_t                expires;
+    struct skm_pentry_s  *next;
+} skm_pentry_t;
+
+typedef struct {
+    char    name[SKM_DOMAIN_MAX + 1];
+    int     pref;
+} skm_mx_t;
+
+typedef struct {                    /* a listening socket and its protocol */
+    const char  *name;              /* config key, for log lines */
+    void       (*handler)(int fd);  /* serves one connection */
+    int          fd;
+    int          conns;             /* open connections (atomic) */
+} skm_server_t;
+
+typedef struct {
+    int            fd;
+    skm_server_t  *server;
+} skm_sconn_t;
+
+static void skm_sockmap_conn(int fd);
+
+static skm_server_t      skm_servers[] = {
+    { "PolicySocket",       skm_sockmap_conn, -1, 0 },
+    { "ClientPolicySocket", skm_ccert_conn,   -1, 0 }
+};
+static pthread_rwlock_t  skm_pcache_lock = PTHREAD_RWLOCK_INITIALIZER;
+static skm_pentry_t     *skm_pcache[SKM_POLICY_BUCKETS];
+static size_t            skm_pcache_n;
+static unsigned long     skm_pcache_gen;           /* conf it was made for */
+
+static void *skm_server_listen(void *arg);
+static void *skm_server_conn(void *arg);
+static void skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
+    const skm_conf_t *conf, const char *key);
+
+
+/* Listen on spec (inet:PORT@HOST, local:/PATH); the fd or -1, logged. */
+static int
+skm_listen(const char *key, const char *spec0)
+{
+    struct addrinfo     hints, *ai;
+    struct sockaddr_un  sun;
+    const char         *spec, *at;
+    char                port[16];
+    int                 fd, on;
+
+    spec = spec0;
+    fd = -1;
+    if (strncmp(spec, "inet:", 5) == 0) {
+        at = strchr(spec, '@');
+        if (at == NULL || (size_t) (at - spec - 5) >= sizeof(port)) {
+            goto bad;
+        }
+        memcpy(port, spec + 5, (size_t) (at - spec - 5));
+        port[at - spec - 5] = '\0';
+        memset(&hints, 0, sizeof(hints));
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_NUMERICSERV;
+        if (getaddrinfo(at + 1, port, &hints, &ai) != 0) {
+            goto bad;
+        }
+        fd = socket(ai->ai_family, SOCK_STREAM, 0);
+        on = 1;
+        if (fd < 0
+            || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on))
+               != 0
+            || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0)
+        {
+            freeaddrinfo(ai);
+            goto fail;
+        }
+        freeaddrinfo(ai);
+    } else {
+        spec = strchr(spec, ':') + 1;
+        memset(&sun, 0, sizeof(sun));
+        sun.sun_family = AF_UNIX;
+        if (strlen(spec) >= sizeof(sun.sun_path)) {
+            goto bad;
+        }
+        strcpy(sun.sun_path, spec);
+        (void) unlink(spec);
+        fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (fd < 0 || bind(fd, (struct sockaddr *) &sun, sizeof(sun)) != 0
+            || chmod(spec, 0666) != 0)
+        {
+            goto fail;
+        }
+    }
+    if (listen(fd, 128) != 0) {
+        goto fail;
+    }
+    return fd;
+
+bad:
+    skm_log(LOG_ERR, "%s %s: cannot parse", key, spec0);
+    return -1;
+fail:
+    skm_log(LOG_ERR, "%s %s: %s", key, spec0, strerror(errno));
+    if (fd >= 0) {
+        close(fd);
+    }
+    return -1;
+}
+
+
+int
+skm_policy_open(const skm_conf_t *conf)
+{
+    if (conf->policysocket != NULL) {
+        skm_servers[0].fd = skm_listen("PolicySocket", conf->policysocket);
+        if (skm_servers[0].fd < 0) {
+            return -1;
+        }
+    }
+    if (conf->ccertsocket != NULL) {
+        skm_servers[1].fd = skm_listen("ClientPolicySocket",
+            conf->ccertsocket);
+        if (skm_servers[1].fd < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
+int
+skm_policy_start(void)
+{
+    pthread_t  t;
+    size_t     i;
+
+    for (i = 0; i < sizeof(skm_servers) / sizeof(skm_servers[0]); i++) {
+        if (skm_servers[i].fd < 0) {
+            continue;
+        }
+        if (pthread_create(&t, NULL, skm_server_listen, &skm_servers[i])
+            != 0)
+        {
+            skm_log(LOG_ERR, "%s: cannot start a thread",
+                skm_servers[i].name);
+            return -1;
+        }
+        pthread_detach(t);
+    }
+    return 0;
+}
+
+
+static void *
+skm_server_listen(void *arg)
+{
+    skm_server_t  *sv = arg;
+    skm_conf_t    *conf;
+    skm_sconn_t   *sc;
+    pthread_t      t;
+    long           max;
+    int            fd, on;
+
+    for (;;) {
+        fd = accept(sv->fd, NULL, NULL);
+        if (fd < 0) {
+            if (errno != EINTR && errno != ECONNABORTED) {
+                skm_log(LOG_ERR, "%s: accept: %s", sv->name,
+                    strerror(errno));
+                usleep(100000);
+            }
+            continue;
+        }
+        conf = skm_conf_acquire();
+        max = conf->policyconns;
+        skm_conf_release(conf);
+        if (__atomic_load_n(&sv->conns, __ATOMIC_SEQ_CST) >= max) {
+            skm_log(LOG_WARNING, "%s: %ld connections open "
+                "(PolicyMaxConnections): closing a new one", sv->name, max);
+            close(fd);
+            continue;
+        }
+        on = 1;
+        (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+        sc = malloc(sizeof(*sc));
+        if (sc == NULL) {
+            close(fd);
+            continue;
+        }
+        sc->fd = fd;
+        sc->server = sv;
+        __atomic_add_fetch(&sv->conns, 1, __ATOMIC_SEQ_CST);
+        if (pthread_create(&t, NULL, skm_server_conn, sc) != 0) {
+            __atomic_sub_fetch(&sv->conns, 1, __ATOMIC_SEQ_CST);
+            skm_log(LOG_ERR, "%s: cannot start a thread", sv->name);
+            close(fd);
+            free(sc);
+            continue;
+        }
+        pthread_detach(t);
+    }
+    return NULL;
+}
+
+
+static void *
+skm_server_conn(void *arg)
+{
+    skm_sconn_t     sc = *(skm_sconn_t *) arg;
+    struct timeval  tv;
+
+    free(arg);
+    tv.tv_sec = SKM_POLICY_IDLE;
+    tv.tv_usec = 0;
+    (void) setsockopt(sc.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    (void) setsockopt(sc.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    sc.server->handler(sc.fd);
+    close(sc.fd);
+    __atomic_sub_fetch(&sc.server->conns, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+
+/* One Postfix connection: netstring requests until EOF, idle or garbage. */
+static void
+skm_sockmap_conn(int fd)
+{
+    skm_conf_t      *conf;
+    char             buf[SKM_SOCKMAP_MAX + 16], name[64];
+    char             key[SKM_SOCKMAP_MAX], reply[SKM_REPLY_MAX];
+    char             out[SKM_REPLY_MAX + 16];
+    const char      *data, *why;
+    size_t           len, dlen, used;
+    ssize_t          n;
+    int              rc, outlen;
+
+    len = 0;
+    for (;;) {
+        rc = skm_netstring_parse(buf, len, SKM_SOCKMAP_MAX, &data, &dlen,
+            &used, &why);
+        if (rc < 0) {
+            skm_log(LOG_WARNING, "PolicySocket: malformed request (%s): "
+                "closing the connection", why);
+            return;
+        }
+        if (rc == 0) {
+            n = read(fd, buf + len, sizeof(buf) - len);
+            if (n <= 0) {
+                return;         /* EOF, idle timeout or error: done */
+            }
+            len += (size_t) n;
+            continue;
+        }
+        conf = skm_conf_acquire();
+        if (skm_sockmap_request(data, dlen, name, sizeof(name), key,
+                sizeof(key), &why) != 0)
+        {
+            skm_conf_release(conf);
+            skm_log(LOG_WARNING, "PolicySocket: malformed request (%s): "
+                "closing the connection", why);
+            return;
+        }
+        if (strcmp(name, conf->policyname) != 0) {
+            snprintf(reply, sizeof(reply), "PERM unknown map name \"%s\" "
+                "(PolicyMapName is \"%s\")", name, conf->policyname);
+        } else {
+            skm_policy_answer(reply, sizeof(reply), conf, key);
+        }
+        skm_conf_release(conf);
+        outlen = skm_netstring_format(out, sizeof(out), reply,
+            strlen(reply));
+        if (outlen < 0 || write(fd, out, (size_t) outlen) != outlen) {
+            return;
+        }
+        memmove(buf, buf + used, len - used);
+        len -= used;
+    }
+}
+
+
+/* Empty the cache (write lock held). */
+static void
+skm_pcache_flush(void)
+{
+    skm_pentry_t  *e, *next;
+    size_t         i;
+
+    for (i = 0; i < SKM_POLICY_BUCKETS; i++) {
+        for (e = skm_pcache[i]; e != NULL; e = next) {
+            next = e->next;
+            free(e->key);
+            free(e->reply);
+            free(e);
+        }
+        skm_pcache[i] = NULL;
+    }
+    skm_pcache_n = 0;
+}
+
+
+/* 1 with reply filled from a fresh entry for key. */
+static int
+skm_pcache_get(char *reply, size_t replylen, const skm_conf_t *conf,
+    const char *key, time_t now)
+{
+    skm_pentry_t  *e;
+    int            hit;
+
+    hit = 0;
+    pthread_rwlock_rdlock(&skm_pcache_lock);
+    /* made for an older configuration: a miss; the next put empties it */
+    e = skm_pcache_gen == conf->gen
+        ? skm_pcache[skm_hash(key, SKM_POLICY_BUCKETS)] : NULL;
+    for (; e != NULL; e = e->next) {
+        if (strcmp(e->key, key) == 0 && e->expires > now) {
+            snprintf(reply, replylen, "%s", e->reply);
+            hit = 1;
+            break;
+        }
+    }
+    pthread_rwlock_unlock(&skm_pcache_lock);
+    return hit;
+}
+
+
+static void
+skm_pcache_put(const skm_conf_t *conf, const char *key, const char *reply,
+    time_t expires)
+{
+    skm_pentry_t  **pp, *e;
+
+    pthread_rwlock_wrlock(&skm_pcache_lock);
+    if (conf->gen < skm_pcache_gen) {
+        pthread_rwlock_unlock(&skm_pcache_lock);
+        return;                 /* made under a configuration since replaced */
+    }
+    if (skm_pcache_gen != conf->gen || skm_pcache_n >= SKM_POLICY_ENTRIES) {
+        skm_pcache_flush();
+        skm_pcache_gen = conf->gen;
+    }
+    for (pp = &skm_pcache[skm_hash(key, SKM_POLICY_BUCKETS)]; *pp != NULL;
+         pp = &(*pp)->next)
+    {
+        if (strcmp((*pp)->key, key) == 0) {
+            break;
+        }
+    }
+    e = *pp;
+    if (e == NULL) {
+        e = calloc(1, sizeof(*e));
+        if (e == NULL || (e->key = strdup(key)) == NULL) {
+            free(e);
+            pthread_rwlock_unlock(&skm_pcache_lock);
+            return;
+        }
+        *pp = e;
+        skm_pcache_n++;
+    }
+    free(e->reply);
+    e->reply = strdup(reply);
+    e->expires = e->reply != NULL ? expires : 0;
+    pthread_rwlock_unlock(&skm_pcache_lock);
+}
+
+
+void
+skm_policy_answer(char *reply, size_t replylen, const skm_conf_t *conf,
+    const char *key)
+{
+    time_t  now, ttl;
+
+    now = time(NULL);
+    if (skm_pcache_get(reply, replylen, conf, key, now)) {
+        return;
+    }
+    ttl = 0;
+    skm_policy_compute(reply, replylen, &ttl, conf, key);
+    if (ttl > 0) {
+        skm_pcache_put(conf, key, reply, now + ttl);
+    }
+}
+
+
+/* The MX hosts of domain, best first; 0 if it has none (or DNS fails:
+ * then the domain itself is tried, as for a missing MX). */
+static size_t
+skm_mx_lookup(skm_mx_t *mx, size_t max, const char *domain)
+{
+    unsigned char  ans[4096];
+    ns_msg         msg;
+    ns_rr          rr;
+    skm_mx_t       t;
+    int            len, i, count;
+    size_t         n, j;
+
+    len = res_query(domain, ns_c_in, ns_t_mx, ans, sizeof(ans));
+    if (len < 0 || ns_initparse(ans, len, &msg) != 0) {
+        return 0;
+    }
+    count = ns_msg_count(msg, ns_s_an);
+    n = 0;
+    for (i = 0; i < count && n < max; i++) {
+        if (ns_parserr(&msg, ns_s_an, i, &rr) != 0
+            || ns_rr_type(rr) != ns_t_mx || ns_rr_rdlen(rr) < 3)
+        {
+            continue;
+        }
+        mx[n].pref = (ns_rr_rdata(rr)[0] << 8) | ns_rr_rdata(rr)[1];
+        if (dn_expand(ns_msg_base(msg), ns_msg_end(msg),
+                ns_rr_rdata(rr) + 2, mx[n].name, sizeof(mx[n].name)) < 0
+            || mx[n].name[0] == '\0')
+        {
+            continue;
+        }
+        for (j = n; j > 0 && mx[j - 1].pref > mx[j].pref; j--) {
+            t = mx[j - 1];
+            mx[j - 1] = mx[j];
+            mx[j] = t;
+        }
+        n++;
+    }
+    return n;
+}
+
+
+/* "ab:cd:..." of a SHA-256. */
+static void
+skm_fpr_colon(char out[3 * SK_SHA256_BYTES],
+    const unsigned char h[SK_SHA256_BYTES])
+{
+    static const char  hex[] = "0123456789abcdef";
+    size_t             i;
+
+    for (i = 0; i < SK_SHA256_BYTES; i++) {
+        out[3 * i] = hex[h[i] >> 4];
+        out[3 * i + 1] = hex[h[i] & 15];
+        out[3 * i + 2] = i + 1 < SK_SHA256_BYTES ? ':' : '\0';
+    }
+}
+
+
+/*
+ * Each host is asked with the default offer, then offering only RSA and
+ * only ECDSA signatures: a server with both keys side by side shows each,
+ * and every key that passes is pinned, whichever Postfix negotiates.
+ */
+static const char *const  skm_sigalgs[] = {
+    NULL,
+    "rsa_pss_rsae_sha256:rsa_pss_rsae_sha384:rsa_pss_rsae_sha512:"
+        "RSA+SHA256:RSA+SHA384:RSA+SHA512",
+    "ECDSA+SHA256:ECDSA+SHA384:ECDSA+SHA512"
+};
+
+
+/*
+ * One handshake: 0 with the SHA-256 of the key the host presents and the
+ * carrier's expiry if that key is cross-signed by sk (the carrier from
+ * the served chain, else from the cache); -1 with why if it is not, -2 if
+ * there was no handshake.
+ */
+static int
+skm_policy_host(unsigned char h[SK_SHA256_BYTES], time_t *not_after,
+    const char *host, int port, const char *sigalgs, const sk_key_t *sk,
+    sk_cache_t *cache, char *why, size_t whylen)
+{
+    STACK_OF(X509)  *chain;
+    sk_carrier_t    *car;
+    sk_services_t    svc;
+    unsigned char   *spki;
+    const char      *from;
+    char             portstr[8], res[128];
+    sk_err_t         err;
+    int              n, rc;
+
+    car = NULL;
+    spki = NULL;
+    rc = -1;
+    snprintf(portstr, sizeof(portstr), "%d", port);
+    if (skm_tls_chain(&chain, host, portstr, port != 465, sigalgs, res,
+            sizeof(res)) != 0)
+    {
+        snprintf(why, whylen, "%.100s:%d: %s", host, port, res);
+        return -2;
+    }
+    n = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(sk_X509_value(chain, 0)),
+        &spki);
+    if (n <= 0) {
+        snprintf(why, whylen, "%.100s:%d: cannot encode its key", host, port);
+        goto done;
+    }
+    EVP_Digest(spki, (size_t) n, h, NULL, EVP_sha256(), NULL);
+    from = "served chain";
+    if (sk_carrier_find(&car, chain, &err) != 0) {
+        from = "KeyCache";
+        if (cache == NULL
+            || sk_cache_get_carrier(&car, cache, h, &err) != 0)
+        {
+            snprintf(why, whylen, "%.100s:%d: no carrier for its key (none "
+                "served%s)", host, port, cache == NULL ? ", no KeyCache"
+                : err.code == SK_ERR_NOT_FOUND ? ", none in the KeyCache"
+                : ", KeyCache failed");
+            car = NULL;
+            goto done;
+        }
+    }
+    if (sk_carrier_verify(car, sk, spki, (size_t) n, time(NULL), &err)
+        != 0)
+    {
+        snprintf(why, whylen, "%.100s:%d: carrier (%s): %.100s", host, port,
+            from, err.msg);
+        goto done;
+    }
+    memset(&svc, 0, sizeof(svc));
+    if (sk_services_parse(&svc, sk_carrier_services(car),
+            strlen(sk_carrier_services(car)), &err) != 0
+        || !sk_services_covers(&svc, "smtp", 0))
+    {
+        sk_services_free(&svc);
+        snprintf(why, whylen, "%.100s:%d: carrier (%s) does not cover smtp",
+            host, port, from);
+        goto done;
+    }
+    sk_services_free(&svc);
+    *not_after = sk_carrier_not_after(car);
+    rc = 0;
+
+done:
+    OPENSSL_free(spki);
+    sk_carrier_free(car);
+    sk_X509_pop_free(chain, X509_free);
+    return rc;
+}
+
+
+static void
+skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
+    const skm_conf_t *conf, const char *key)
+{
+    skm_nexthop_t   nh;
+    skm_sk_t        sk, rec;
+    skm_mx_t        mx[SKM_POLICY_MX_MAX];
+    sk_cache_t     *cache;
+    const sk_key_t *skkey;
+    sk_err_t        err;
+    unsigned char   h[SK_SHA256_BYTES];
+    char            fpr[3 * SK_SHA256_BYTES];
+    char            why[256], why2[256], match[SKM_REPLY_MAX];
+    size_t          nmx, i, off;
+    int             rc;
+    time_t          na, first, now;
+
+    *ttl = 0;
+    memset(&rec, 0, sizeof(rec));
+    memset(&sk, 0, sizeof(sk));
+    if (skm_nexthop_parse(&nh, key) != 0
+        || sk_name_check(nh.host, strlen(nh.host), NULL) != 0)
+    {
+        /* an IP literal or a name an SK cannot bind: no SK */
+        snprintf(reply, replylen, "NOTFOUND ");
+        *ttl = conf->policyttl;
+        return;
+    }
+    if (skm_cache_get(&cache, conf, &err) != 0
+        || skm_sk_lookup(&sk, conf, cache, nh.host, &err) != 0)
+    {
+        skm_log(LOG_WARNING, "policy %s: sovereign key lookup failed: %s",
+            key, err.msg);
+        snprintf(reply, replylen, "TEMP sk-milter: sovereign key lookup "
+            "for %s failed", nh.host);
+        goto done;
+    }
+    if (sk.state == SKM_SK_NONE || !sk_services_covers(&sk.services,
+            "smtp", 0))
+    {
+        snprintf(reply, replylen, "NOTFOUND ");
+        *ttl = conf->policyttl;
+        goto done;
+    }
+    skkey = skm_sk_pubkey(&sk, &rec, cache, nh.host, key);
+    if (skkey == NULL) {
+        snprintf(reply, replylen, "TEMP sk-milter: %s has a sovereign key "
+            "but its public key is not known here", nh.host);
+        goto done;
+    }
+
+    nmx = nh.bracketed ? 0 : skm_mx_lookup(mx, SKM_POLICY_MX_MAX, nh.host);
+    if (nmx == 0) {
+        snprintf(mx[0].name, sizeof(mx[0].name), "%s", nh.host);
+        nmx = 1;
+    }
+    now = time(NULL);
+    first = 0;
+    off = 0;
+    match[0] = '\0';
+    why[0] = '\0';
+    for (i = 0; i < nmx * 3; i++) {
+        rc = skm_policy_host(h, &na, mx[i / 3].name, nh.port,
+            skm_sigalgs[i % 3], skkey, cache, i % 3 == 0 ? why : why2,
+            sizeof(why));
+        if (rc == -2 && i % 3 == 0) {
+            skm_log(LOG_WARNING, "policy %s: %s", key, why);
+            i += 2;                 /* no handshake: next host */
+            continue;
+        }
+        if (rc != 0) {
+            if (rc == -1) {
+                skm_log(LOG_WARNING, "policy %s: %s", key,
+                    i % 3 == 0 ? why : why2);
+            }
+            continue;
+        }
+        skm_fpr_colon(fpr, h);
+        if (strstr(match, fpr) == NULL
+            && off + 7 + sizeof(fpr) < sizeof(match))
+        {
+            off += (size_t) snprintf(match + off, sizeof(match) - off,
+                " match=%s", fpr);
+        }
+        if (first == 0 || na < first) {
+            first = na;
+        }
+    }
+    if (off == 0) {
+        skm_log(LOG_WARNING, "policy %s: deferring: no host presents a key "
+            "%s's sovereign key cross-signs", key, nh.host);
+        snprintf(reply, replylen, "TEMP sk-milter: no host of %s presents "
+            "a key its sovereign key cross-signs (%s)", nh.host, why);
+        goto done;
+    }
+    snprintf(reply, replylen, "OK fingerprint%s", match);
+    skm_log(LOG_INFO, "policy %s: pinned%s", key, match);
+    *ttl = conf->policyttl;
+    if (first - now < *ttl) {
+        *ttl = first - now;
+    }
+
+done:
+    skm_sk_free(&rec);
+    skm_sk_free(&sk);
+}

@@ -1,0 +1,385 @@
+package SKMirror;
+
+# SKMirror -- what the t/mirror-*.t tests share: a private sk-mirror, its
+# answers checked independently of libsk (openssl for every signature, the
+# RFC 6962 model of SKTimeline for proofs), and forged timelines: a static
+# "timeline" whose entries, chunks and checkpoints are made and signed here
+# with the timeline's own key, served by a small HTTP server.
+#
+#   start_mirror(DIR, TIMELINES, KEY => VALUE...)  config + daemon;
+#                     TIMELINES: [[tid, url, pubfile, origin?], ...]
+#   restart_mirror(M)
+#   mirror_status(M)                 decoded /status JSON (undef if none)
+#   tl_state(M, TID)                 that timeline's state
+#   wait_state(M, TID, STATE, SECS)  1 once it is in STATE
+#   query(M, NAME[, SINCE])          { code, body }
+#   check_answer(BODY, MIRRORPUB, {TID => [pubfile, origin]})
+#                     { ok, err, name, timelines => {TID => {state, size,
+#                     entries => [{sn, text}]}} } -- every signature and
+#                     proof checked
+#   stamp(TEXT, TID, SN, TS, KEY)    the entry stamped and signed
+#   checkpoint_note(ORIGIN, KEY, SIZE, ROOT, TS)
+#   tfm_text(KEY, TID, SIZE, ROOT, TS)
+#   forge(DIR, key => K, tid => T, entries => [...], chunks => [[a, b]...],
+#         cp_size => N, cp_ts => T, cp_root => R, bad_chunk_sig => I,
+#         garbage_chunk => BYTES (signed in place of chunk 0))
+#                     (re)writes the static timeline under DIR/www
+#   serve_forged(DIR)                starts its HTTP server: { pid, port, url }
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use Digest::SHA qw(sha256 sha256_hex);
+use File::Path qw(make_path remove_tree);
+use IO::Compress::Bzip2 qw(bzip2 $Bzip2Error);
+use IO::Socket::INET;
+use JSON::PP;
+use MIME::Base64 qw(encode_base64 decode_base64);
+use SKTest;
+use SKTimeline;
+
+our @EXPORT = qw(start_mirror restart_mirror mirror_status tl_state
+    wait_state query check_answer stamp checkpoint_note tfm_text forge
+    serve_forged ed_sign unb64url);
+
+our $MR = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-mirror';
+
+sub unb64url {
+    my ($s) = @_;
+    $s =~ tr{-_}{+/};
+    $s .= '=' x ((4 - length($s) % 4) % 4);
+    return decode_base64($s);
+}
+
+sub tmpfile { return "/tmp/sk-mr.$$." . int(rand(1e9)) }
+
+sub ed_sign {
+    my ($key, $msg) = @_;
+    my $f = tmpfile();
+    spew($f, $msg);
+    my $r = run_cmd(['openssl', 'pkeyutl', '-sign', '-rawin', '-inkey', $key,
+        '-in', $f]);
+    unlink $f;
+    die "openssl sign: $r->{err}" if $r->{rc} != 0;
+    return $r->{out};
+}
+
+sub ed_verify {
+    my ($pub, $msg, $sig) = @_;
+    my ($f, $s) = (tmpfile(), tmpfile());
+    spew($f, $msg);
+    spew($s, $sig);
+    my $r = run_cmd(['openssl', 'pkeyutl', '-verify', '-pubin', '-inkey',
+        $pub, '-rawin', '-in', $f, '-sigfile', $s]);
+    unlink $f, $s;
+    return $r->{rc} == 0;
+}
+
+sub raw_pub {
+    my ($pub) = @_;
+    my $r = run_cmd(['openssl', 'pkey', '-pubin', '-in', $pub, '-outform',
+        'DER']);
+    return substr($r->{out}, -32);
+}
+
+# Mirror
+
+sub write_conf {
+    my ($m) = @_;
+    my $c = join '', map { "$_ = $m->{conf}{$_}\n" } sort keys %{$m->{conf}};
+    $c .= "timeline = @$_\n" for @{$m->{timelines}};
+    $c .= "peer = $_\n" for @{$m->{peers}};
+    spew("$m->{dir}/mirror.conf", $c);
+}
+
+sub start_mirror {
+    my ($dir, $timelines, %conf) = @_;
+    make_path($dir);
+    my $port = free_port();
+    my $peers = delete $conf{peers} // [];
+    my $m = { dir => $dir, port => $port, url => "http://127.0.0.1:$port",
+        log => "$dir/mirror.log", timelines => $timelines, peers => $peers,
+        conf => { listen => "127.0.0.1:$port", data_dir => "$dir/data",
+            poll_interval => 1, retry_min => 1, retry_max => 2,
+            fetch_timeout_ms => 2000, %conf } };
+    return restart_mirror($m);
+}
+
+sub restart_mirror {
+    my ($m) = @_;
+    write_conf($m);
+    $m->{pid} = run_daemon([$MR, '-c', "$m->{dir}/mirror.conf"], $m->{log});
+    $m->{up} = wait_for_port($m->{port}, 10);
+    $m->{pub} = "$m->{dir}/data/mirror.pub";
+    return $m;
+}
+
+sub mirror_status {
+    my ($m) = @_;
+    my $r = http('GET', "$m->{url}/status");
+    return undef if $r->{code} != 200;
+    return eval { decode_json($r->{body}) };
+}
+
+sub tl_state {
+    my ($m, $tid) = @_;
+    my $s = mirror_status($m) or return '';
+    for my $t (@{$s->{timelines}}) {
+        return $t->{state} if $t->{tid} == $tid;
+    }
+    return '';
+}
+
+sub wait_state {
+    my ($m, $tid, $state, $secs) = @_;
+    return wait_until(sub { tl_state($m, $tid) eq $state }, $secs // 10)
+        ? 1 : 0;
+}
+
+sub query {
+    my ($m, $name, $since) = @_;
+    return http('GET', "$m->{url}/query/$name"
+        . (defined $since ? "?since=$since" : ''));
+}
+
+# Answers, checked the way docs/protocol.md "Mirror answers" says.
+
+sub take_line {
+    my ($s, $re, $what) = @_;
+    $$s =~ s/\A($re)\n// or die "want $what at: "
+        . substr($$s, 0, 60) . "\n";
+    return $1;
+}
+
+sub take_bytes {
+    my ($s, $n) = @_;
+    die "length $n past the end\n" if $n > length $$s;
+    return substr($$s, 0, $n, '');
+}
+
+sub verify_note {
+    my ($note, $pub, $origin) = @_;
+    my ($text, $sigs) = $note =~ /\A(.*?\n)\n(.*)\z/s
+        or die "checkpoint: no blank line\n";
+    my ($o, $size, $root) = split /\n/, $text;
+    die "checkpoint: origin $o\n" if $o ne $origin;
+    my $keyid = substr(sha256("$origin\n\x01" . raw_pub($pub)), 0, 4);
+    for my $line (split /\n/, $sigs) {
+        my ($name, $b) = $line =~ /\A\xe2\x80\x94 (\S+) (\S+)\z/ or next;
+        my $raw = decode_base64($b);
+        next if $name ne $origin || substr($raw, 0, 4) ne $keyid;
+        return { size => $size, root => decode_base64($root),
+            ts => ($text =~ /^Timestamp (\d+)$/m)[0] }
+            if ed_verify($pub, $text, substr($raw, 4));
+    }
+    die "checkpoint: no valid signature by $origin\n";
+}
+
+sub check_answer {
+    my ($body, $mpub, $keys) = @_;
+    my $res = eval {
+        my ($signed, $sig) = $body
+            =~ /\A(.*\n)Signature: ([A-Za-z0-9_-]{86})\n\z/s
+            or die "no Signature line at the end\n";
+        die "mirror signature does not verify\n"
+            unless ed_verify($mpub, $signed, unb64url($sig));
+        my $s = $signed;
+        my %a;
+        take_line(\$s, 'SK-Mirror-Answer: 1', 'the header');
+        $a{name} = (take_line(\$s, 'Name: \S+', 'Name') =~ /: (.*)/)[0];
+        $a{since} = (take_line(\$s, 'Since: \d+', 'Since') =~ /: (.*)/)[0];
+        $a{time} = (take_line(\$s, 'Timestamp: \d+', 'Timestamp')
+            =~ /: (.*)/)[0];
+        $a{hash} = (take_line(\$s, 'Reneged-Hash: [0-9a-f]{8}',
+            'Reneged-Hash') =~ /: (.*)/)[0];
+        my $k = (take_line(\$s, 'Timelines: \d+', 'Timelines') =~ /: (.*)/)[0];
+        my $prev = 0;
+        for (1 .. $k) {
+            my ($tid, $state) = take_line(\$s, 'Timeline: \d+ \w+',
+                'Timeline') =~ /: (\d+) (\w+)/;
+            die "timelines out of order\n" if $tid <= $prev;
+            $prev = $tid;
+            my $n = (take_line(\$s, 'Checkpoint: \d+', 'Checkpoint')
+                =~ /: (.*)/)[0];
+            my $t = { state => $state, entries => [] };
+            $a{timelines}{$tid} = $t;
+            my $cp;
+            if ($n > 0) {
+                my ($pub, $origin) = @{$keys->{$tid}};
+                $cp = verify_note(take_bytes(\$s, $n), $pub, $origin);
+                $t->{size} = $cp->{size};
+                $t->{cp_ts} = $cp->{ts};
+            }
+            my $m = (take_line(\$s, 'Entries: \d+', 'Entries') =~ /: (.*)/)[0];
+            die "entries without a checkpoint\n" if $m > 0 && !$cp;
+            for (1 .. $m) {
+                my ($sn, $len) = take_line(\$s, 'Entry: \d+ \d+', 'Entry')
+                    =~ /: (\d+) (\d+)/;
+                my $text = take_bytes(\$s, $len);
+                my $p = (take_line(\$s, 'Proof: \d+', 'Proof') =~ /: (.*)/)[0];
+                my @proof = map { decode_base64(take_line(\$s,
+                    '[A-Za-z0-9+\/]{43}=', 'a hash')) } 1 .. $p;
+                die "SN $sn not in the checkpoint\n" if $sn >= $cp->{size};
+                die "entry SN $sn: wrong SN or TID\n"
+                    unless $text =~ /^SN: $sn$/m && $text =~ /^TID: $tid$/m;
+                die "entry SN $sn: not for $a{name}\n"
+                    unless $text =~ /^Name: \Q$a{name}\E$/m;
+                die "entry SN $sn: timeline signature\n"
+                    unless check_stamp($text, $keys->{$tid}[0]);
+                die "entry SN $sn: inclusion proof\n"
+                    unless verify_inclusion(leaf_hash($text), $sn,
+                        $cp->{size}, \@proof, $cp->{root});
+                push @{$t->{entries}}, { sn => $sn, text => $text };
+            }
+        }
+        die "bytes after the last timeline\n" if length $s;
+        \%a;
+    };
+    return { ok => 0, err => $@ } if !$res;
+    $res->{ok} = 1;
+    return $res;
+}
+
+sub check_stamp {
+    my ($text, $pub) = @_;
+    my ($sig) = $text =~ /^Signature: (\S+)$/m or return 0;
+    (my $na = $text) =~ s/^Signature: \S+$/Signature: N\/A/m;
+    return ed_verify($pub, $na, unb64url($sig));
+}
+
+# Forging: a timeline made here, signed with its own key.
+
+sub stamp {
+    my ($text, $tid, $sn, $ts, $key) = @_;
+    $text =~ s/^SN: .*$/SN: $sn/m;
+    $text =~ s/^TID: .*$/TID: $tid/m;
+    $text =~ s/^Timestamp: .*$/Timestamp: $ts/m;
+    $text =~ s/^Signature: .*$/Signature: N\/A/m;
+    my $sig = b64url(ed_sign($key, $text));
+    $text =~ s/^Signature: N\/A$/Signature: $sig/m;
+    return $text;
+}
+
+sub checkpoint_note {
+    my ($origin, $key, $size, $root, $ts) = @_;
+    my $text = "$origin\n$size\n" . encode_base64($root, '')
+        . "\nTimestamp $ts\n";
+    (my $pub = $key) =~ s/\.key$/.pub/;
+    my $keyid = substr(sha256("$origin\n\x01" . raw_pub($pub)), 0, 4);
+    return "$text\n\xe2\x80\x94 $origin "
+        . encode_base64($keyid . ed_sign($key, $text), '') . "\n";
+}
+
+sub tfm_text {
+    my ($key, $tid, $size, $root, $ts) = @_;
+    my $t = sub {
+        my ($sig) = @_;
+        my $sn = $size - 1;
+        return "Timeline-Freshness: 1\nMax-Published-SN: $sn\n"
+            . "Max-Published-Timestamp: $ts\nMax-SN: $sn\n"
+            . "Max-Timestamp: $ts\nRoot-Hash: " . b64url($root)
+            . "\nSignature: $sig\nTID: $tid\nTimestamp: $ts\n"
+            . "Tree-Size: $size\n\n";
+    };
+    return $t->(b64url(ed_sign($key, $t->('N/A'))));
+}
+
+sub url_file {
+    my ($dir, $path) = @_;
+    (my $f = $path) =~ s{/}{%}g;
+    return "$dir/www/$f";
+}
+
+sub put {
+    my ($dir, $path, $body, $status) = @_;
+    spew(url_file($dir, $path), $body);
+    spew(url_file($dir, $path) . '.status', $status) if $status;
+}
+
+sub forge {
+    my ($dir, %a) = @_;
+    my @e = @{$a{entries}};
+    my $key = $a{key};
+    my $tid = $a{tid};
+    my $origin = $a{origin} // "sk-timeline-$tid";
+    my @leaves = map { leaf_hash($_) } @e;
+    my $w = "$dir.stage";
+    remove_tree("$w/www");
+    make_path("$w/www");
+    my $size = $a{cp_size} // scalar @e;
+    my $ts = $a{cp_ts} // (@e ? ($e[$size - 1] =~ /^Timestamp: (\d+)$/m)[0]
+        : 1) // 1;
+    my $root = $a{cp_root} // mth(@leaves[0 .. $size - 1]);
+    put($w, '/checkpoint', checkpoint_note($origin, $key, $size, $root, $ts));
+    my @lines;
+    my $i = 0;
+    for my $c (@{$a{chunks} // [[0, $#e]]}) {
+        my ($f, $l) = @$c;
+        my $lts = ($e[$l] =~ /^Timestamp: (\d+)$/m)[0];
+        my $text = join('', @e[$f .. $l])
+            . tfm_text($key, $tid, $l + 1, mth(@leaves[0 .. $l]), $lts);
+        my $bz;
+        bzip2(\$text => \$bz) or die "bzip2: $Bzip2Error";
+        $bz = $a{garbage_chunk}
+            if defined $a{garbage_chunk} && $i == 0;
+        my $sig = b64url(ed_sign($key, $bz));
+        $sig = b64url(ed_sign($key, "not the chunk"))
+            if defined $a{bad_chunk_sig} && $a{bad_chunk_sig} == $i;
+        put($w, "/chunks/$f-$l.bz2", $bz);
+        push @lines, [$l, "/chunks/$f-$l.bz2 $f $l $sig\n"];
+        $i++;
+    }
+    put($w, '/chunks', join('', map { $_->[1] } @lines));
+    for my $k (0 .. $#e) {
+        my @after = grep { $_->[0] > $k } @lines;
+        put($w, "/chunks/since/$k", join('', map { $_->[1] } @after),
+            @after ? undef : 304);
+    }
+    put($w, "/entry/$_", $e[$_]) for 0 .. $size - 1;
+    # Swap in at once: the server never sees half a timeline.
+    remove_tree("$dir/www.old");
+    rename("$dir/www", "$dir/www.old") if -d "$dir/www";
+    rename("$w/www", "$dir/www") or die "forge: rename: $!";
+    remove_tree("$dir/www.old", $w);
+}
+
+# The forged timeline's HTTP server (run in its own process).
+sub serve_dir {
+    my ($dir, $port) = @_;
+    my $srv = IO::Socket::INET->new(LocalAddr => '127.0.0.1',
+        LocalPort => $port, Listen => 64, ReuseAddr => 1)
+        or die "listen: $!";
+    $SIG{CHLD} = 'IGNORE';
+    while (my $c = $srv->accept) {
+        my $req = '';
+        while (my $l = <$c>) {
+            $req .= $l;
+            last if $l =~ /^\r?\n$/;
+        }
+        my ($path) = $req =~ /^GET (\S+) HTTP/;
+        my $f = defined $path ? url_file($dir, $path) : '';
+        my ($code, $body) = (404, "no such resource\n");
+        if (defined $path && -f $f) {
+            $body = slurp($f);
+            $code = -f "$f.status" ? slurp("$f.status") : 200;
+            $body = '' if $code == 304;
+        }
+        my $msg = { 200 => 'OK', 304 => 'Not Modified',
+            404 => 'Not Found' }->{$code} // 'X';
+        print $c "HTTP/1.1 $code $msg\r\nConnection: close\r\n"
+            . "Content-Length: " . length($body) . "\r\n\r\n$body";
+        close $c;
+    }
+}
+
+sub serve_forged {
+    my ($dir) = @_;
+    my $port = free_port();
+    my $pid = run_daemon(['perl', "-I$SKTest::ROOT/t/lib", '-MSKMirror',
+        '-e', 'SKMirror::serve_dir(@ARGV)', $dir, $port], "$dir.log");
+    wait_for_port($port, 10);
+    return { pid => $pid, port => $port, url => "http://127.0.0.1:$port" };
+}
+
+1;

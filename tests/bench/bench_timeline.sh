@@ -1,0 +1,79 @@
+#!/bin/sh
+# sk-timeline: durable Bind appends per second with group commit and the
+# evidence checks on (RSA-2048 chain: EE + intermediate to an RSA-2048
+# root; Ed25519 SK), many concurrent keep-alive clients on loopback,
+# against the crypto-bound rate of the same entries measured in the same
+# run (tl_client.c); then bytes per Bind on disk, in the log and in the
+# bzip2 chunks.  OCSP is off: the EE certificate names no responder.
+set -eu
+BUILD=${BUILD:-build}
+N=${TL_BENCH_N:-20000}
+C=${TL_BENCH_CLIENTS:-32}
+cd "$(dirname "$0")/../.."
+tl=$BUILD/sk-timeline
+client=$BUILD/bench/tl_client
+[ -x "$tl" ] && [ -x "$client" ] || { echo "bench_timeline: build $tl and $client first" >&2; exit 1; }
+
+# On the build's disk, not a tmpfs: fdatasync must cost what it costs.
+d=$(mktemp -d "$PWD/$BUILD/bench/tl.XXXXXX")
+pid=
+cleanup() { [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$d"; }
+trap cleanup EXIT INT TERM
+
+ossl() { openssl "$@" >/dev/null 2>&1; }
+ossl genpkey -algorithm ed25519 -out "$d/op.key"
+ossl pkey -in "$d/op.key" -pubout -out "$d/op.pub"
+ossl genpkey -algorithm ed25519 -out "$d/sk.key"
+chmod 600 "$d/op.key" "$d/sk.key"
+ossl req -x509 -newkey rsa:2048 -nodes -keyout "$d/root.key" -out "$d/root.crt" \
+    -days 30 -subj /CN=bench-root -addext basicConstraints=critical,CA:TRUE \
+    -addext keyUsage=critical,keyCertSign,cRLSign
+ossl req -new -newkey rsa:2048 -nodes -keyout "$d/inter.key" -out "$d/inter.csr" \
+    -subj /CN=bench-intermediate
+printf 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n' >"$d/inter.ext"
+ossl x509 -req -in "$d/inter.csr" -CA "$d/root.crt" -CAkey "$d/root.key" \
+    -CAcreateserial -days 30 -sha256 -extfile "$d/inter.ext" -out "$d/inter.crt"
+ossl req -new -key "$d/sk.key" -subj '/CN=*.bench.example' -out "$d/ee.csr"
+printf 'subjectAltName=DNS:*.bench.example\nbasicConstraints=CA:FALSE\n' >"$d/ee.ext"
+ossl x509 -req -in "$d/ee.csr" -CA "$d/inter.crt" -CAkey "$d/inter.key" \
+    -CAcreateserial -days 30 -sha256 -extfile "$d/ee.ext" -out "$d/ee.crt"
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat >"$d/tl.conf" <<CONF
+listen = 127.0.0.1:$port
+data_dir = $d
+tid = 1
+operator_key = $d/op.pub
+ocsp = no
+reply_ms = 10000
+chunk_interval = 5
+threads = 512
+CONF
+${TL_BENCH_SERVER_WRAP:-} "$tl" -c "$d/tl.conf" 2>"$d/tl.log" &
+pid=$!
+i=0
+until python3 -c "import socket; socket.create_connection(('127.0.0.1',$port),1)" 2>/dev/null; do
+    i=$((i + 1)); [ $i -lt 100 ] || { cat "$d/tl.log"; exit 1; }; sleep 0.1
+done
+
+out=$(${TL_BENCH_WRAP:-} "$client" 127.0.0.1 "$port" "$d/op.key" "$d/sk.key" "$d/root.crt" \
+    "$d/inter.crt" "$d/ee.crt" "$N" "$C")
+appends=$(echo "$out" | awk '$1 == "appends" { print $2 }')
+crypto=$(echo "$out" | awk '$1 == "crypto" { print $2 }')
+echo "BENCH timeline_bind_appends $appends appends/s ref=$crypto ratio=$(echo "$appends $crypto" | awk '{ printf "%.3f", $1 / $2 }') target=0.7"
+echo "# $N durable Binds from $C clients; ref: the same entries' SK-Signature verify, 2 RSA-2048 chain verifies and 1 Ed25519 sign on $(nproc) threads"
+
+# Bytes per Bind: the log, then the chunks once all is published.
+i=0
+until curl -s "http://127.0.0.1:$port/status" | grep -q "^Max-Published-SN: $N\$"; do
+    i=$((i + 1)); [ $i -lt 100 ] || { echo "bench_timeline: chunks not published" >&2; exit 1; }; sleep 0.2
+done
+kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+root_len=$(head -c 100000 "$d/entries.log" | awk 'BEGIN { RS = "\n\n" } NR == 1 { print length($0) + 2 }')
+log=$(($(stat -c %s "$d/entries.log") - root_len))
+chunks=$(cat "$d"/chunks/*.bz2 | wc -c)
+log_per=$((log / N))
+chunk_per=$((chunks / (N + 1)))
+echo "BENCH timeline_bind_bytes_log $log_per bytes ref=1500 ratio=$(echo "$log_per" | awk '{ printf "%.3f", $1 / 1500 }') target=1.0"
+echo "BENCH timeline_bind_bytes_chunk $chunk_per bytes ref=$log_per ratio=$(echo "$chunk_per $log_per" | awk '{ printf "%.3f", $1 / $2 }') target=0.5"
+echo "# bytes per Bind (EE + intermediate RSA-2048 chain): in entries.log (ref: the draft's 1.5 kB estimate), and in the bzip2 chunks (ref: the log's)"

@@ -1,0 +1,376 @@
+/*
+ * tl_client.c -- load client for tests/bench/bench_timeline.sh.
+ *
+ *   tl_client HOST PORT OPERATOR.key SK.key ROOT.crt INTER.crt EE.crt N C
+ *
+ * Posts the root as an Add-Root-CA (signed by the operator), builds N
+ * Binds for n<i>.bench.example (CA-Cert-Chain EE + intermediate, EE a
+ * wildcard certificate for the Ed25519 SK), then:
+ *
+ *   1. the crypto the timeline's checks need for each of them, on as many
+ *      threads as there are cores: the SK-Signature verify, the two RSA
+ *      signature verifies of the chain (EE by the intermediate, the
+ *      intermediate by the root) and one Ed25519 sign (the stamp), on
+ *      entries and certificates already parsed -- the crypto-bound rate;
+ *   2. the same N entries POSTed by C concurrent clients, each on one
+ *      keep-alive connection, one request per write(): the durable append
+ *      rate (each 201 is after fdatasync, shared by group commit).
+ *
+ * Prints "appends <rate>" and "crypto <rate>" for the script's BENCH line.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include <sk/sk.h>
+
+typedef struct {
+    char        *req;       /* the whole HTTP request */
+    size_t       len;
+    char        *text;      /* the entry */
+    size_t       tlen;
+    sk_entry_t  *e;         /* parsed, for the crypto loop */
+} bench_entry_t;
+
+typedef struct {
+    bench_entry_t   *e;
+    size_t           first, n;
+    const char      *host;
+    int              port;
+    size_t           ok;
+    sk_key_t        *sk, *stamp;
+    X509            *root, *inter, *ee;
+} bench_job_t;
+
+
+static void
+die(const char *what, const sk_err_t *err)
+{
+    fprintf(stderr, "tl_client: %s%s%s\n", what, err ? ": " : "",
+        err ? err->msg : "");
+    exit(1);
+}
+
+
+static double
+now_s(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+
+static X509 *
+load_cert(const char *path)
+{
+    FILE  *f = fopen(path, "r");
+    X509  *x = f != NULL ? PEM_read_X509(f, NULL, NULL, NULL) : NULL;
+
+    if (f != NULL) {
+        fclose(f);
+    }
+    if (x == NULL) {
+        die(path, NULL);
+    }
+    return x;
+}
+
+
+static char *
+cert_b64(X509 *x)
+{
+    unsigned char  *der = NULL;
+    int             len = i2d_X509(x, &der);
+    char           *b = sk_b64_encode_alloc(der, (size_t) len);
+
+    OPENSSL_free(der);
+    return b;
+}
+
+
+/* "e=" + the entry, percent-encoded, as one HTTP/1.1 request. */
+static void
+bench_request(bench_entry_t *be, const char *host)
+{
+    static const char  hex[] = "0123456789ABCDEF";
+    size_t             i, n = 2;
+    char              *body = malloc(3 * be->tlen + 3), *req;
+    unsigned char      ch;
+    int                hl;
+
+    memcpy(body, "e=", 2);
+    for (i = 0; i < be->tlen; i++) {
+        ch = (unsigned char) be->text[i];
+        if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z')
+            || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_'
+            || ch == '.')
+        {
+            body[n++] = (char) ch;
+        } else {
+            body[n++] = '%';
+            body[n++] = hex[ch >> 4];
+            body[n++] = hex[ch & 15];
+        }
+    }
+    req = malloc(n + 256);
+    hl = sprintf(req, "POST /append HTTP/1.1\r\nHost: %s\r\n"
+        "Content-Type: application/x-www-form-urlencoded\r\n"
+        "Content-Length: %zu\r\n\r\n", host, n);
+    memcpy(req + hl, body, n);
+    free(body);
+    be->req = req;
+    be->len = (size_t) hl + n;
+}
+
+
+static int
+bench_connect(const char *host, int port)
+{
+    struct sockaddr_in  sa;
+    int                 fd, one = 1;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t) port);
+    inet_pton(AF_INET, host, &sa.sin_addr);
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) != 0) {
+        die("connect", NULL);
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+
+/* Send one request, read its answer; the HTTP status or -1. */
+static int
+bench_exchange(int fd, const char *req, size_t len)
+{
+    static __thread char  buf[65536];
+    size_t                got = 0, need = 0;
+    ssize_t               n;
+    char                 *hend, *cl;
+    int                   status;
+
+    while (got < len) {
+        n = write(fd, req + got, len - got);
+        if (n <= 0) {
+            return -1;
+        }
+        got += (size_t) n;
+    }
+    got = 0;
+    for (;;) {
+        n = read(fd, buf + got, sizeof(buf) - 1 - got);
+        if (n <= 0) {
+            return -1;
+        }
+        got += (size_t) n;
+        buf[got] = '\0';
+        hend = strstr(buf, "\r\n\r\n");
+        if (hend == NULL) {
+            continue;
+        }
+        if (need == 0) {
+            cl = strstr(buf, "\r\nContent-Length:");   /* as MHD spells it */
+            need = (size_t) (hend + 4 - buf)
+                   + (cl != NULL ? strtoul(cl + 17, NULL, 10) : 0);
+        }
+        if (got >= need) {
+            break;
+        }
+    }
+    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1) {
+        return -1;
+    }
+    return status;
+}
+
+
+static void *
+bench_post(void *arg)
+{
+    bench_job_t  *j = arg;
+    size_t        i;
+    int           fd = bench_connect(j->host, j->port);
+
+    for (i = j->first; i < j->first + j->n; i++) {
+        j->ok += bench_exchange(fd, j->e[i].req, j->e[i].len) == 201;
+    }
+    close(fd);
+    return NULL;
+}
+
+
+/* What the timeline's checks cost in crypto, entry by entry: only the
+ * signature operations (parsing, decoding and HTTP are the overhead the
+ * ratio measures). */
+static void *
+bench_crypto(void *arg)
+{
+    bench_job_t    *j = arg;
+    unsigned char  *sig;
+    sk_err_t        err;
+    size_t          i, siglen;
+
+    for (i = j->first; i < j->first + j->n; i++) {
+        if (sk_entry_verify(j->e[i].e, SK_SIG_SK, j->sk, &err) != 0
+            || X509_verify(j->ee, X509_get0_pubkey(j->inter)) != 1
+            || X509_verify(j->inter, X509_get0_pubkey(j->root)) != 1
+            || sk_key_sign(&sig, &siglen, j->stamp,
+                   (const unsigned char *) j->e[i].text, j->e[i].tlen,
+                   &err) != 0)
+        {
+            die("crypto", &err);
+        }
+        free(sig);
+        j->ok++;
+    }
+    return NULL;
+}
+
+
+/* Run fn over the entries split among n threads; entries per second. */
+static double
+bench_run(void *(*fn)(void *), bench_job_t *proto, size_t total, size_t n,
+    size_t *ok)
+{
+    bench_job_t  *jobs = calloc(n, sizeof(*jobs));
+    pthread_t    *th = calloc(n, sizeof(*th));
+    double        t0 = now_s(), dt;
+    size_t        i;
+
+    *ok = 0;
+    for (i = 0; i < n; i++) {
+        jobs[i] = *proto;
+        jobs[i].first = total * i / n;
+        jobs[i].n = total * (i + 1) / n - jobs[i].first;
+        jobs[i].ok = 0;
+        pthread_create(&th[i], NULL, fn, &jobs[i]);
+    }
+    for (i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        *ok += jobs[i].ok;
+    }
+    dt = now_s() - t0;
+    free(jobs);
+    free(th);
+    return (double) total / dt;
+}
+
+
+static void
+bench_set(sk_entry_t *e, const char *f, const char *v)
+{
+    sk_err_t  err;
+
+    if (sk_entry_set(e, f, v, &err) != 0) {
+        die(f, &err);
+    }
+}
+
+
+int
+main(int argc, char **argv)
+{
+    bench_entry_t   root, *es;
+    bench_job_t     proto;
+    sk_key_t       *op, *sk, *stamp;
+    sk_entry_t     *e;
+    sk_err_t        err;
+    size_t          n, clients, i, ok;
+    double          crypto, rate;
+    char           *chain, *rb, *ib, *eb, name[64], hostport[64];
+    int             fd;
+
+    if (argc != 10) {
+        fprintf(stderr, "usage: tl_client HOST PORT OPERATOR.key SK.key "
+            "ROOT.crt INTER.crt EE.crt N CLIENTS\n");
+        return 2;
+    }
+    n = strtoul(argv[8], NULL, 10);
+    clients = strtoul(argv[9], NULL, 10);
+    snprintf(hostport, sizeof(hostport), "%s:%s", argv[1], argv[2]);
+    memset(&proto, 0, sizeof(proto));
+    proto.host = argv[1];
+    proto.port = atoi(argv[2]);
+    if (sk_key_load_private(&op, argv[3], &err) != 0
+        || sk_key_load_private(&sk, argv[4], &err) != 0
+        || sk_key_generate(&stamp, SK_KEY_ED25519, 0, &err) != 0)
+    {
+        die("keys", &err);
+    }
+    proto.root = load_cert(argv[5]);
+    proto.inter = load_cert(argv[6]);
+    proto.ee = load_cert(argv[7]);
+    proto.sk = sk;
+    proto.stamp = stamp;
+    rb = cert_b64(proto.root);
+    ib = cert_b64(proto.inter);
+    eb = cert_b64(proto.ee);
+
+    /* The root, from the operator. */
+    if (sk_entry_new(&e, SK_ENTRY_ADD_ROOT_CA, &err) != 0) {
+        die("entry", &err);
+    }
+    bench_set(e, "CA-Cert", rb);
+    bench_set(e, "CA-Serial", "1");
+    if (sk_entry_sign(e, SK_SIG_OPERATOR, op, &err) != 0
+        || sk_entry_format(&root.text, &root.tlen, e, &err) != 0)
+    {
+        die("root entry", &err);
+    }
+    sk_entry_free(e);
+    bench_request(&root, hostport);
+    fd = bench_connect(proto.host, proto.port);
+    if (bench_exchange(fd, root.req, root.len) != 201) {
+        die("Add-Root-CA not accepted", NULL);
+    }
+    close(fd);
+
+    chain = malloc(strlen(eb) + strlen(ib) + 2);
+    sprintf(chain, "%s,%s", eb, ib);
+    es = calloc(n, sizeof(*es));
+    for (i = 0; i < n; i++) {
+        snprintf(name, sizeof(name), "n%zu.bench.example", i);
+        if (sk_entry_new(&e, SK_ENTRY_BIND, &err) != 0) {
+            die("entry", &err);
+        }
+        bench_set(e, "Name", name);
+        bench_set(e, "Includes-Subdomains", "0");
+        bench_set(e, "Services", "https");
+        bench_set(e, "Rebinder-Names", "none");
+        bench_set(e, "CA-Cert-Chain", chain);
+        if (sk_entry_sign(e, SK_SIG_SK, sk, &err) != 0
+            || sk_entry_format(&es[i].text, &es[i].tlen, e, &err) != 0)
+        {
+            die("bind entry", &err);
+        }
+        es[i].e = e;
+        bench_request(&es[i], hostport);
+    }
+    proto.e = es;
+
+    crypto = bench_run(bench_crypto, &proto, n, (size_t) sysconf(
+        _SC_NPROCESSORS_ONLN), &ok);
+    rate = bench_run(bench_post, &proto, n, clients, &ok);
+    if (ok != n) {
+        fprintf(stderr, "tl_client: %zu of %zu appends got 201\n", ok, n);
+        return 1;
+    }
+    printf("appends %.0f\ncrypto %.0f\nentry_bytes %zu\n", rate, crypto,
+        es[0].tlen);
+    return 0;
+}

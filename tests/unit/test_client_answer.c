@@ -1,0 +1,373 @@
+/*
+ * test_client_answer.c -- mirror answers and the views they carry: a good
+ * answer verifies, every forgery or deviation from the layout is refused
+ * with the reason, the view survives its cache text form, and the trust
+ * file is read as documented.
+ */
+#include "test_client_fixture.h"
+
+#define NAME "example.com"
+
+
+
+static int
+setup(void **state)
+{
+    (void) state;
+    fx_init(&tw, 3);
+    sk1 = fx_key();
+    fx_append(&tw, 0, fx_bind("other.org", sk1, "https", 0), FX_NOW - 900);
+    fx_append(&tw, 0, fx_bind(NAME, sk1, "https,smtp", 0), FX_NOW - 800);
+    fx_append(&tw, 1, fx_bind(NAME, sk1, "https,smtp", 0), FX_NOW - 700);
+    fx_append(&tw, 1, fx_bind("other.org", sk1, "https", 0), FX_NOW - 600);
+    fx_append(&tw, 1, fx_bind("third.net", sk1, "https", 0), FX_NOW - 500);
+    return 0;
+}
+
+
+static void
+test_good(void **state)
+{
+    sk_client_answer_info_t  info;
+    sk_client_view_t         v;
+    sk_record_t              rec;
+    sk_err_t                 err;
+    size_t                   len;
+    char                    *a = fx_answer(&tw, NAME, &len);
+
+    (void) state;
+    tu_assert_ok(sk_client_answer_verify(&v, &info, a, len, NAME, 0,
+        tw.mirror, &tw.trust, FX_NOW, &err), &err);
+    assert_int_equal(v.ncps, 3);
+    assert_int_equal(v.nitems, 2);
+    assert_non_null(sk_client_view_item(&v, 1, 1));
+    assert_non_null(sk_client_view_item(&v, 2, 0));
+    assert_null(sk_client_view_item(&v, 1, 0));
+    assert_int_equal(sk_client_view_cp(&v, 2)->cp.size, 3);
+    assert_int_equal(sk_client_view_cp(&v, 3)->cp.size, 0);
+    assert_int_equal(sk_client_view_cp(&v, 1)->ts, FX_NOW);
+    assert_int_equal(info.ntl, 3);
+    assert_string_equal(info.state[2], "Idle");
+    assert_string_equal(info.reneged_hash, "e3b0c442");
+    tu_assert_ok(sk_client_view_record(&rec, &v, NULL, NULL, &err), &err);
+    assert_int_equal(rec.state, SK_RECORD_BOUND);
+    assert_int_equal(sk_services_covers(&rec.services, "smtp", 25), 1);
+    sk_record_free(&rec);
+    sk_client_view_free(&v);
+
+    /* Without the mirror's key the rest is still checked. */
+    tu_assert_ok(sk_client_answer_verify(&v, NULL, a, len, NAME, 0, NULL,
+        &tw.trust, FX_NOW, &err), &err);
+    assert_int_equal(v.nitems, 2);
+    sk_client_view_free(&v);
+    free(a);
+
+    /* An unknown name: a signed "no entries" answer. */
+    a = fx_answer(&tw, "unknown.example", &len);
+    tu_assert_ok(sk_client_answer_verify(&v, NULL, a, len, "unknown.example",
+        0, tw.mirror, &tw.trust, FX_NOW, &err), &err);
+    assert_int_equal(v.nitems, 0);
+    assert_int_equal(v.ncps, 3);
+    tu_assert_ok(sk_client_view_record(&rec, &v, NULL, NULL, &err), &err);
+    assert_int_equal(rec.state, SK_RECORD_NONE);
+    sk_record_free(&rec);
+    sk_client_view_free(&v);
+    free(a);
+}
+
+
+/* Replace the first occurrence of from in answer a with to, re-signing
+ * with the mirror's key if resign. */
+static char *
+edit(const char *from, const char *to, int resign, size_t *len)
+{
+    unsigned char  *sig;
+    sk_err_t        err;
+    char           *a = fx_answer(&tw, NAME, len), *p, *out = NULL, *b64;
+    size_t          olen = 0, body;
+
+    p = strstr(a, from);
+    assert_non_null(p);
+    fx_add(&out, &olen, a, (size_t) (p - a));
+    fx_add(&out, &olen, to, strlen(to));
+    fx_add(&out, &olen, p + strlen(from), *len - (size_t) (p - a)
+        - strlen(from));
+    free(a);
+    if (resign) {
+        /* The mirror's is the last "Signature: " line (entries have one
+         * each too). */
+        for (p = out + olen - 2; p > out && *p != '\n'; p--) {
+        }
+        assert_memory_equal(p, "\nSignature: ", 12);
+        body = (size_t) (p - out) + 1;
+        tu_assert_ok(sk_key_sign(&sig, &olen, tw.mirror, (unsigned char *) out,
+            body, &err), &err);
+        b64 = sk_b64_encode_alloc(sig, olen);
+        free(sig);
+        out[body] = '\0';
+        olen = body;
+        fx_addf(&out, &olen, "Signature: %s\n", b64);
+        free(b64);
+    }
+    *len = olen;
+    return out;
+}
+
+
+static void
+refused(char *a, size_t len, const char *name, sk_err_code_t code,
+    const char *why)
+{
+    sk_client_view_t  v;
+    sk_err_t          err;
+
+    tu_assert_err(sk_client_answer_verify(&v, NULL, a, len, name, 0,
+        tw.mirror, &tw.trust, FX_NOW, &err), &err, code, why);
+    assert_int_equal(v.nitems, 0);
+    assert_null(v.cps);
+    free(a);
+}
+
+
+static void
+test_forgeries(void **state)
+{
+    sk_key_t  *other = fx_key();
+    sk_client_view_t v;
+    sk_err_t   err;
+    size_t     len;
+    char      *a;
+
+    (void) state;
+    /* The mirror's signature. */
+    a = edit("Timestamp: 1800000000\nReneged", "Timestamp: 1800000001\n"
+        "Reneged", 0, &len);
+    refused(a, len, NAME, SK_ERR_SIGNATURE, "mirror's signature");
+    a = fx_answer(&tw, NAME, &len);
+    tu_assert_err(sk_client_answer_verify(&v, NULL, a, len, NAME, 0, other,
+        &tw.trust, FX_NOW, &err), &err, SK_ERR_SIGNATURE, "mirror's");
+    free(a);
+    sk_key_free(other);
+
+    /* Signed by the mirror, but the timeline's part is forged: an entry
+     * changed after the timeline signed it. */
+    a = edit("Services: https,smtp\nSignature", "Services: https,smtq\n"
+        "Signature", 1, &len);
+    refused(a, len, NAME, SK_ERR_SIGNATURE, "timeline 1 SN 1");
+
+    /* An altered proof hash. */
+    a = fx_answer(&tw, NAME, &len);
+    {
+        char *p = strstr(a, "Proof: ");
+        char  from[64], to[64];
+
+        assert_non_null(p);
+        p = strchr(p, '\n') + 1;
+        snprintf(from, sizeof(from), "%.44s", p);
+        snprintf(to, sizeof(to), "%.44s", p);
+        to[0] = to[0] == 'A' ? 'B' : 'A';
+        free(a);
+        a = edit(from, to, 1, &len);
+    }
+    refused(a, len, NAME, SK_ERR_SIGNATURE, "inclusion");
+
+    /* A checkpoint origin the trust set does not use. */
+    a = edit("\nsk-timeline-2\n", "\nsk-timeline-9\n", 1, &len);
+    refused(a, len, NAME, SK_ERR_SIGNATURE, "timeline 2: checkpoint");
+}
+
+
+static void
+test_layout(void **state)
+{
+    size_t  len;
+    char   *a;
+
+    (void) state;
+    a = fx_answer(&tw, NAME, &len);
+    refused(a, len, "example.org", SK_ERR_FORMAT, "Name is not example.org");
+    a = edit("Since: 0\n", "Since: 5\n", 1, &len);
+    refused(a, len, NAME, SK_ERR_FORMAT, "Since 5, asked 0");
+    a = edit("Timeline: 2 Idle\n", "Timeline: 1 Idle\n", 1, &len);
+    refused(a, len, NAME, SK_ERR_FORMAT, "out of order");
+    a = edit("Timeline: 2 Idle\n", "Timeline: 2 Stuck\n", 1, &len);
+    refused(a, len, NAME, SK_ERR_FORMAT, "is Stuck but has a checkpoint");
+    a = edit("Timeline: 2 Idle\n", "Timeline: 2 Sleepy\n", 1, &len);
+    refused(a, len, NAME, SK_ERR_FORMAT, "bad TID or state");
+    a = edit("Timelines: 3\n", "Timelines: 2\n", 1, &len);
+    refused(a, len, NAME, SK_ERR_FORMAT, "after the last timeline block");
+    a = edit("Timelines: 3\n", "Timelines: 4\n", 1, &len);
+    refused(a, len, NAME, SK_ERR_FORMAT, "timeline block 4");
+    a = edit("Reneged-Hash: e3b0c442\n", "Reneged-Hash: E3B0C442\n", 1,
+        &len);
+    refused(a, len, NAME, SK_ERR_FORMAT, "Reneged-Hash");
+    a = edit("Checkpoint: ", "Checkpoint: 9", 1, &len);
+    refused(a, len, NAME, SK_ERR_FORMAT, "runs past the end");
+    a = edit("Entry: 1 ", "Entry: 2 ", 1, &len);
+    refused(a, len, NAME, SK_ERR_FORMAT, "stamped TID 1 SN 1");
+
+    /* Truncated anywhere: never accepted. */
+    a = fx_answer(&tw, NAME, &len);
+    {
+        sk_client_view_t  v;
+        size_t            cut;
+
+        for (cut = 0; cut < len; cut += 97) {
+            assert_int_equal(sk_client_answer_verify(&v, NULL, a, cut, NAME,
+                0, tw.mirror, &tw.trust, FX_NOW, NULL), -1);
+        }
+    }
+    free(a);
+}
+
+
+static void
+test_untrusted_and_future(void **state)
+{
+    sk_client_trust_t  t2;
+    sk_client_view_t   v;
+    sk_err_t           err;
+    size_t             len;
+    char              *a;
+
+    (void) state;
+    /* A timeline the client does not trust is skipped, not an error. */
+    sk_client_trust_init(&t2);
+    tu_assert_ok(sk_client_trust_add_timeline(&t2, 2, tw.tl[1].key, NULL,
+        &err), &err);
+    a = fx_answer(&tw, NAME, &len);
+    tu_assert_ok(sk_client_answer_verify(&v, NULL, a, len, NAME, 0,
+        tw.mirror, &t2, FX_NOW, &err), &err);
+    assert_int_equal(v.ncps, 1);
+    assert_int_equal(v.nitems, 1);
+    assert_int_equal(v.items[0].tid, 2);
+    sk_client_view_free(&v);
+    sk_client_trust_free(&t2);
+
+    /* A checkpoint dated two hours ahead of the client's clock. */
+    tu_assert_err(sk_client_answer_verify(&v, NULL, a, len, NAME, 0,
+        tw.mirror, &tw.trust, FX_NOW - 7200, &err), &err, SK_ERR_NOT_YET_VALID,
+        "in the future");
+    free(a);
+}
+
+
+static void
+test_view_text(void **state)
+{
+    sk_client_view_t  v, back;
+    sk_err_t          err;
+    char             *text, *text2;
+    size_t            len, len2;
+
+    (void) state;
+    fx_view(&tw, &v, NAME);
+    tu_assert_ok(sk_client_view_format(&text, &len, &v, &err), &err);
+    assert_memory_equal(text, "SK-Client-View: 1\nName: example.com\n", 36);
+    tu_assert_ok(sk_client_view_parse(&back, text, len, &err), &err);
+    tu_assert_ok(sk_client_view_verify(&back, &tw.trust, FX_NOW, &err), &err);
+    assert_int_equal(back.nitems, 2);
+    assert_int_equal(back.ncps, 3);
+    tu_assert_ok(sk_client_view_format(&text2, &len2, &back, &err), &err);
+    assert_int_equal(len, len2);
+    assert_memory_equal(text, text2, len);
+    free(text2);
+    sk_client_view_free(&back);
+
+    /* Every truncation fails to parse; "End" must close it. */
+    for (len2 = 0; len2 < len; len2 += 13) {
+        assert_int_equal(sk_client_view_parse(&back, text, len2, NULL), -1);
+    }
+    tu_assert_err(sk_client_view_parse(&back, text + 1, len - 1, &err), &err,
+        SK_ERR_FORMAT, "not a client view");
+    /* Two checkpoints of one timeline (the first would be lost). */
+    {
+        char *p = strstr(text, "Checkpoint: 2 ");
+
+        assert_non_null(p);
+        p[12] = '1';
+        tu_assert_err(sk_client_view_parse(&back, text, len, &err), &err,
+            SK_ERR_FORMAT, "a second checkpoint of timeline 1");
+    }
+    free(text);
+    sk_client_view_free(&v);
+}
+
+
+static void
+test_trust_file(void **state)
+{
+    sk_client_trust_t  t;
+    sk_err_t           err;
+    char              *dir = tu_tmpdir(), *conf, *pub, buf[512];
+    FILE              *f;
+
+    (void) state;
+    pub = tu_path(dir, "tl7.pub");
+    tu_assert_ok(sk_key_save_public(tw.tl[0].key, pub, &err), &err);
+    conf = tu_path(dir, "trust.conf");
+    f = fopen(conf, "w");
+    assert_non_null(f);
+    fprintf(f, "# the client's trust\ntimeline = 7 tl7.pub\n"
+        "timeline = 9 %s tl-nine\n mirror = http://127.0.0.1:8480/ tl7.pub\n"
+        "mirror = https://m2.example\nt1 = 0\nretries = 3\n", pub);
+    fclose(f);
+    sk_client_trust_init(&t);
+    tu_assert_ok(sk_client_trust_load(&t, conf, &err), &err);
+    assert_int_equal(t.ntl, 2);
+    assert_string_equal(t.tl[0].origin, "sk-timeline-7");
+    assert_string_equal(t.tl[1].origin, "tl-nine");
+    assert_int_equal(t.nmirrors, 2);
+    assert_string_equal(t.mirrors[0].url, "http://127.0.0.1:8480");
+    assert_non_null(t.mirrors[0].key);
+    assert_null(t.mirrors[1].key);
+    assert_int_equal(t.t1, 0);
+    assert_int_equal(t.t2, SK_CLIENT_T2);
+    assert_int_equal(t.n_retries, 3);
+    sk_client_trust_free(&t);
+
+    f = fopen(conf, "w");
+    fprintf(f, "timeline = 7 tl7.pub\ntimeline = 7 tl7.pub\n");
+    fclose(f);
+    sk_client_trust_init(&t);
+    snprintf(buf, sizeof(buf), "%s: line 2: timeline 7 listed twice", conf);
+    tu_assert_err(sk_client_trust_load(&t, conf, &err), &err, SK_ERR_EXISTS,
+        buf);
+    sk_client_trust_free(&t);
+
+    f = fopen(conf, "w");
+    fprintf(f, "timeline = 7 tl7.pub\nt5 = 3\n");
+    fclose(f);
+    sk_client_trust_init(&t);
+    tu_assert_err(sk_client_trust_load(&t, conf, &err), &err, SK_ERR_FORMAT,
+        "line 2: unrecognized parameter \"t5\"");
+    sk_client_trust_free(&t);
+
+    f = fopen(conf, "w");
+    fprintf(f, "mirror = ftp://x.example\n");
+    fclose(f);
+    sk_client_trust_init(&t);
+    tu_assert_err(sk_client_trust_load(&t, conf, &err), &err, SK_ERR_FORMAT,
+        "want an http:// or https:// URL");
+    sk_client_trust_free(&t);
+
+    free(conf);
+    free(pub);
+    tu_rmtree(dir);
+}
+
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_good),
+        cmocka_unit_test(test_forgeries),
+        cmocka_unit_test(test_layout),
+        cmocka_unit_test(test_untrusted_and_future),
+        cmocka_unit_test(test_view_text),
+        cmocka_unit_test(test_trust_file),
+    };
+
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
+}

@@ -1,0 +1,569 @@
+/*
+ * test_client_fresh.c -- design 4.b: counting fresh and stale timelines,
+ * the thresholds, mirror distrust (less fresh than before, omitted or
+ * altered entries), the local cache, and the query loop over mirrors
+ * served through the fetch callback from real signed answers.
+ */
+#include <sys/stat.h>
+
+#include "test_client_fixture.h"
+
+#define NAME  "example.com"
+#define HOUR  3600
+#define DAY   (24 * HOUR)
+
+
+/* What each mirror does when asked. */
+typedef enum { M_FRESH, M_STALE, M_DOWN, M_503, M_OMIT, M_GARBAGE } mmode_t;
+
+typedef struct {
+    mmode_t   mode[8];
+    int64_t   stale_ts;        /* M_STALE's checkpoint dates */
+    size_t    calls[8];
+    char      last_url[256];
+} mirrors_t;
+
+
+static void
+set_cp_ts(int64_t ts)
+{
+    size_t  i;
+
+    for (i = 0; i < tw.ntl; i++) {
+        tw.tl[i].cp_ts = ts;
+    }
+}
+
+
+static int
+fetch(char **body, size_t *len, int *status, const char *url, void *arg,
+    sk_err_t *err)
+{
+    mirrors_t   *m = arg;
+    const char  *name = strstr(url, "/query/");
+    unsigned     i;
+
+    assert_int_equal(sscanf(url, "http://m%u.test/", &i), 1);
+    assert_true(i < 8 && name != NULL);
+    name += 7;
+    m->calls[i]++;
+    snprintf(m->last_url, sizeof(m->last_url), "%s", url);
+    *status = 200;
+    switch (m->mode[i]) {
+    case M_DOWN:
+        return sk_err_set(err, SK_ERR_UNAVAILABLE, "connection refused");
+    case M_503:
+        *status = 503;
+        *body = strdup("fewer than two healthy timelines");
+        *len = strlen(*body);
+        return 0;
+    case M_GARBAGE:
+        *body = strdup("SK-Mirror-Answer: 1\nName: x\n");
+        *len = strlen(*body);
+        return 0;
+    case M_STALE:
+        set_cp_ts(m->stale_ts);
+        *body = fx_answer(&tw, name, len);
+        set_cp_ts(FX_NOW);
+        return 0;
+    case M_OMIT:
+        *body = fx_answer_omit(&tw, name, 2, 0, len);
+        return 0;
+    case M_FRESH:
+        break;
+    }
+    *body = fx_answer(&tw, name, len);
+    return 0;
+}
+
+
+/* A copy of the world's trust shares its timeline keys: free only the
+ * mirrors added to it. */
+static void
+drop_mirrors(sk_client_trust_t *t)
+{
+    size_t  i;
+
+    for (i = 0; i < t->nmirrors; i++) {
+        sk_key_free(t->mirrors[i].key);
+    }
+    t->nmirrors = 0;
+}
+
+
+static void
+mirrors(mirrors_t *m, sk_client_trust_t *t, size_t n)
+{
+    char      url[64];
+    sk_err_t  err;
+    size_t    i;
+
+    memset(m, 0, sizeof(*m));
+    for (i = 0; i < n; i++) {
+        snprintf(url, sizeof(url), "http://m%zu.test/", i);
+        tu_assert_ok(sk_client_trust_add_mirror(t, url, tw.mirror, &err),
+            &err);
+    }
+}
+
+
+static int
+setup(void **state)
+{
+    (void) state;
+    fx_init(&tw, 3);
+    sk1 = fx_key();
+    fx_append(&tw, 0, fx_bind(NAME, sk1, "https", 0), FX_NOW - 800);
+    fx_append(&tw, 1, fx_bind(NAME, sk1, "https", 0), FX_NOW - 700);
+    fx_append(&tw, 1, fx_bind("b.example", sk1, "https", 0), FX_NOW - 600);
+    return 0;
+}
+
+
+static void
+test_eval(void **state)
+{
+    sk_client_trust_t  t;
+    sk_client_view_t   v;
+    sk_client_fresh_t  f;
+    int64_t            ages[5] = { HOUR, 30 * HOUR, 60 * HOUR, 8 * DAY,
+                                   20 * DAY };
+    size_t             i;
+    sk_err_t           err;
+    char              *note;
+    size_t             len;
+    fx_world_t         w5;
+
+    (void) state;
+    fx_init(&w5, 5);
+    memset(&v, 0, sizeof(v));
+    snprintf(v.name, sizeof(v.name), NAME);
+    for (i = 0; i < 5; i++) {
+        w5.tl[i].cp_ts = FX_NOW - ages[i];
+        note = fx_checkpoint(&w5, i, NULL, &len);
+        tu_assert_ok(sk_client_view_add_cp(&v, i + 1, note, len, &err),
+            &err);
+        free(note);
+    }
+    tu_assert_ok(sk_client_view_verify(&v, &w5.trust, FX_NOW, &err), &err);
+    sk_client_fresh_eval(&f, &w5.trust, &v, FX_NOW);
+    assert_int_equal(f.ntl, 5);
+    assert_int_equal(f.within_t1, 1);
+    assert_int_equal(f.fresh, 2);
+    assert_int_equal(f.stale, 2);
+    assert_int_equal(f.very_stale, 1);
+    assert_false(sk_client_fresh_cached_ok(&f));
+    assert_false(sk_client_fresh_ok(&f, &w5.trust));
+    assert_false(sk_client_fresh_fail_open(&f, &w5.trust));
+
+    /* 4 of 5 within T2 (80 %), one missing: fresh enough. */
+    for (i = 0; i < 4; i++) {
+        v.cps[i].ts = FX_NOW - 40 * HOUR;
+    }
+    v.ncps = 4;
+    sk_client_fresh_eval(&f, &w5.trust, &v, FX_NOW);
+    assert_int_equal(f.fresh, 4);
+    assert_int_equal(f.stale, 1);
+    assert_true(sk_client_fresh_ok(&f, &w5.trust));
+    assert_false(sk_client_fresh_cached_ok(&f));
+    /* ... not with 81 %. */
+    t = w5.trust;
+    t.fresh_percent = 81;
+    assert_false(sk_client_fresh_ok(&f, &t));
+
+    /* Three timelines unheard of: very stale, so fail open. */
+    v.ncps = 2;
+    sk_client_fresh_eval(&f, &w5.trust, &v, FX_NOW);
+    assert_int_equal(f.very_stale, 3);
+    assert_true(sk_client_fresh_fail_open(&f, &w5.trust));
+    v.ncps = 5;
+    sk_client_fresh_eval(&f, &w5.trust, NULL, FX_NOW);
+    assert_int_equal(f.very_stale, 5);
+    sk_client_view_free(&v);
+    fx_free(&w5);
+}
+
+
+static void
+test_check_mirror(void **state)
+{
+    sk_client_mstate_t  st;
+    sk_client_view_t    cached, a;
+    sk_err_t            err;
+    size_t              len;
+    char               *text;
+
+    (void) state;
+    memset(&st, 0, sizeof(st));
+    fx_view(&tw, &cached, NAME);
+    sk_client_mstate_update(&st, &cached);
+    assert_int_equal(st.ntl, 3);
+    assert_int_equal(st.size[1], 2);
+    assert_int_equal(st.ts[1], FX_NOW);
+
+    /* Same again: fine. */
+    fx_view(&tw, &a, NAME);
+    tu_assert_ok(sk_client_fresh_check_mirror(&st, &a, &cached, &tw.trust,
+        &err), &err);
+    sk_client_view_free(&a);
+
+    /* Ten minutes older (its answer cache): fine; two hours: dropped. */
+    set_cp_ts(FX_NOW - 600);
+    fx_view(&tw, &a, "b.example");
+    tu_assert_ok(sk_client_fresh_check_mirror(&st, &a, NULL, &tw.trust,
+        &err), &err);
+    sk_client_view_free(&a);
+    set_cp_ts(FX_NOW - 2 * HOUR);
+    fx_view(&tw, &a, "b.example");
+    tu_assert_err(sk_client_fresh_check_mirror(&st, &a, NULL, &tw.trust,
+        &err), &err, SK_ERR_SIGNATURE, "less fresh than before: timeline 1 "
+        "checkpoint of 1799992800, it gave one of 1800000000 earlier");
+    sk_client_view_free(&a);
+    set_cp_ts(FX_NOW);
+
+    /* An entry the client holds left out: dropped. */
+    text = fx_answer_omit(&tw, NAME, 2, 0, &len);
+    tu_assert_ok(sk_client_answer_verify(&a, NULL, text, len, NAME, 0,
+        tw.mirror, &tw.trust, FX_NOW, &err), &err);
+    free(text);
+    assert_int_equal(a.nitems, 1);
+    tu_assert_err(sk_client_fresh_check_mirror(&st, &a, &cached, &tw.trust,
+        &err), &err, SK_ERR_SIGNATURE, "omits timeline 2 SN 0");
+    /* ... but it is no omission when the answer's checkpoint does not
+     * cover it. */
+    a.cps[1].cp.size = 0;
+    tu_assert_ok(sk_client_fresh_check_mirror(NULL, &a, &cached, &tw.trust,
+        &err), &err);
+    sk_client_view_free(&a);
+    sk_client_view_free(&cached);
+    sk_client_mstate_free(&st);
+}
+
+
+static void
+test_cache(void **state)
+{
+    sk_client_cache_t   *c;
+    sk_client_mstate_t   st, back;
+    sk_client_view_t     v, got;
+    sk_err_t             err;
+    char                *dir = tu_tmpdir(), *sub, *path;
+    struct stat          sb;
+    FILE                *f;
+
+    (void) state;
+    sub = tu_path(dir, "cache");
+    tu_assert_ok(sk_client_cache_open(&c, sub, &err), &err);
+    assert_int_equal(stat(sub, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0700);
+    tu_assert_err(sk_client_cache_get(c, &got, NAME, &tw.trust, FX_NOW, &err),
+        &err, SK_ERR_NOT_FOUND, NAME);
+    fx_view(&tw, &v, NAME);
+    tu_assert_ok(sk_client_cache_put(c, &v, &err), &err);
+    tu_assert_ok(sk_client_cache_get(c, &got, NAME, &tw.trust, FX_NOW, &err),
+        &err);
+    assert_int_equal(got.nitems, 2);
+    sk_client_view_free(&got);
+
+    /* A poisoned file is found, not trusted. */
+    path = tu_path(sub, "names/" NAME);
+    f = fopen(path, "r+");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, -200, SEEK_END), 0);
+    fputc('#', f);
+    fclose(f);
+    assert_int_equal(sk_client_cache_get(c, &got, NAME, &tw.trust, FX_NOW,
+        &err), -1);
+    assert_non_null(strstr(err.msg, path));
+    tu_assert_ok(sk_client_cache_put(c, &v, &err), &err);
+    sk_client_view_free(&v);
+
+    memset(&st, 0, sizeof(st));
+    snprintf(st.url, sizeof(st.url), "http://m0.test");
+    tu_assert_ok(sk_client_cache_get_mirror(c, &back, st.url, &err), &err);
+    assert_int_equal(back.ntl, 0);
+    assert_int_equal(back.dropped, 0);
+    st.dropped = 1;
+    snprintf(st.why, sizeof(st.why), "omits an entry\nreally");
+    st.ntl = 1;
+    st.tid[0] = 7;
+    st.size[0] = 99;
+    st.ts[0] = FX_NOW;
+    tu_assert_ok(sk_client_cache_put_mirror(c, &st, &err), &err);
+    tu_assert_ok(sk_client_cache_get_mirror(c, &back, st.url, &err), &err);
+    assert_int_equal(back.dropped, 1);
+    assert_string_equal(back.why, "omits an entry really");
+    assert_int_equal(back.ntl, 1);
+    assert_int_equal(back.size[0], 99);
+    assert_int_equal(back.ts[0], FX_NOW);
+    sk_client_mstate_free(&back);
+
+    sk_client_cache_close(c);
+    free(path);
+    free(sub);
+    tu_rmtree(dir);
+}
+
+
+static sk_client_cache_t *
+fresh_cache(char **dir)
+{
+    sk_client_cache_t  *c;
+    sk_err_t            err;
+
+    *dir = tu_tmpdir();
+    tu_assert_ok(sk_client_cache_open(&c, *dir, &err), &err);
+    return c;
+}
+
+
+static void
+lookup(sk_client_result_t *r, sk_client_trust_t *t, sk_client_cache_t *c,
+    mirrors_t *m, const char *name, int64_t now)
+{
+    sk_err_t  err;
+
+    tu_assert_ok(sk_client_lookup(r, name, t, c, fetch, m, now, &err), &err);
+}
+
+
+static void
+test_lookup_retry(void **state)
+{
+    sk_client_trust_t   t = tw.trust;
+    sk_client_result_t  r;
+    mirrors_t           m;
+
+    (void) state;
+    t.nmirrors = 0;
+    mirrors(&m, &t, 4);
+    m.mode[0] = M_DOWN;
+    m.mode[1] = M_STALE;
+    m.stale_ts = FX_NOW - 3 * DAY;
+    m.mode[2] = M_503;
+    m.mode[3] = M_FRESH;
+    lookup(&r, &t, NULL, &m, NAME, FX_NOW);
+    assert_int_equal(r.outcome, SK_FRESH_ANSWER);
+    assert_string_equal(r.source, "http://m3.test");
+    assert_string_equal(m.last_url, "http://m3.test/query/example.com");
+    assert_int_equal(r.ntries, 4);
+    assert_non_null(strstr(r.tries[0].what, "unreachable: connection "
+        "refused"));
+    assert_non_null(strstr(r.tries[1].what, "stale: 0 of 3"));
+    assert_non_null(strstr(r.tries[2].what, "HTTP 503"));
+    assert_non_null(strstr(r.tries[3].what, "fresh: 3 of 3"));
+    assert_int_equal(r.view.nitems, 2);
+    sk_client_result_free(&r);
+
+    /* Only stale answers (3 days: not very stale): fail closed, with the
+     * stale view as the best at hand. */
+    m.mode[3] = M_STALE;
+    lookup(&r, &t, NULL, &m, NAME, FX_NOW);
+    assert_int_equal(r.outcome, SK_FRESH_CLOSED);
+    assert_int_equal(r.view.nitems, 2);
+    sk_client_result_free(&r);
+
+    /* Nothing heard at all: every timeline very stale, fail open. */
+    m.mode[1] = m.mode[3] = M_DOWN;
+    lookup(&r, &t, NULL, &m, NAME, FX_NOW);
+    assert_int_equal(r.outcome, SK_FRESH_OPEN);
+    assert_int_equal(r.view.nitems, 0);
+    sk_client_result_free(&r);
+
+    /* N_RETRIES bounds the mirrors asked. */
+    drop_mirrors(&t);
+    mirrors(&m, &t, 8);
+    for (size_t i = 0; i < 8; i++) {
+        m.mode[i] = M_DOWN;
+    }
+    lookup(&r, &t, NULL, &m, NAME, FX_NOW);
+    assert_int_equal(m.calls[4], 1);
+    assert_int_equal(m.calls[5], 0);
+    assert_int_equal(r.ntries, SK_CLIENT_N_RETRIES);
+    sk_client_result_free(&r);
+    drop_mirrors(&t);
+}
+
+
+static void
+test_lookup_cache_and_drops(void **state)
+{
+    sk_client_trust_t   t = tw.trust;
+    sk_client_result_t  r;
+    sk_client_cache_t  *c;
+    sk_record_t         rec;
+    mirrors_t           m;
+    sk_err_t            err;
+    char               *dir;
+    const char         *fv[] = { "Last-Secure-Timestamp", "1", NULL };
+
+    (void) state;
+    c = fresh_cache(&dir);
+    t.nmirrors = 0;
+    mirrors(&m, &t, 3);
+    lookup(&r, &t, c, &m, NAME, FX_NOW);
+    assert_int_equal(r.outcome, SK_FRESH_ANSWER);
+    assert_int_equal(m.calls[0], 1);
+    sk_client_result_free(&r);
+
+    /* Within T1: the cache answers, no mirror is asked. */
+    lookup(&r, &t, c, &m, NAME, FX_NOW + HOUR);
+    assert_int_equal(r.outcome, SK_FRESH_CACHED);
+    assert_string_equal(r.source, "cache");
+    assert_int_equal(m.calls[0], 1);
+    assert_int_equal(r.view.nitems, 2);
+    sk_client_result_free(&r);
+
+    /* Past T1: asked again; m0 now hides an entry the client holds and
+     * is dropped for good; m1 answers. */
+    m.mode[0] = M_OMIT;
+    lookup(&r, &t, c, &m, NAME, FX_NOW + 25 * HOUR);
+    assert_int_equal(r.outcome, SK_FRESH_ANSWER);
+    assert_string_equal(r.source, "http://m1.test");
+    assert_non_null(strstr(r.tries[0].what, "dropped: omits timeline 2 SN "
+        "0 for example.com"));
+    sk_client_result_free(&r);
+    m.mode[0] = M_FRESH;
+    t.t1 = 0;
+    lookup(&r, &t, c, &m, "b.example", FX_NOW + 25 * HOUR);
+    assert_non_null(strstr(r.tries[0].what, "skipped: dropped earlier: "
+        "omits"));
+    assert_int_equal(m.calls[0], 2);
+    assert_string_equal(r.source, "http://m1.test");
+    sk_client_result_free(&r);
+
+    /* m1 answered with checkpoints of FX_NOW; an answer two hours older
+     * for another name gets it dropped; m2 is asked. */
+    m.mode[1] = M_STALE;
+    m.stale_ts = FX_NOW - 2 * HOUR;
+    lookup(&r, &t, c, &m, "c.example", FX_NOW + HOUR);
+    assert_non_null(strstr(r.tries[1].what, "dropped: less fresh than "
+        "before"));
+    assert_string_equal(r.source, "http://m2.test");
+    assert_int_equal(r.outcome, SK_FRESH_ANSWER);
+    sk_client_result_free(&r);
+
+    /* A garbage answer: dropped too.  Then nobody is left, and the cache
+     * (within T2) decides. */
+    m.mode[2] = M_GARBAGE;
+    lookup(&r, &t, c, &m, NAME, FX_NOW + HOUR);
+    assert_non_null(strstr(r.tries[2].what, "dropped: answer"));
+    assert_int_equal(r.outcome, SK_FRESH_CACHED);
+    assert_int_equal(r.view.nitems, 2);
+    sk_client_result_free(&r);
+    /* Three days on, the cache is stale: fail closed, but the cached
+     * entries still come back (an SK known is still enforced). */
+    lookup(&r, &t, c, &m, NAME, FX_NOW + 3 * DAY);
+    assert_int_equal(r.outcome, SK_FRESH_CLOSED);
+    assert_int_equal(r.view.nitems, 2);
+    sk_client_result_free(&r);
+    sk_client_cache_close(c);
+    tu_rmtree(dir);
+
+    /* An Unbind reaches the client at its next query. */
+    c = fresh_cache(&dir);
+    mirrors(&m, &t, 1);
+    lookup(&r, &t, c, &m, NAME, FX_NOW);
+    tu_assert_ok(sk_client_view_record(&rec, &r.view, NULL, NULL, &err),
+        &err);
+    assert_int_equal(rec.state, SK_RECORD_BOUND);
+    sk_record_free(&rec);
+    sk_client_result_free(&r);
+    fx_append(&tw, 2, fx_entry(SK_ENTRY_UNBIND, NAME, sk1, fv), FX_NOW - 10);
+    lookup(&r, &t, c, &m, NAME, FX_NOW + 60);
+    assert_int_equal(r.outcome, SK_FRESH_ANSWER);
+    assert_int_equal(r.view.nitems, 3);
+    tu_assert_ok(sk_client_view_record(&rec, &r.view, NULL, NULL, &err),
+        &err);
+    assert_int_equal(rec.state, SK_RECORD_UNBOUND);
+    sk_record_free(&rec);
+    sk_client_result_free(&r);
+    sk_client_cache_close(c);
+    tu_rmtree(dir);
+    drop_mirrors(&t);
+}
+
+
+/* A Rebind counts only through the rebinder's own record, which the
+ * client learns from the mirrors like any other name's. */
+static void
+test_rebind(void **state)
+{
+    const char  *bfv[] = {
+        "CA-Cert-Chain", TU_DOC_CERT_ROOT, "Includes-Subdomains", "0",
+        "Rebinder-Names", "heir.example", "Services", "https", NULL
+    };
+    const char  *rfv[] = {
+        "CA-Cert-Chain", TU_DOC_CERT_ROOT, "Includes-Subdomains", "0",
+        "Rebinder-Name", "heir.example", "Rebinder-Names", "none",
+        "Services", "https", NULL
+    };
+    const char  *ufv[] = { "Last-Secure-Timestamp", "1", NULL };
+    sk_client_trust_t   t = tw.trust;
+    sk_client_result_t  r;
+    sk_client_ctx_t     ctx;
+    sk_record_t         rec;
+    sk_key_t           *old = fx_key(), *heir = fx_key(), *fresh = fx_key();
+    sk_entry_t         *e;
+    mirrors_t           m;
+    sk_err_t            err;
+    char                a[SK_FINGERPRINT_SIZE], b[SK_FINGERPRINT_SIZE];
+
+    (void) state;
+    mirrors(&m, &t, 1);
+    fx_append(&tw, 0, fx_entry(SK_ENTRY_BIND, "old.example", old, bfv),
+        FX_NOW - 500);
+    fx_append(&tw, 1, fx_bind("heir.example", heir, "all", 0),
+        FX_NOW - 490);
+    fx_append(&tw, 0, fx_entry(SK_ENTRY_UNBIND, "old.example", old, ufv),
+        FX_NOW - 480);
+    e = fx_entry(SK_ENTRY_REBIND, "old.example", fresh, rfv);
+    tu_assert_ok(sk_entry_sign(e, SK_SIG_REBINDER, heir, &err), &err);
+    fx_append(&tw, 2, e, FX_NOW - 470);
+
+    lookup(&r, &t, NULL, &m, "old.example", FX_NOW);
+    assert_int_equal(r.view.nitems, 3);
+    tu_assert_ok(sk_client_view_record(&rec, &r.view, NULL, NULL, &err),
+        &err);
+    assert_int_equal(rec.state, SK_RECORD_UNBOUND);
+    sk_record_free(&rec);
+
+    ctx = (sk_client_ctx_t) { &t, NULL, fetch, &m, FX_NOW, 0 };
+    tu_assert_ok(sk_client_view_record(&rec, &r.view, sk_client_rebinder_key,
+        &ctx, &err), &err);
+    assert_int_equal(rec.state, SK_RECORD_BOUND);
+    sk_key_fingerprint(a, rec.key);
+    sk_key_fingerprint(b, fresh);
+    assert_string_equal(a, b);
+    assert_string_equal(m.last_url, "http://m0.test/query/heir.example");
+    sk_record_free(&rec);
+
+    /* Too deep a chain of rebinders is no rebinder. */
+    ctx.depth = SK_CLIENT_REBIND_DEPTH;
+    tu_assert_ok(sk_client_view_record(&rec, &r.view, sk_client_rebinder_key,
+        &ctx, &err), &err);
+    assert_int_equal(rec.state, SK_RECORD_UNBOUND);
+    assert_int_equal(rec.skipped, 1);
+    sk_record_free(&rec);
+    sk_client_result_free(&r);
+    drop_mirrors(&t);
+    sk_key_free(old);
+    sk_key_free(heir);
+    sk_key_free(fresh);
+}
+
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_eval),
+        cmocka_unit_test(test_check_mirror),
+        cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_lookup_retry),
+        cmocka_unit_test(test_lookup_cache_and_drops),
+        cmocka_unit_test(test_rebind),
+    };
+
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
+}

@@ -1,0 +1,335 @@
+/*
+ * mr.h -- sk-mirror internals: configuration, the per-timeline copies and
+ * their state machine, the name index and answer cache, renegation
+ * evidence, the HTTP front.
+ *
+ * Threads: one sync thread per mirrored timeline (it alone writes that
+ * timeline's files), one tracking thread when peers are configured, and
+ * libmicrohttpd's threads for queries.  mr_mirror_t.lock covers every
+ * field marked "lock" below; sync threads drop it while they talk to the
+ * network, verify signatures or write files.
+ */
+#ifndef SK_MR_H
+#define SK_MR_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <sk/sk.h>
+#include <sk/tfm.h>
+
+#define MR_PROG           "sk-mirror"
+#define MR_KEY_FILE       "mirror.key"
+#define MR_PUB_FILE       "mirror.pub"
+#define MR_MAX_TIMELINES  64
+#define MR_MAX_PEERS      16
+
+/* One "timeline = TID URL PUBKEY [ORIGIN]" line. */
+typedef struct {
+    uint64_t   tid;
+    char      *url;             /* no trailing '/' */
+    char      *pub_file;
+    char      *origin;          /* checkpoint key name; sk-timeline-<tid> */
+} mr_tlconf_t;
+
+/* Configuration (mr_conf.c): "key = value" lines, '#' comments. */
+typedef struct {
+    char        *listen;
+    char        *data_dir;
+    char        *key_file;          /* default data_dir/mirror.key */
+    uint64_t     poll_interval;     /* seconds between polls when healthy */
+    uint64_t     retry_min;         /* first retry of a Stuck timeline */
+    uint64_t     retry_max;         /* backoff doubles up to this */
+    uint64_t     defunct_after;     /* seconds Stuck before Defunct */
+    uint64_t     fetch_timeout_ms;  /* one HTTP request to a timeline */
+    uint64_t     chunk_max;         /* bytes of one .bz2 chunk */
+    uint64_t     chunk_text_max;    /* bytes of a chunk once unpacked */
+    uint64_t     tail_max;          /* unpublished entries fetched one by one */
+    uint64_t     query_cache;       /* seconds an answer is reused; 0 off */
+    uint64_t     threads;           /* HTTP worker threads */
+    uint64_t     connections;       /* HTTP connections at once */
+    char        *answer_cache;      /* redis://...|unix:...; NULL: memory */
+    char        *peer[MR_MAX_PEERS];    /* other mirrors, for tracking */
+    size_t       npeers;
+    mr_tlconf_t  tl[MR_MAX_TIMELINES];
+    size_t       ntl;
+} mr_conf_t;
+
+int mr_conf_load(mr_conf_t *conf, const char *path, sk_err_t *err) SK_WUR;
+void mr_conf_free(mr_conf_t *conf);
+
+typedef enum {
+    MR_NEW = 0,         /* never synced */
+    MR_IDLE,            /* caught up with its newest checkpoint */
+    MR_SYNCING,         /* fetching entries */
+    MR_STUCK,           /* unreachable or bad answers: retried */
+    MR_DEFUNCT,         /* stuck too long: still retried, slowly */
+    MR_CORRUPT          /* reneged: evidence stored, never served again */
+} mr_state_t;
+
+const char *mr_state_name(mr_state_t s);
+
+/* A change to the roots a timeline trusts: an Add-Root-CA (cert) or a
+ * Remove-Root-CA (cert NULL), at SN sn. */
+typedef struct {
+    uint64_t       sn;
+    struct x509_st *cert;       /* X509 */
+    unsigned char  hash[SK_SHA256_BYTES];
+} mr_root_t;
+
+/* One mirrored timeline. */
+typedef struct {
+    const mr_tlconf_t  *conf;
+    uint32_t            index;      /* in mr_mirror_t.tl */
+    sk_key_t           *key;        /* the timeline's public key */
+    char               *dir;        /* data_dir/tl-<tid> */
+    int                 fd;         /* entries, O_APPEND */
+
+    /* lock */
+    sk_merkle_tree_t   *tree;       /* may run ahead of size in a sync */
+    mr_state_t          state;
+    char                reason[SK_ERR_MSG_MAX];   /* why Stuck/Corrupt */
+    uint64_t            size;       /* entries stored */
+    off_t              *off;        /* off[sn]; off[size] = end */
+    int64_t            *ts;         /* ts[sn] */
+    uint64_t            cap;
+    char               *cp;         /* newest verified checkpoint note */
+    size_t              cplen;
+    sk_checkpoint_t     cpv;        /* cp, parsed; size 0 if none */
+    int64_t             cp_ts;      /* its Timestamp extension */
+    uint64_t            tfm_size;   /* Tree-Size of the newest chunk TFM */
+    int64_t             last_ok;    /* last successful round */
+    int64_t             stuck_since;
+    uint64_t            backoff;    /* seconds until the next retry */
+    uint64_t            failures;   /* consecutive failed rounds */
+    uint64_t            rounds;     /* rounds done (tests wait on it) */
+    mr_root_t          *roots;      /* root changes, by SN */
+    size_t              nroots, rootcap;
+    uint64_t            roots_upto; /* entries 0..roots_upto-1 noted */
+    struct x509_store_st *store;    /* the first store_k root changes */
+    size_t              store_k;
+
+    pthread_t           thread;
+    int                 thread_up;
+} mr_tl_t;
+
+/* Where a name's entry lives: timeline index, SN. */
+typedef struct {
+    uint32_t   tl;
+    uint64_t   sn;
+} mr_ref_t;
+
+typedef struct {
+    char      *name;
+    mr_ref_t  *refs;
+    size_t     nrefs, cap;
+    char      *ans;             /* cached answer, or NULL */
+    size_t     anslen;
+    int64_t    ans_at;          /* when it was built */
+    int64_t    ans_since;       /* its since */
+    uint64_t   ans_gen;         /* mr_mirror_t.gen when built */
+} mr_name_t;
+
+typedef struct {
+    mr_conf_t          conf;
+    sk_key_t          *key;         /* the mirror's Ed25519 key */
+    mr_tl_t            tl[MR_MAX_TIMELINES];
+    size_t             ntl;
+    uint32_t           order[MR_MAX_TIMELINES];     /* by ascending TID */
+
+    pthread_mutex_t    lock;        /* the "lock" fields, names, stopping */
+    pthread_cond_t     wake;        /* stopping */
+    int                stopping;
+    uint64_t           gen;         /* bumped when servability changes */
+    mr_name_t         *names;       /* open addressing, power-of-2 slots */
+    size_t             nnames, nslots;
+    uint64_t           cache_hits, cache_misses;
+    pthread_mutex_t    rlock;       /* rcache */
+    sk_cache_t        *rcache;      /* shared answer cache, or NULL */
+    char               rprefix[64]; /* its keys: sk:mirror-answer:<id>: */
+    pthread_t          tracker;
+    int                tracker_up;
+} mr_mirror_t;
+
+/* mr_buf.c: a growing text buffer. */
+typedef struct {
+    char    *p;
+    size_t   len, cap;
+    int      failed;        /* an allocation failed */
+} mr_buf_t;
+
+void mr_buf_add(mr_buf_t *b, const void *data, size_t len);
+void mr_buf_printf(mr_buf_t *b, const char *fmt, ...) SK_PRINTF(2, 3);
+void mr_buf_json_str(mr_buf_t *b, const char *s);
+/* Hand the text over (*out, *len) or fail with SK_ERR_NOMEM. */
+int mr_buf_finish(mr_buf_t *b, char **out, size_t *len, sk_err_t *err)
+    SK_WUR;
+
+/* mr_names.c, under the lock: the name index and its answer cache. */
+/* Index an entry's name; drops the name's cached answer. */
+int mr_names_add(mr_mirror_t *m, const char *name, uint32_t tl, uint64_t sn)
+    SK_WUR;
+mr_name_t *mr_names_find(mr_mirror_t *m, const char *name);
+void mr_names_free(mr_mirror_t *m);
+
+/* mr_store.c: each timeline's copy under data_dir/tl-<tid>/. */
+/* Open (creating) the copy, check every entry, rebuild the tree and the
+ * names; the log is cut back to what a stored signed head covers. */
+int mr_store_open(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err) SK_WUR;
+void mr_store_close(mr_tl_t *t);
+/* Entries fetched and checked, not yet stored: text back to back. */
+typedef struct {
+    mr_buf_t    text;
+    size_t     *lens;
+    int64_t    *ts;
+    char      **names;          /* each entry's Name, or NULL */
+    size_t      n, cap;
+} mr_batch_t;
+
+int mr_batch_add(mr_batch_t *b, const char *text, size_t len,
+    const char *name, int64_t ts, sk_err_t *err) SK_WUR;
+void mr_batch_free(mr_batch_t *b);
+/* The text of batch entry i (borrowed). */
+const char *mr_batch_entry(const mr_batch_t *b, size_t i, size_t *len);
+/* Durably append the batch, then store the signed head that covers it (a
+ * checkpoint note, or a chunk TFM with tfm set); then publish both (and
+ * the names) under the lock. */
+int mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
+    const char *head, size_t headlen, int tfm, sk_err_t *err) SK_WUR;
+/* Stored entry sn as text (malloc()ed); call without the lock. */
+int mr_store_read(mr_mirror_t *m, mr_tl_t *t, char **out, size_t *len,
+    uint64_t sn, sk_err_t *err) SK_WUR;
+/* Checked stamp of one fetched or stored entry: parse, TID, SN, timeline
+ * signature. */
+int mr_store_check_entry(sk_entry_t **e, const mr_tl_t *t, const char *buf,
+    size_t len, uint64_t sn, int64_t *ts, sk_err_t *err) SK_WUR;
+/* Length of the entry at p (up to its blank line), 0 if none whole. */
+size_t mr_entry_len(const char *p, size_t len);
+/* The "Timestamp <t>" extension line of a checkpoint, or 0. */
+int64_t mr_store_cp_ts(const sk_checkpoint_t *cp);
+/* Record renegation: evidence file (the first stays), Corrupt state. */
+int mr_store_evidence(mr_mirror_t *m, mr_tl_t *t, const char *evidence,
+    size_t len, sk_err_t *err) SK_WUR;
+/* The stored evidence (malloc()ed), SK_ERR_NOT_FOUND if none. */
+int mr_store_read_evidence(const mr_tl_t *t, char **out, size_t *len,
+    sk_err_t *err) SK_WUR;
+
+/* mr_roots.c, under the lock: the timeline's own root-CA history, so a
+ * Bind's evidence is checked against the roots trusted at its SN. */
+int mr_roots_note(mr_tl_t *t, const sk_entry_t *e, uint64_t sn,
+    sk_err_t *err) SK_WUR;
+void mr_roots_rewind(mr_tl_t *t, uint64_t size);
+void mr_roots_free(mr_tl_t *t);
+/* 0 if the Bind or Rebind e at SN sn is backed (SK-Signature by its Key,
+ * chain valid at its Timestamp to a root trusted before sn); -1 with the
+ * reason, SK_ERR_UNAVAILABLE if the history does not reach sn. */
+int mr_roots_check_bind(mr_tl_t *t, const sk_entry_t *e, uint64_t sn,
+    int64_t ts, sk_err_t *err) SK_WUR;
+
+/* mr_check.c: per-name consistency of Unbind and Change-Services. */
+typedef struct {
+    char      *name;
+    char      *key;             /* Key of the newest Bind/Rebind, or NULL */
+    char      *rebinders;       /* its Rebinder-Names, or NULL */
+    int        bound;           /* no Unbind after it */
+} mr_pstate_t;
+
+/* Names touched by entries accepted this round, not yet stored. */
+typedef struct {
+    mr_pstate_t  *slot;         /* open addressing, power-of-2 slots */
+    size_t        n, nslots;
+} mr_pending_t;
+
+int mr_pending_note(mr_pending_t *p, const sk_entry_t *e, sk_err_t *err)
+    SK_WUR;
+void mr_pending_free(mr_pending_t *p);
+/* The draft's per-type rules against the names' state on t before SN
+ * sn: a Bind needs no earlier Bind or Rebind of its name; an Unbind or a
+ * Change-Services the name bound and an SK-Signature by its SK in force;
+ * a Rebind the name unbound after a record that lists the Rebinder-Name,
+ * that rebinder bound, and a Rebinder-Signature by its SK.  0 if e keeps
+ * them (or is of another type); SK_ERR_UNAVAILABLE or SK_ERR_NOMEM if
+ * the copy could not be read; any other code: e breaks them.  The state
+ * is p's (may be NULL), else the stored copy's.  Call without the lock. */
+int mr_check_update(mr_mirror_t *m, mr_tl_t *t, const sk_entry_t *e,
+    uint64_t sn, const mr_pending_t *p, sk_err_t *err) SK_WUR;
+
+/* mr_evidence.c: the contradicting signed statements (docs/protocol.md,
+ * "Renegation tracking"). */
+typedef struct {
+    mr_buf_t    buf;
+} mr_evidence_t;
+
+void mr_evidence_begin(mr_evidence_t *ev, const char *kind,
+    const char *reason);
+void mr_evidence_add(mr_evidence_t *ev, const char *type, const char *p,
+    size_t len);
+/* Check evidence about timeline t: its statements must verify with t's
+ * key and contradict each other as its kind says (an unbacked Bind
+ * against this copy's root history: SK_ERR_UNAVAILABLE while the copy
+ * does not reach its SN).  Takes the lock. */
+int mr_evidence_verify(mr_mirror_t *m, mr_tl_t *t, const char *text,
+    size_t len, const mr_pending_t *p, sk_err_t *err) SK_WUR;
+/* Verify ev (with p: the sync thread's entries not yet stored), store
+ * it, mark t Corrupt; frees ev's buffer. */
+void mr_evidence_renege(mr_mirror_t *m, mr_tl_t *t, mr_evidence_t *ev,
+    const mr_pending_t *p);
+
+/* mr_fetch.c: libcurl GETs. */
+typedef struct {
+    char    *body;
+    size_t   len;
+    long     status;            /* HTTP status; 0: no answer */
+} mr_resp_t;
+
+/* GET url; at most max bytes of body; -1 (SK_ERR_UNAVAILABLE) when there
+ * is no complete answer; any HTTP status is an answer. */
+int mr_fetch(mr_resp_t *r, void *curl, const char *url, size_t max,
+    uint64_t timeout_ms, sk_err_t *err) SK_WUR;
+
+/* mr_sync.c: the sync threads. */
+int mr_sync_start(mr_mirror_t *m, sk_err_t *err) SK_WUR;
+void mr_sync_stop(mr_mirror_t *m);
+/* Under the lock: timelines in Idle or Syncing. */
+size_t mr_sync_servable(const mr_mirror_t *m);
+/* Under the lock: change a timeline's state (logged, gen bumped). */
+void mr_sync_set_state(mr_mirror_t *m, mr_tl_t *t, mr_state_t s,
+    const char *reason);
+int64_t mr_now(void);
+
+/* mr_track.c: renegation tracking with peers. */
+/* Under the lock: the /reneged body and its hash (8 hex digits + NUL). */
+int mr_track_list(mr_mirror_t *m, char **out, size_t *len, char hash[9],
+    sk_err_t *err) SK_WUR;
+int mr_track_start(mr_mirror_t *m, sk_err_t *err) SK_WUR;
+void mr_track_stop(mr_mirror_t *m);
+
+/* mr_cache.c: answers shared through Redis (answer_cache); values are
+ * "SK-Mirror-Cache: <servable TIDs> <built>\n" + the signed answer. */
+int mr_cache_open(mr_mirror_t *m, sk_err_t *err) SK_WUR;
+/* 0 and a copy of the answer if one built for these servable timelines
+ * is younger than query_cache; -1 otherwise. */
+int mr_cache_get(mr_mirror_t *m, const char *name, const char *servable,
+    char **out, size_t *len);
+void mr_cache_put(mr_mirror_t *m, const char *name, const char *servable,
+    const char *answer, size_t len);
+void mr_cache_del(mr_mirror_t *m, const char *name);
+void mr_cache_close(mr_mirror_t *m);
+
+/* mr_query.c: answers. */
+/* 0 and a signed answer; -1 with SK_ERR_UNAVAILABLE (fewer than two
+ * servable timelines) or SK_ERR_FORMAT (bad name). */
+int mr_query_answer(mr_mirror_t *m, char **out, size_t *len,
+    const char *name, int64_t since, sk_err_t *err) SK_WUR;
+int mr_query_status(mr_mirror_t *m, char **out, size_t *len, sk_err_t *err)
+    SK_WUR;
+
+/* mr_http.c */
+struct MHD_Daemon;
+int mr_http_start(mr_mirror_t *m, struct MHD_Daemon **d, sk_err_t *err)
+    SK_WUR;
+
+void mr_log(const char *fmt, ...) SK_PRINTF(1, 2);
+
+#endif

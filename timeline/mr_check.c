@@ -1,0 +1,344 @@
+/*
+ * mr_check.c -- the per-name consistency of a timeline's entries (the
+ * draft's per-type rules, as sk-timeline applies them when it accepts an
+ * entry): one Bind per name and timeline; an Unbind or a Change-Services
+ * needs the name bound there and an SK-Signature by the SK in force (the
+ * Key of its newest Bind or Rebind); a Rebind needs the name unbound, its
+ * Rebinder-Name listed by the revoked record and bound, and a
+ * Rebinder-Signature by that name's SK.  The state comes from the entries
+ * of this round not yet
+ * stored (mr_pending_t), else from the stored copy through the name
+ * index.  A timeline that signs an update breaking this has reneged.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mr.h"
+
+
+static size_t
+mr_pending_slot(const mr_pending_t *p, const char *name)
+{
+    uint64_t  h = 1469598103934665603ULL;
+    size_t    i;
+
+    for (i = 0; name[i] != '\0'; i++) {
+        h = (h ^ (unsigned char) name[i]) * 1099511628211ULL;
+    }
+    i = (size_t) h & (p->nslots - 1);
+    while (p->slot[i].name != NULL && strcmp(p->slot[i].name, name) != 0) {
+        i = (i + 1) & (p->nslots - 1);
+    }
+    return i;
+}
+
+
+static int
+mr_pending_grow(mr_pending_t *p)
+{
+    mr_pending_t  np;
+    size_t        i, j;
+
+    np.nslots = p->nslots ? p->nslots * 2 : 256;
+    np.n = p->n;
+    np.slot = calloc(np.nslots, sizeof(*np.slot));
+    if (np.slot == NULL) {
+        return -1;
+    }
+    for (i = 0; i < p->nslots; i++) {
+        if (p->slot[i].name != NULL) {
+            j = mr_pending_slot(&np, p->slot[i].name);
+            np.slot[j] = p->slot[i];
+        }
+    }
+    free(p->slot);
+    *p = np;
+    return 0;
+}
+
+
+static int
+mr_strdup_or_null(char **out, const char *s)
+{
+    *out = s != NULL ? strdup(s) : NULL;
+    return s != NULL && *out == NULL ? -1 : 0;
+}
+
+
+/* Note what entry e (just accepted) does to its name. */
+int
+mr_pending_note(mr_pending_t *p, const sk_entry_t *e, sk_err_t *err)
+{
+    sk_entry_type_t  ty = sk_entry_type(e);
+    const char      *name = sk_entry_name(e);
+    mr_pstate_t     *ps;
+    char            *k, *rb;
+    size_t           i;
+
+    if (name == NULL || ty == SK_ENTRY_CHANGE_SERVICES) {
+        return 0;
+    }
+    if ((p->n + 1) * 2 > p->nslots && mr_pending_grow(p) != 0) {
+        return sk_err_set(err, SK_ERR_NOMEM, "pending names");
+    }
+    i = mr_pending_slot(p, name);
+    ps = &p->slot[i];
+    if (ps->name == NULL) {
+        ps->name = strdup(name);
+        if (ps->name == NULL) {
+            return sk_err_set(err, SK_ERR_NOMEM, "pending names");
+        }
+        p->n++;
+    }
+    if (ty == SK_ENTRY_UNBIND) {
+        ps->bound = 0;
+        return 0;
+    }
+    if (mr_strdup_or_null(&k, sk_entry_get(e, "Key")) != 0
+        || mr_strdup_or_null(&rb, sk_entry_get(e, "Rebinder-Names")) != 0)
+    {
+        free(k);
+        return sk_err_set(err, SK_ERR_NOMEM, "pending names");
+    }
+    free(ps->key);
+    free(ps->rebinders);
+    ps->key = k;
+    ps->rebinders = rb;
+    ps->bound = 1;
+    return 0;
+}
+
+
+void
+mr_pending_free(mr_pending_t *p)
+{
+    size_t  i;
+
+    for (i = 0; i < p->nslots; i++) {
+        free(p->slot[i].name);
+        free(p->slot[i].key);
+        free(p->slot[i].rebinders);
+    }
+    free(p->slot);
+    memset(p, 0, sizeof(*p));
+}
+
+
+/* The name's state on t before SN sn from the stored copy (st->name NULL
+ * if the name has no Bind, Rebind or Unbind there). */
+static int
+mr_check_stored(mr_mirror_t *m, mr_tl_t *t, const char *name, uint64_t sn,
+    mr_pstate_t *st, sk_err_t *err)
+{
+    const mr_name_t  *n;
+    sk_entry_t       *e;
+    uint64_t         *sns = NULL;
+    size_t            i, cnt = 0, len;
+    char             *text;
+    int               rc = 0, unbound = 0;
+
+    memset(st, 0, sizeof(*st));
+    pthread_mutex_lock(&m->lock);
+    n = mr_names_find(m, name);
+    if (n != NULL && (sns = malloc(n->nrefs * sizeof(*sns) + 1)) != NULL) {
+        for (i = 0; i < n->nrefs; i++) {
+            if (n->refs[i].tl == t->index && n->refs[i].sn < sn) {
+                sns[cnt++] = n->refs[i].sn;
+            }
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (n != NULL && sns == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "name state");
+    }
+    /* Newest first (one timeline's refs are in SN order), back to the
+     * newest Bind or Rebind. */
+    while (cnt > 0 && st->key == NULL && rc == 0) {
+        rc = mr_store_read(m, t, &text, &len, sns[--cnt], err);
+        if (rc != 0) {
+            break;
+        }
+        rc = sk_entry_parse(&e, text, len, err);
+        free(text);
+        if (rc != 0) {
+            break;
+        }
+        switch (sk_entry_type(e)) {
+        case SK_ENTRY_UNBIND:
+            unbound = 1;
+            st->name = (char *) name;
+            break;
+        case SK_ENTRY_BIND:
+        case SK_ENTRY_REBIND:
+            st->name = (char *) name;
+            st->bound = !unbound;
+            if (mr_strdup_or_null(&st->key, sk_entry_get(e, "Key")) != 0
+                || mr_strdup_or_null(&st->rebinders,
+                       sk_entry_get(e, "Rebinder-Names")) != 0)
+            {
+                rc = sk_err_set(err, SK_ERR_NOMEM, "name state");
+            }
+            break;
+        default:
+            break;
+        }
+        sk_entry_free(e);
+    }
+    free(sns);
+    return rc;
+}
+
+
+/* The state of name before sn: pending (this round) first. */
+static int
+mr_check_state(mr_mirror_t *m, mr_tl_t *t, const char *name, uint64_t sn,
+    const mr_pending_t *p, mr_pstate_t *st, sk_err_t *err)
+{
+    const mr_pstate_t  *ps;
+    sk_err_t            why;
+
+    if (p != NULL && p->nslots > 0) {
+        ps = &p->slot[mr_pending_slot(p, name)];
+        if (ps->name != NULL && ps->key == NULL) {
+            /* Only an Unbind this round: the record is in the copy. */
+            if (mr_check_stored(m, t, name, sn, st, &why) != 0) {
+                free(st->key);
+                free(st->rebinders);
+                return sk_err_set(err, SK_ERR_UNAVAILABLE, "%s", why.msg);
+            }
+            st->name = ps->name;
+            st->bound = 0;
+            return 0;
+        }
+        if (ps->name != NULL) {
+            memset(st, 0, sizeof(*st));
+            st->name = ps->name;
+            st->bound = ps->bound;
+            if (mr_strdup_or_null(&st->key, ps->key) != 0
+                || mr_strdup_or_null(&st->rebinders, ps->rebinders) != 0)
+            {
+                free(st->key);
+                return sk_err_set(err, SK_ERR_NOMEM, "name state");
+            }
+            return 0;
+        }
+    }
+    if (mr_check_stored(m, t, name, sn, st, &why) != 0) {
+        free(st->key);
+        free(st->rebinders);
+        return sk_err_set(err, SK_ERR_UNAVAILABLE, "%s", why.msg);
+    }
+    return 0;
+}
+
+
+/* Field which of e signed by the SK whose Key is key. */
+static int
+mr_check_sig(const sk_entry_t *e, sk_sig_field_t which, const char *key,
+    sk_err_t *err)
+{
+    unsigned char  *der;
+    sk_key_t       *k;
+    size_t          len;
+    int             rc;
+
+    if (sk_b64_decode(&der, &len, key, strlen(key), err) != 0) {
+        return -1;
+    }
+    rc = sk_key_from_spki(&k, der, len, err);
+    free(der);
+    if (rc != 0) {
+        return -1;
+    }
+    rc = sk_entry_verify(e, which, k, err);
+    sk_key_free(k);
+    return rc;
+}
+
+
+static int
+mr_check_listed(const char *list, const char *name)
+{
+    size_t       nlen = strlen(name);
+    const char  *p = list;
+
+    while (p != NULL && (p = strstr(p, name)) != NULL) {
+        if ((p == list || p[-1] == ',') && (p[nlen] == ',' || p[nlen] == 0)) {
+            return 1;
+        }
+        p += nlen;
+    }
+    return 0;
+}
+
+
+static int
+mr_check_rebind(mr_mirror_t *m, mr_tl_t *t, const sk_entry_t *e,
+    uint64_t sn, const mr_pending_t *p, const mr_pstate_t *st,
+    sk_err_t *err)
+{
+    const char   *rb = sk_entry_get(e, "Rebinder-Name");
+    mr_pstate_t   r;
+    int           rc;
+
+    if (st->name == NULL || st->bound) {
+        return sk_err_set(err, SK_ERR_FORMAT, "rebind: the newest entry for "
+            "%s is not an Unbind", sk_entry_name(e));
+    }
+    if (rb == NULL || !mr_check_listed(st->rebinders, rb)) {
+        return sk_err_set(err, SK_ERR_PERM, "rebind: %s is not among the "
+            "rebinders of %s", rb != NULL ? rb : "?", sk_entry_name(e));
+    }
+    if (mr_check_state(m, t, rb, sn, p, &r, err) != 0) {
+        return -1;
+    }
+    if (!r.bound || r.key == NULL) {
+        rc = sk_err_set(err, SK_ERR_NOT_FOUND, "rebind: rebinder %s is not "
+            "bound", rb);
+    } else {
+        rc = mr_check_sig(e, SK_SIG_REBINDER, r.key, err);
+        if (rc != 0) {
+            sk_err_prefix(err, "rebind: Rebinder-Signature by %s", rb);
+        }
+    }
+    free(r.key);
+    free(r.rebinders);
+    return rc;
+}
+
+
+int
+mr_check_update(mr_mirror_t *m, mr_tl_t *t, const sk_entry_t *e,
+    uint64_t sn, const mr_pending_t *p, sk_err_t *err)
+{
+    sk_entry_type_t  ty = sk_entry_type(e);
+    const char      *name = sk_entry_name(e);
+    mr_pstate_t      st;
+    int              rc = 0;
+
+    if (ty != SK_ENTRY_BIND && ty != SK_ENTRY_REBIND && ty != SK_ENTRY_UNBIND
+        && ty != SK_ENTRY_CHANGE_SERVICES)
+    {
+        return 0;
+    }
+    if (mr_check_state(m, t, name, sn, p, &st, err) != 0) {
+        return -1;
+    }
+    if (ty == SK_ENTRY_BIND) {
+        if (st.key != NULL) {
+            rc = sk_err_set(err, SK_ERR_EXISTS, "bind: %s already has a "
+                "Bind on this timeline", name);
+        }
+    } else if (ty == SK_ENTRY_REBIND) {
+        rc = mr_check_rebind(m, t, e, sn, p, &st, err);
+    } else if (!st.bound || st.key == NULL) {
+        rc = sk_err_set(err, SK_ERR_NOT_FOUND, "%s is not bound on this "
+            "timeline", name);
+    } else if (mr_check_sig(e, SK_SIG_SK, st.key, err) != 0) {
+        rc = sk_err_prefix(err, "SK-Signature by the SK in force");
+    }
+    free(st.key);
+    free(st.rebinders);
+    return rc;
+}

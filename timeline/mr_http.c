@@ -1,0 +1,188 @@
+/*
+ * mr_http.c -- sk-mirror's HTTP front (libmicrohttpd, a pool of polling
+ * threads):
+ *
+ *   GET /query/<name>[?since=T]   signed answer (docs/protocol.md), 503
+ *                                 with fewer than two servable timelines
+ *   GET /status                   JSON: each timeline's state and reason
+ *   GET /reneged                  reneged TIDs, one a line
+ *   GET /reneged/<tid>            that timeline's evidence
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+
+#include <sk/addr.h>
+#include <sk/httpd.h>
+
+#include "mr.h"
+
+#define MR_HTTP_TIMEOUT  30     /* seconds of an idle connection */
+
+
+static int
+mr_http_u64(uint64_t *out, const char *s)
+{
+    char  *end;
+
+    if (s == NULL || *s < '0' || *s > '9' || (s[0] == '0' && s[1] != '\0')
+        || strlen(s) > 19)
+    {
+        return -1;
+    }
+    *out = strtoull(s, &end, 10);
+    return *end == '\0' && *out <= INT64_MAX ? 0 : -1;
+}
+
+
+static enum MHD_Result
+mr_http_query(struct MHD_Connection *c, mr_mirror_t *m, const char *name)
+{
+    const char  *since_s;
+    uint64_t     since = 0;
+    sk_err_t     err;
+    size_t       len;
+    char        *out;
+
+    since_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "since");
+    if (since_s != NULL && mr_http_u64(&since, since_s) != 0) {
+        return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
+            "query: since \"%.40s\" is not a POSIX time\n", since_s);
+    }
+    if (mr_query_answer(m, &out, &len, name, (int64_t) since, &err) != 0) {
+        if (err.code == SK_ERR_UNAVAILABLE) {
+            return sk_httpd_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+                "query: %s\n", err.msg);
+        }
+        if (err.code == SK_ERR_FORMAT) {
+            return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST, "query: %s\n",
+                err.msg);
+        }
+        mr_log("query %s: %s", name, err.msg);
+        return sk_httpd_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "query: %s\n",
+            err.msg);
+    }
+    return sk_httpd_reply(c, MHD_HTTP_OK, out, len, "text/plain");
+}
+
+
+static enum MHD_Result
+mr_http_reneged(struct MHD_Connection *c, mr_mirror_t *m, const char *rest)
+{
+    uint64_t  tid;
+    sk_err_t  err;
+    size_t    len, i;
+    char     *out, hash[9];
+    int       rc;
+
+    if (*rest == '\0') {
+        pthread_mutex_lock(&m->lock);
+        rc = mr_track_list(m, &out, &len, hash, &err);
+        pthread_mutex_unlock(&m->lock);
+        if (rc != 0) {
+            return sk_httpd_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "%s\n",
+                err.msg);
+        }
+        return sk_httpd_reply(c, MHD_HTTP_OK, out, len, "text/plain");
+    }
+    if (*rest != '/' || mr_http_u64(&tid, rest + 1) != 0) {
+        return sk_httpd_text(c, MHD_HTTP_NOT_FOUND, "no such resource\n");
+    }
+    for (i = 0; i < m->ntl; i++) {
+        if (m->tl[i].conf->tid == tid) {
+            break;
+        }
+    }
+    if (i == m->ntl) {
+        return sk_httpd_text(c, MHD_HTTP_NOT_FOUND,
+            "reneged: timeline %" PRIu64 " is not mirrored here\n", tid);
+    }
+    pthread_mutex_lock(&m->lock);
+    rc = m->tl[i].state == MR_CORRUPT;
+    pthread_mutex_unlock(&m->lock);
+    if (!rc) {
+        return sk_httpd_text(c, MHD_HTTP_NOT_FOUND,
+            "reneged: timeline %" PRIu64 " has not reneged\n", tid);
+    }
+    if (mr_store_read_evidence(&m->tl[i], &out, &len, &err) != 0) {
+        return sk_httpd_text(c, err.code == SK_ERR_NOT_FOUND
+            ? MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR, "%s\n",
+            err.msg);
+    }
+    return sk_httpd_reply(c, MHD_HTTP_OK, out, len, "text/plain");
+}
+
+
+static enum MHD_Result
+mr_http_handler(void *cls, struct MHD_Connection *c, const char *url,
+    const char *method, const char *version, const char *data, size_t *size,
+    void **con_cls)
+{
+    mr_mirror_t  *m = cls;
+    sk_err_t      err;
+    size_t        len;
+    char         *out;
+
+    static int    first;
+
+    (void) version;
+    (void) data;
+    /* Answer on the second call, once the whole request is in: an answer
+     * queued earlier makes libmicrohttpd close the connection. */
+    if (*con_cls == NULL) {
+        *con_cls = &first;
+        return MHD_YES;
+    }
+    if (*size != 0) {
+        *size = 0;              /* a body on a GET: ignored */
+        return MHD_YES;
+    }
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0
+        && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+    {
+        return sk_httpd_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET\n");
+    }
+    if (strncmp(url, "/query/", 7) == 0) {
+        return mr_http_query(c, m, url + 7);
+    }
+    if (strcmp(url, "/status") == 0) {
+        if (mr_query_status(m, &out, &len, &err) != 0) {
+            return sk_httpd_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "%s\n",
+                err.msg);
+        }
+        return sk_httpd_reply(c, MHD_HTTP_OK, out, len, "application/json");
+    }
+    if (strncmp(url, "/reneged", 8) == 0) {
+        return mr_http_reneged(c, m, url + 8);
+    }
+    return sk_httpd_text(c, MHD_HTTP_NOT_FOUND, "no such resource\n");
+}
+
+
+int
+mr_http_start(mr_mirror_t *m, struct MHD_Daemon **d, sk_err_t *err)
+{
+    struct sockaddr_storage  ss;
+    unsigned                 v6;
+
+    if (sk_addr_parse(&ss, m->conf.listen, err) != 0) {
+        return -1;
+    }
+    /* A pool of epoll threads: answers are short and never block. */
+    v6 = ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0;
+    *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL
+            | MHD_USE_ERROR_LOG | v6, 0, NULL, NULL, mr_http_handler, m,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &ss,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned) m->conf.threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned) m->conf.connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) MR_HTTP_TIMEOUT,
+        MHD_OPTION_END);
+    if (*d == NULL) {
+        return sk_err_set(err, SK_ERR_SYSTEM, "listen %s: cannot start "
+            "the HTTP server (address in use?)", m->conf.listen);
+    }
+    return 0;
+}

@@ -1,0 +1,177 @@
+/*
+ * mr_main.c -- sk-mirror: flags, key, copies, sync threads, HTTP, signals.
+ *
+ *   sk-mirror -c FILE        run in the foreground until SIGTERM/SIGINT
+ *   sk-mirror -n -c FILE     check the configuration and exit
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+
+#include <curl/curl.h>
+#include <microhttpd.h>
+
+#include <sk/daemon.h>
+#include <sk/keyfile.h>
+
+#include "mr.h"
+
+
+void
+mr_log(const char *fmt, ...)
+{
+    va_list  ap;
+    char     msg[1024];
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s: %s\n", MR_PROG, msg);
+}
+
+
+static int
+mr_usage(void)
+{
+    fprintf(stderr, "usage: %s [-n] -c FILE\n", MR_PROG);
+    return EX_USAGE;
+}
+
+
+static int
+mr_main_key(mr_mirror_t *m, sk_err_t *err)
+{
+    char  pub[4096], fp[SK_FINGERPRINT_SIZE];
+    int   created;
+
+    snprintf(pub, sizeof(pub), "%s/%s", m->conf.data_dir, MR_PUB_FILE);
+    if (sk_keyfile_open(&m->key, &created, m->conf.key_file, pub, err) != 0)
+    {
+        return -1;
+    }
+    sk_key_fingerprint(fp, m->key);
+    mr_log("%s: %s mirror key %s", m->conf.key_file, created ? "new" : "",
+        fp);
+    return 0;
+}
+
+
+/* Open every copy; order[] by ascending TID. */
+static int
+mr_main_open(mr_mirror_t *m, sk_err_t *err)
+{
+    size_t    i, j;
+    uint32_t  x;
+
+    if (mkdir(m->conf.data_dir, 0755) != 0 && errno != EEXIST) {
+        return sk_err_sys(err, "%s: mkdir", m->conf.data_dir);
+    }
+    m->ntl = m->conf.ntl;
+    for (i = 0; i < m->ntl; i++) {
+        m->tl[i].conf = &m->conf.tl[i];
+        m->tl[i].index = (uint32_t) i;
+        m->tl[i].fd = -1;
+        m->order[i] = (uint32_t) i;
+        if (mr_store_open(m, &m->tl[i], err) != 0) {
+            return sk_err_prefix(err, "timeline %" PRIu64,
+                m->conf.tl[i].tid);
+        }
+        mr_log("timeline %" PRIu64 ": %" PRIu64 " entries, checkpoint of %"
+            PRIu64 "%s", m->conf.tl[i].tid, m->tl[i].size,
+            m->tl[i].cpv.size,
+            m->tl[i].state == MR_CORRUPT ? ", reneged" : "");
+    }
+    for (i = 1; i < m->ntl; i++) {
+        for (j = i; j > 0 && m->conf.tl[m->order[j - 1]].tid
+                             > m->conf.tl[m->order[j]].tid; j--)
+        {
+            x = m->order[j];
+            m->order[j] = m->order[j - 1];
+            m->order[j - 1] = x;
+        }
+    }
+    return 0;
+}
+
+
+static int
+mr_main_run(mr_mirror_t *m)
+{
+    struct MHD_Daemon  *d = NULL;
+    sk_err_t            err;
+    sigset_t            set;
+    int                 rc = EX_OK;
+
+    sk_daemon_block(&set);
+
+    if (mr_main_open(m, &err) != 0 || mr_main_key(m, &err) != 0
+        || mr_cache_open(m, &err) != 0)
+    {
+        mr_log("%s", err.msg);
+        return EX_CONFIG;
+    }
+    if (mr_http_start(m, &d, &err) != 0 || mr_sync_start(m, &err) != 0
+        || mr_track_start(m, &err) != 0)
+    {
+        mr_log("%s", err.msg);
+        rc = EX_UNAVAILABLE;
+    } else {
+        mr_log("mirroring %zu timelines, listening on %s", m->ntl,
+            m->conf.listen);
+        mr_log("signal %d: stopping", sk_daemon_wait(&set));
+    }
+    if (d != NULL) {
+        MHD_stop_daemon(d);
+    }
+    mr_sync_stop(m);
+    mr_track_stop(m);
+    return rc;
+}
+
+
+int
+main(int argc, char **argv)
+{
+    static mr_mirror_t  m;
+    const char         *conf = NULL;
+    sk_err_t            err;
+    size_t              i;
+    int                 check, rc;
+
+    if (sk_daemon_args(argc, argv, &conf, &check) != 0) {
+        return mr_usage();
+    }
+    pthread_mutex_init(&m.lock, NULL);
+    pthread_mutex_init(&m.rlock, NULL);
+    pthread_cond_init(&m.wake, NULL);
+    if (mr_conf_load(&m.conf, conf, &err) != 0) {
+        fprintf(stderr, "%s: configuration error: %s\n", MR_PROG, err.msg);
+        return EX_CONFIG;
+    }
+    if (check) {
+        printf("%s: %s: configuration ok\n", MR_PROG, conf);
+        mr_conf_free(&m.conf);
+        return EX_OK;
+    }
+    if (m.conf.ntl < 2) {
+        mr_log("%s: only %zu timeline configured: answers need two", conf,
+            m.conf.ntl);
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    rc = mr_main_run(&m);
+    for (i = 0; i < m.ntl; i++) {
+        mr_store_close(&m.tl[i]);
+    }
+    mr_names_free(&m);
+    mr_cache_close(&m);
+    sk_key_free(m.key);
+    mr_conf_free(&m.conf);
+    curl_global_cleanup();
+    return rc;
+}

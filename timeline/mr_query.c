@@ -1,0 +1,285 @@
+/*
+ * mr_query.c -- signed answers to name queries, and the mirror's status.
+ * The answer's layout is specified in docs/protocol.md, "Mirror answers";
+ * change both together.
+ *
+ * An answer is built under the mirror's lock (entry texts, proofs and
+ * checkpoints of one moment) and signed outside it.  It is cached on the
+ * name for query_cache seconds; a new entry for the name drops it at once
+ * (mr_names_add), and so does any change in which timelines are servable
+ * (mr_mirror_t.gen).  With answer_cache, answers for since=0 live in
+ * Redis instead (mr_cache.c), shared by front-ends with the same key.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mr.h"
+
+
+/* One timeline's block of the answer. */
+static int
+mr_query_timeline(mr_buf_t *b, mr_tl_t *t,
+    const mr_name_t *n, int64_t since, sk_err_t *err)
+{
+    sk_merkle_proof_t  proof;
+    const mr_ref_t    *r;
+    ssize_t            got;
+    size_t             i, cnt = 0, plen, elen;
+    char              *ptext, *text;
+    int                serve;
+
+    serve = (t->state == MR_IDLE || t->state == MR_SYNCING) && t->cp != NULL;
+    mr_buf_printf(b, "Timeline: %" PRIu64 " %s\nCheckpoint: %zu\n",
+        t->conf->tid, mr_state_name(t->state), serve ? t->cplen : 0);
+    if (!serve) {
+        mr_buf_add(b, "Entries: 0\n", 11);
+        return 0;
+    }
+    mr_buf_add(b, t->cp, t->cplen);
+    for (i = 0; n != NULL && i < n->nrefs; i++) {
+        cnt += n->refs[i].tl == t->index && n->refs[i].sn < t->cpv.size
+            && t->ts[n->refs[i].sn] >= since;
+    }
+    mr_buf_printf(b, "Entries: %zu\n", cnt);
+    for (i = 0; n != NULL && i < n->nrefs; i++) {
+        r = &n->refs[i];
+        if (r->tl != t->index || r->sn >= t->cpv.size || t->ts[r->sn] < since)
+        {
+            continue;
+        }
+        elen = (size_t) (t->off[r->sn + 1] - t->off[r->sn]);
+        mr_buf_printf(b, "Entry: %" PRIu64 " %zu\n", r->sn, elen);
+        text = malloc(elen);
+        if (text == NULL) {
+            return sk_err_set(err, SK_ERR_NOMEM, "answer");
+        }
+        got = pread(t->fd, text, elen, t->off[r->sn]);
+        if (got < 0 || (size_t) got != elen) {
+            free(text);
+            return sk_err_sys(err, "%s/entries: read SN %" PRIu64, t->dir,
+                r->sn);
+        }
+        mr_buf_add(b, text, elen);
+        free(text);
+        if (sk_merkle_tree_inclusion(&proof, t->tree, r->sn, t->cpv.size,
+                err) != 0
+            || sk_merkle_proof_format(&ptext, &plen, &proof, err) != 0)
+        {
+            return -1;
+        }
+        mr_buf_printf(b, "Proof: %zu\n", proof.len);
+        mr_buf_add(b, ptext, plen);
+        free(ptext);
+    }
+    return 0;
+}
+
+
+/* The unsigned body, under the lock. */
+static int
+mr_query_body(mr_mirror_t *m, mr_buf_t *b, const char *name, int64_t since,
+    sk_err_t *err)
+{
+    mr_name_t  *n = mr_names_find(m, name);
+    size_t      i, hlen;
+    char        hash[9], *list;
+
+    if (mr_track_list(m, &list, &hlen, hash, err) != 0) {
+        return -1;
+    }
+    free(list);
+    mr_buf_printf(b, "SK-Mirror-Answer: 1\nName: %s\nSince: %" PRId64
+        "\nTimestamp: %" PRId64 "\nReneged-Hash: %s\nTimelines: %zu\n", name,
+        since, mr_now(), hash, m->ntl);
+    for (i = 0; i < m->ntl; i++) {
+        if (mr_query_timeline(b, &m->tl[m->order[i]], n, since, err)
+            != 0)
+        {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
+static int
+mr_query_sign(mr_mirror_t *m, mr_buf_t *b, sk_err_t *err)
+{
+    unsigned char  *sig;
+    size_t          siglen;
+    char           *s;
+
+    if (b->failed) {
+        return sk_err_set(err, SK_ERR_NOMEM, "answer");
+    }
+    if (sk_key_sign(&sig, &siglen, m->key, (unsigned char *) b->p, b->len,
+            err) != 0)
+    {
+        return -1;
+    }
+    s = sk_b64_encode_alloc(sig, siglen);
+    free(sig);
+    if (s == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "answer signature");
+    }
+    mr_buf_printf(b, "Signature: %s\n", s);
+    free(s);
+    return 0;
+}
+
+
+static int
+mr_query_copy(char **out, size_t *len, const char *p, size_t n,
+    sk_err_t *err)
+{
+    *out = malloc(n + 1);
+    if (*out == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "answer");
+    }
+    memcpy(*out, p, n);
+    (*out)[n] = '\0';
+    *len = n;
+    return 0;
+}
+
+
+/* Under the lock: the servable TIDs, "7,9" (ascending). */
+static void
+mr_query_servable(const mr_mirror_t *m, char *out, size_t cap)
+{
+    const mr_tl_t  *t;
+    size_t          i, n = 0;
+
+    out[0] = '\0';
+    for (i = 0; i < m->ntl; i++) {
+        t = &m->tl[m->order[i]];
+        if (t->state == MR_IDLE || t->state == MR_SYNCING) {
+            n += (size_t) snprintf(out + n, cap - n, "%s%" PRIu64,
+                n ? "," : "", t->conf->tid);
+        }
+    }
+}
+
+
+int
+mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
+    int64_t since, sk_err_t *err)
+{
+    mr_name_t  *n;
+    mr_buf_t    b = { 0 };
+    uint64_t    gen;
+    size_t      servable, nrefs;
+    int64_t     now = mr_now();
+    char        fp[MR_MAX_TIMELINES * 21 + 1];
+    int         rc, shared;
+
+    if (sk_name_check(name, strlen(name), err) != 0) {
+        return -1;
+    }
+    shared = m->rcache != NULL && since == 0 && m->conf.query_cache > 0;
+    pthread_mutex_lock(&m->lock);
+    servable = mr_sync_servable(m);
+    if (servable < 2) {
+        pthread_mutex_unlock(&m->lock);
+        return sk_err_set(err, SK_ERR_UNAVAILABLE, "%zu of %zu timelines "
+            "are servable (Idle or Syncing); answers need 2", servable,
+            m->ntl);
+    }
+    n = mr_names_find(m, name);
+    if (m->rcache == NULL && n != NULL && n->ans != NULL
+        && n->ans_since == since && n->ans_gen == m->gen
+        && now - n->ans_at < (int64_t) m->conf.query_cache)
+    {
+        m->cache_hits++;
+        rc = mr_query_copy(out, len, n->ans, n->anslen, err);
+        pthread_mutex_unlock(&m->lock);
+        return rc;
+    }
+    mr_query_servable(m, fp, sizeof(fp));
+    pthread_mutex_unlock(&m->lock);
+    if (shared && mr_cache_get(m, name, fp, out, len) == 0) {
+        pthread_mutex_lock(&m->lock);
+        m->cache_hits++;
+        pthread_mutex_unlock(&m->lock);
+        return 0;
+    }
+    pthread_mutex_lock(&m->lock);
+    m->cache_misses++;
+    gen = m->gen;
+    n = mr_names_find(m, name);
+    nrefs = n != NULL ? n->nrefs : 0;
+    rc = mr_query_body(m, &b, name, since, err);
+    pthread_mutex_unlock(&m->lock);
+    if (rc != 0 || mr_query_sign(m, &b, err) != 0) {
+        free(b.p);
+        return -1;
+    }
+    if (mr_buf_finish(&b, out, len, err) != 0) {
+        return -1;
+    }
+    if (m->conf.query_cache == 0 || (m->rcache != NULL && !shared)) {
+        return 0;
+    }
+    pthread_mutex_lock(&m->lock);
+    n = mr_names_find(m, name);
+    /* Not if an entry for the name (or a state change) came in meanwhile:
+     * the sync thread drops the shared copy only after its commit. */
+    if ((n != NULL ? n->nrefs : 0) == nrefs && m->gen == gen) {
+        if (shared) {
+            mr_cache_put(m, name, fp, *out, *len);
+        } else if (n != NULL) {
+            free(n->ans);
+            n->ans = NULL;
+            if (mr_query_copy(&n->ans, &n->anslen, *out, *len, NULL) == 0) {
+                n->ans_at = now;
+                n->ans_since = since;
+                n->ans_gen = gen;
+            }
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return 0;
+}
+
+
+int
+mr_query_status(mr_mirror_t *m, char **out, size_t *len, sk_err_t *err)
+{
+    mr_buf_t   b = { 0 };
+    mr_tl_t   *t;
+    size_t     i, hlen;
+    char       fp[SK_FINGERPRINT_SIZE], hash[9], *list;
+
+    sk_key_fingerprint(fp, m->key);
+    pthread_mutex_lock(&m->lock);
+    if (mr_track_list(m, &list, &hlen, hash, err) != 0) {
+        pthread_mutex_unlock(&m->lock);
+        return -1;
+    }
+    free(list);
+    mr_buf_printf(&b, "{\"mirror\":\"%s\",\"reneged_hash\":\"%s\","
+        "\"servable\":%zu,\"serving\":%s,\"cache\":{\"hits\":%" PRIu64
+        ",\"misses\":%" PRIu64 "},\"timelines\":[", fp, hash,
+        mr_sync_servable(m), mr_sync_servable(m) >= 2 ? "true" : "false",
+        m->cache_hits, m->cache_misses);
+    for (i = 0; i < m->ntl; i++) {
+        t = &m->tl[m->order[i]];
+        mr_buf_printf(&b, "%s{\"tid\":%" PRIu64 ",\"url\":", i ? "," : "",
+            t->conf->tid);
+        mr_buf_json_str(&b, t->conf->url);
+        mr_buf_printf(&b, ",\"state\":\"%s\",\"reason\":",
+            mr_state_name(t->state));
+        mr_buf_json_str(&b, t->reason);
+        mr_buf_printf(&b, ",\"entries\":%" PRIu64 ",\"checkpoint_size\":%"
+            PRIu64 ",\"checkpoint_timestamp\":%" PRId64 ",\"last_ok\":%"
+            PRId64 ",\"failures\":%" PRIu64 ",\"rounds\":%" PRIu64 "}",
+            t->size, t->cpv.size, t->cp_ts, t->last_ok, t->failures,
+            t->rounds);
+    }
+    pthread_mutex_unlock(&m->lock);
+    mr_buf_add(&b, "]}\n", 3);
+    return mr_buf_finish(&b, out, len, err);
+}

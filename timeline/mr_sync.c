@@ -1,0 +1,889 @@
+/*
+ * mr_sync.c -- one thread per mirrored timeline: poll its checkpoint,
+ * fetch the new chunks, check every entry, store each chunk all or none,
+ * and move the timeline through the draft's states:
+ *
+ *   New --ok--> Idle <--ok-- Syncing      (Syncing while entries arrive)
+ *   any but Corrupt --no answer / bad answer--> Stuck, retried after
+ *       retry_min seconds, doubling up to retry_max
+ *   Stuck for defunct_after seconds --> Defunct (still retried)
+ *   Stuck / Defunct --ok--> Idle
+ *   contradicting signed statements --> Corrupt, for good
+ *
+ * A round: GET /checkpoint, verified with the timeline's key and origin.
+ * If it covers more than the copy: GET /chunks (first time) or
+ * /chunks/since/<newest SN>; each new chunk's signature is checked over
+ * the .bz2 bytes before it is unpacked (bad: Stuck); its entries must
+ * carry this TID, the next SNs, valid timeline signatures and
+ * non-decreasing timestamps, a Bind or Rebind a valid SK-Signature; its
+ * closing TFM must be signed, of size last + 1, with the root of all
+ * entries so far.  Entries the copy already holds must be byte for byte
+ * the stored ones.  Then the chunk is stored (fsync) and published.
+ * Entries durable on the timeline but not yet in a chunk (at most
+ * tail_max) come from /entry/<sn>.  Last, the checkpoint's root must be
+ * the root of the copy at its size; it is stored and becomes what answers
+ * carry.  Every contradiction between signed statements is renegation:
+ * the statements are kept as evidence and the timeline is Corrupt.
+ */
+#include <bzlib.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "mr.h"
+
+#define MR_LISTING_MAX  (4 * 1024 * 1024)
+
+/* What a round ended in. */
+typedef enum {
+    MR_ROUND_OK = 0,
+    MR_ROUND_PARTIAL,       /* progress, not caught up: again soon */
+    MR_ROUND_FAIL,          /* no or bad answer: Stuck */
+    MR_ROUND_RENEGED        /* evidence handed to mr_evidence_renege */
+} mr_round_t;
+
+/* One round's working state. */
+typedef struct {
+    mr_mirror_t  *m;
+    mr_tl_t      *t;
+    CURL         *curl;
+    sk_err_t     *err;
+    mr_batch_t    b;            /* checked, not stored */
+    mr_pending_t  pend;         /* what this round's entries did to names */
+    uint64_t      next;         /* SN expected next = t->size + b.n */
+    int64_t       last_ts;      /* timestamp of SN next - 1 */
+} mr_sync_t;
+
+
+int64_t
+mr_now(void)
+{
+    return (int64_t) time(NULL);
+}
+
+
+const char *
+mr_state_name(mr_state_t s)
+{
+    static const char  *names[] = { "New", "Idle", "Syncing", "Stuck",
+        "Defunct", "Corrupt" };
+
+    return (unsigned) s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+
+static int
+mr_servable(mr_state_t s)
+{
+    return s == MR_IDLE || s == MR_SYNCING;
+}
+
+
+size_t
+mr_sync_servable(const mr_mirror_t *m)
+{
+    size_t  i, n = 0;
+
+    for (i = 0; i < m->ntl; i++) {
+        n += mr_servable(m->tl[i].state);
+    }
+    return n;
+}
+
+
+void
+mr_sync_set_state(mr_mirror_t *m, mr_tl_t *t, mr_state_t s,
+    const char *reason)
+{
+    if (t->state == MR_CORRUPT) {
+        return;
+    }
+    if (s != t->state) {
+        mr_log("timeline %" PRIu64 ": %s -> %s%s%s", t->conf->tid,
+            mr_state_name(t->state), mr_state_name(s),
+            reason != NULL && reason[0] ? ": " : "",
+            reason != NULL ? reason : "");
+        if (mr_servable(s) != mr_servable(t->state)) {
+            m->gen++;
+        }
+        t->state = s;
+    }
+    if (reason != t->reason) {
+        snprintf(t->reason, sizeof(t->reason), "%s", reason != NULL ? reason
+                                                                    : "");
+    }
+}
+
+
+/* GET the timeline's url + path. */
+static int
+mr_sync_get(mr_sync_t *s, mr_resp_t *r, const char *path, size_t max)
+{
+    char  url[4096];
+
+    snprintf(url, sizeof(url), "%s%s", s->t->conf->url, path);
+    return mr_fetch(r, s->curl, url, max, s->m->conf.fetch_timeout_ms,
+        s->err);
+}
+
+
+static int
+mr_sync_get200(mr_sync_t *s, mr_resp_t *r, const char *path, size_t max)
+{
+    if (mr_sync_get(s, r, path, max) != 0) {
+        return -1;
+    }
+    if (r->status != 200) {
+        free(r->body);
+        r->body = NULL;
+        return sk_err_set(s->err, SK_ERR_UNAVAILABLE, "GET %s: HTTP %ld",
+            path, r->status);
+    }
+    return 0;
+}
+
+
+/* Text of SN sn: stored, or in the batch (malloc()ed copy either way). */
+static int
+mr_sync_entry_text(mr_sync_t *s, char **out, size_t *len, uint64_t sn)
+{
+    const char  *p;
+
+    if (sn < s->t->size) {
+        return mr_store_read(s->m, s->t, out, len, sn, s->err);
+    }
+    p = mr_batch_entry(&s->b, (size_t) (sn - s->t->size), len);
+    *out = malloc(*len + 1);
+    if (*out == NULL) {
+        return sk_err_set(s->err, SK_ERR_NOMEM, "entry");
+    }
+    memcpy(*out, p, *len);
+    (*out)[*len] = '\0';
+    return 0;
+}
+
+
+static void
+mr_sync_ev_entry(mr_sync_t *s, mr_evidence_t *ev, uint64_t sn)
+{
+    char    *p;
+    size_t   len;
+
+    if (mr_sync_entry_text(s, &p, &len, sn) == 0) {
+        mr_evidence_add(ev, "entry", p, len);
+        free(p);
+    } else {
+        ev->buf.failed = 1;
+    }
+}
+
+
+static mr_round_t
+mr_sync_renege(mr_sync_t *s, mr_evidence_t *ev)
+{
+    mr_evidence_renege(s->m, s->t, ev, &s->pend);
+    return MR_ROUND_RENEGED;
+}
+
+
+/* A signed head whose root is not that of the signed entries below it. */
+static mr_round_t
+mr_sync_bad_root(mr_sync_t *s, const char *type, const char *head,
+    size_t len, uint64_t size)
+{
+    mr_evidence_t  ev;
+    uint64_t       sn;
+    char           reason[128];
+
+    snprintf(reason, sizeof(reason), "the %s of size %" PRIu64 " does not "
+        "have the root of the timeline's signed entries", type, size);
+    mr_evidence_begin(&ev, "checkpoint-root", reason);
+    mr_evidence_add(&ev, type, head, len);
+    for (sn = 0; sn < size && !ev.buf.failed; sn++) {
+        mr_sync_ev_entry(s, &ev, sn);
+    }
+    return mr_sync_renege(s, &ev);
+}
+
+
+/* Root of the first size leaves of the copy (with the batch). */
+static int
+mr_sync_root(mr_sync_t *s, sk_merkle_hash_t root, uint64_t size)
+{
+    int  rc;
+
+    if (size == 0) {
+        sk_merkle_empty_root(root);
+        return 0;
+    }
+    pthread_mutex_lock(&s->m->lock);
+    rc = sk_merkle_tree_root(root, s->t->tree, size, s->err);
+    pthread_mutex_unlock(&s->m->lock);
+    return rc;
+}
+
+
+/* A head's root and timestamp against the entries it covers. */
+static mr_round_t
+mr_sync_check_head(mr_sync_t *s, const char *type, const char *head,
+    size_t len, uint64_t size, const sk_merkle_hash_t want, int64_t ts)
+{
+    sk_merkle_hash_t  root;
+    mr_evidence_t     ev;
+    int64_t           newest;
+    char              reason[160];
+
+    if (mr_sync_root(s, root, size) != 0) {
+        return MR_ROUND_FAIL;
+    }
+    if (memcmp(root, want, sizeof(root)) != 0) {
+        return mr_sync_bad_root(s, type, head, len, size);
+    }
+    if (size == 0) {
+        return MR_ROUND_OK;
+    }
+    newest = size - 1 < s->t->size ? s->t->ts[size - 1]
+                                   : s->b.ts[size - 1 - s->t->size];
+    if (ts < newest) {
+        snprintf(reason, sizeof(reason), "the %s signed at %" PRId64
+            " covers SN %" PRIu64 " stamped %" PRId64, type, ts, size - 1,
+            newest);
+        mr_evidence_begin(&ev, "checkpoint-before-entry", reason);
+        mr_evidence_add(&ev, type, head, len);
+        mr_sync_ev_entry(s, &ev, size - 1);
+        return mr_sync_renege(s, &ev);
+    }
+    return MR_ROUND_OK;
+}
+
+
+/* Back to the stored size after a round left leaves past it. */
+static void
+mr_sync_rewind(mr_sync_t *s)
+{
+    sk_merkle_tree_t  *nt;
+    mr_tl_t           *t = s->t;
+    uint64_t           i;
+    sk_err_t           err;
+
+    pthread_mutex_lock(&s->m->lock);
+    if (sk_merkle_tree_size(t->tree) != t->size
+        && sk_merkle_tree_new(&nt, &err) == 0)
+    {
+        for (i = 0; i < t->size; i++) {
+            if (sk_merkle_tree_append(nt, sk_merkle_tree_leaf(t->tree, i),
+                    &err) != 0)
+            {
+                break;
+            }
+        }
+        if (i == t->size) {
+            sk_merkle_tree_free(t->tree);
+            t->tree = nt;
+        } else {
+            sk_merkle_tree_free(nt);
+            mr_log("timeline %" PRIu64 ": rewind: %s", t->conf->tid,
+                err.msg);
+        }
+    }
+    mr_roots_rewind(t, t->size);
+    pthread_mutex_unlock(&s->m->lock);
+    mr_batch_free(&s->b);
+    mr_pending_free(&s->pend);
+    s->next = t->size;
+    s->last_ts = t->size > 0 ? t->ts[t->size - 1] : 0;
+}
+
+
+/* A new entry (SN s->next), its stamp checked: the per-entry rules,
+ * then into the batch and the tree. */
+static mr_round_t
+mr_sync_accept(mr_sync_t *s, const sk_entry_t *e, const char *text,
+    size_t len, int64_t ts)
+{
+    sk_merkle_hash_t  leaf;
+    mr_evidence_t     ev;
+    sk_err_t          why;
+    char              reason[SK_ERR_MSG_MAX + 64];
+    int               rc;
+
+    if (s->next > 0 && ts < s->last_ts) {
+        snprintf(reason, sizeof(reason), "SN %" PRIu64 " is stamped %"
+            PRId64 ", before SN %" PRIu64 " (%" PRId64 ")", s->next, ts,
+            s->next - 1, s->last_ts);
+        mr_evidence_begin(&ev, "timestamp-regression", reason);
+        mr_sync_ev_entry(s, &ev, s->next - 1);
+        mr_evidence_add(&ev, "entry", text, len);
+        return mr_sync_renege(s, &ev);
+    }
+    if (sk_entry_type(e) == SK_ENTRY_BIND
+        || sk_entry_type(e) == SK_ENTRY_REBIND)
+    {
+        pthread_mutex_lock(&s->m->lock);
+        rc = mr_roots_check_bind(s->t, e, s->next, ts, &why);
+        pthread_mutex_unlock(&s->m->lock);
+        if (rc != 0) {
+            snprintf(reason, sizeof(reason), "SN %" PRIu64 ": a %s for %s "
+                "not validly backed: %s", s->next,
+                sk_entry_type_name(sk_entry_type(e)), sk_entry_name(e),
+                why.msg);
+            mr_evidence_begin(&ev, "unbacked-bind", reason);
+            mr_evidence_add(&ev, "entry", text, len);
+            return mr_sync_renege(s, &ev);
+        }
+    }
+    rc = mr_check_update(s->m, s->t, e, s->next, &s->pend, &why);
+    if (rc != 0 && why.code != SK_ERR_UNAVAILABLE && why.code != SK_ERR_NOMEM)
+    {
+        snprintf(reason, sizeof(reason), "SN %" PRIu64 ": a %s for %s "
+            "against the name's state: %s", s->next,
+            sk_entry_type_name(sk_entry_type(e)), sk_entry_name(e), why.msg);
+        mr_evidence_begin(&ev, sk_entry_type(e) == SK_ENTRY_BIND
+            || sk_entry_type(e) == SK_ENTRY_REBIND ? "inconsistent-bind"
+                                                   : "unsigned-update",
+            reason);
+        mr_evidence_add(&ev, "entry", text, len);
+        return mr_sync_renege(s, &ev);
+    }
+    if (rc != 0) {
+        *s->err = why;
+        return MR_ROUND_FAIL;
+    }
+    if (mr_pending_note(&s->pend, e, s->err) != 0
+        || mr_batch_add(&s->b, text, len, sk_entry_name(e), ts, s->err) != 0
+        || sk_merkle_leaf_hash(leaf, text, len, s->err) != 0)
+    {
+        return MR_ROUND_FAIL;
+    }
+    pthread_mutex_lock(&s->m->lock);
+    rc = sk_merkle_tree_append(s->t->tree, leaf, s->err);
+    if (rc == 0) {
+        rc = mr_roots_note(s->t, e, s->next, s->err);
+    }
+    pthread_mutex_unlock(&s->m->lock);
+    if (rc != 0) {
+        return MR_ROUND_FAIL;
+    }
+    s->next++;
+    s->last_ts = ts;
+    return MR_ROUND_OK;
+}
+
+
+/* One fetched entry claimed to be SN sn. */
+static mr_round_t
+mr_sync_entry(mr_sync_t *s, const char *text, size_t len, uint64_t sn)
+{
+    mr_evidence_t  ev;
+    sk_entry_t    *e;
+    mr_round_t     r;
+    int64_t        ts;
+    size_t         olen;
+    char          *old, reason[128];
+
+    if (mr_store_check_entry(&e, s->t, text, len, sn, &ts, s->err) != 0) {
+        return MR_ROUND_FAIL;
+    }
+    if (sn < s->next) {
+        /* Already held: it must be the very same signed entry. */
+        sk_entry_free(e);
+        if (mr_sync_entry_text(s, &old, &olen, sn) != 0) {
+            return MR_ROUND_FAIL;
+        }
+        if (olen == len && memcmp(old, text, len) == 0) {
+            free(old);
+            return MR_ROUND_OK;
+        }
+        snprintf(reason, sizeof(reason), "two different signed entries "
+            "with SN %" PRIu64, sn);
+        mr_evidence_begin(&ev, "duplicate-sn", reason);
+        mr_evidence_add(&ev, "entry", old, olen);
+        mr_evidence_add(&ev, "entry", text, len);
+        free(old);
+        return mr_sync_renege(s, &ev);
+    }
+    if (sn != s->next) {
+        sk_entry_free(e);
+        sk_err_set(s->err, SK_ERR_FORMAT, "entry SN %" PRIu64 " where SN %"
+            PRIu64 " was due", sn, s->next);
+        return MR_ROUND_FAIL;
+    }
+    r = mr_sync_accept(s, e, text, len, ts);
+    sk_entry_free(e);
+    return r;
+}
+
+
+static int
+mr_sync_commit(mr_sync_t *s, const char *head, size_t len, int tfm)
+{
+    size_t  i;
+
+    if (mr_store_commit(s->m, s->t, &s->b, head, len, tfm, s->err) != 0) {
+        return -1;
+    }
+    /* After the commit, so no answer built before it is stored again. */
+    for (i = 0; s->m->rcache != NULL && i < s->b.n; i++) {
+        if (s->b.names[i] != NULL) {
+            mr_cache_del(s->m, s->b.names[i]);
+        }
+    }
+    mr_batch_free(&s->b);
+    return 0;
+}
+
+
+/* bzip2 into a buffer of at most max bytes. */
+static int
+mr_sync_bunzip(char **out, size_t *outlen, const char *in, size_t len,
+    uint64_t max, sk_err_t *err)
+{
+    bz_stream  bz;
+    mr_buf_t   b = { 0 };
+    char       chunk[65536];
+    int        rc;
+
+    memset(&bz, 0, sizeof(bz));
+    if (BZ2_bzDecompressInit(&bz, 0, 0) != BZ_OK) {
+        return sk_err_set(err, SK_ERR_NOMEM, "bzip2");
+    }
+    bz.next_in = (char *) in;
+    bz.avail_in = (unsigned) len;
+    do {
+        bz.next_out = chunk;
+        bz.avail_out = sizeof(chunk);
+        rc = BZ2_bzDecompress(&bz);
+        if (rc != BZ_OK && rc != BZ_STREAM_END) {
+            break;
+        }
+        mr_buf_add(&b, chunk, sizeof(chunk) - bz.avail_out);
+        if (b.len > max) {
+            BZ2_bzDecompressEnd(&bz);
+            free(b.p);
+            return sk_err_set(err, SK_ERR_FORMAT, "chunk: more than %" PRIu64
+                " bytes unpacked", max);
+        }
+        if (rc == BZ_OK && bz.avail_in == 0 && bz.avail_out != 0) {
+            rc = BZ_UNEXPECTED_EOF;
+            break;
+        }
+    } while (rc != BZ_STREAM_END);
+    BZ2_bzDecompressEnd(&bz);
+    if (rc != BZ_STREAM_END || bz.avail_in != 0) {
+        free(b.p);
+        return sk_err_set(err, SK_ERR_FORMAT, "chunk: bad bzip2 data (%d)",
+            rc);
+    }
+    return mr_buf_finish(&b, out, outlen, err);
+}
+
+
+/* One chunk [first, last] at uri with signature sig. */
+static mr_round_t
+mr_sync_chunk(mr_sync_t *s, const char *uri, uint64_t first, uint64_t last,
+    const char *sig)
+{
+    sk_merkle_hash_t  root;
+    unsigned char    *raw;
+    mr_resp_t         r;
+    mr_round_t        res;
+    sk_tfm_t          tfm;
+    uint64_t          sn;
+    size_t            rawlen, tlen, pos = 0, used;
+    char             *text;
+    int               rc;
+
+    if (mr_sync_get(s, &r, uri, s->m->conf.chunk_max) != 0) {
+        return MR_ROUND_FAIL;
+    }
+    if (r.status != 200) {
+        free(r.body);
+        if (r.status == 404) {
+            /* Merged away since the listing: list again soon. */
+            return MR_ROUND_PARTIAL;
+        }
+        sk_err_set(s->err, SK_ERR_UNAVAILABLE, "GET %s: HTTP %ld", uri,
+            r.status);
+        return MR_ROUND_FAIL;
+    }
+    if (sk_b64_decode(&raw, &rawlen, sig, strlen(sig), s->err) != 0) {
+        free(r.body);
+        sk_err_prefix(s->err, "chunk %s: signature", uri);
+        return MR_ROUND_FAIL;
+    }
+    rc = sk_key_verify(s->t->key, raw, rawlen, (unsigned char *) r.body,
+        r.len, s->err);
+    free(raw);
+    if (rc != 0) {
+        free(r.body);
+        sk_err_set(s->err, SK_ERR_SIGNATURE, "chunk %s: bad signature", uri);
+        return MR_ROUND_FAIL;
+    }
+    rc = mr_sync_bunzip(&text, &tlen, r.body, r.len,
+        s->m->conf.chunk_text_max, s->err);
+    free(r.body);
+    if (rc != 0) {
+        sk_err_prefix(s->err, "%s", uri);
+        return MR_ROUND_FAIL;
+    }
+    res = MR_ROUND_OK;
+    for (sn = first; sn <= last && res == MR_ROUND_OK; sn++) {
+        used = mr_entry_len(text + pos, tlen - pos);
+        if (used == 0) {
+            sk_err_set(s->err, SK_ERR_FORMAT, "chunk %s: SN %" PRIu64
+                ": no whole entry", uri, sn);
+            res = MR_ROUND_FAIL;
+            break;
+        }
+        res = mr_sync_entry(s, text + pos, used, sn);
+        pos += used;
+    }
+    if (res == MR_ROUND_OK) {
+        if (sk_tfm_verify(&tfm, NULL, text + pos, tlen - pos, s->t->key,
+                s->err) != 0)
+        {
+            sk_err_prefix(s->err, "chunk %s", uri);
+            res = MR_ROUND_FAIL;
+        } else if (tfm.tid != s->t->conf->tid || tfm.tree_size != last + 1)
+        {
+            sk_err_set(s->err, SK_ERR_FORMAT, "chunk %s: TFM of TID %" PRIu64
+                " and size %" PRIu64, uri, tfm.tid, tfm.tree_size);
+            res = MR_ROUND_FAIL;
+        } else if (s->next == last + 1) {
+            res = mr_sync_check_head(s, "tfm", text + pos, tlen - pos,
+                last + 1, tfm.root, tfm.timestamp);
+            if (res == MR_ROUND_OK
+                && mr_sync_commit(s, text + pos, tlen - pos, 1) != 0)
+            {
+                res = MR_ROUND_FAIL;
+            }
+        } else if (mr_sync_root(s, root, last + 1) != 0
+                   || memcmp(root, tfm.root, sizeof(root)) != 0)
+        {
+            /* A chunk of entries held already: its TFM must agree. */
+            res = mr_sync_bad_root(s, "tfm", text + pos, tlen - pos,
+                last + 1);
+        }
+    }
+    free(text);
+    return res;
+}
+
+
+/* "<uri> <first> <last> <sig>" */
+static int
+mr_sync_listing_line(char *line, char **uri, uint64_t *first,
+    uint64_t *last, char **sig)
+{
+    char  *w[5], *save = NULL, *end;
+    int    n = 0;
+
+    for (w[n] = strtok_r(line, " ", &save); w[n] != NULL && n < 4;
+         w[n] = strtok_r(NULL, " ", &save))
+    {
+        n++;
+    }
+    if (n != 4 || w[4] != NULL || w[0][0] != '/' || strstr(w[0], "..")
+        || w[1][0] < '0' || w[1][0] > '9' || w[2][0] < '0' || w[2][0] > '9')
+    {
+        return -1;
+    }
+    *first = strtoull(w[1], &end, 10);
+    if (*end != '\0') {
+        return -1;
+    }
+    *last = strtoull(w[2], &end, 10);
+    if (*end != '\0' || *last < *first) {
+        return -1;
+    }
+    *uri = w[0];
+    *sig = w[3];
+    return 0;
+}
+
+
+static mr_round_t
+mr_sync_chunks(mr_sync_t *s)
+{
+    mr_resp_t   r;
+    mr_round_t  res = MR_ROUND_OK;
+    uint64_t    first, last;
+    char        path[64], *line, *nl, *uri, *sig;
+
+    if (s->next == 0) {
+        snprintf(path, sizeof(path), "/chunks");
+    } else {
+        snprintf(path, sizeof(path), "/chunks/since/%" PRIu64, s->next - 1);
+    }
+    if (mr_sync_get(s, &r, path, MR_LISTING_MAX) != 0) {
+        return MR_ROUND_FAIL;
+    }
+    if (r.status == 304) {
+        free(r.body);
+        return MR_ROUND_OK;
+    }
+    if (r.status != 200 || strlen(r.body) != r.len) {
+        free(r.body);
+        sk_err_set(s->err, SK_ERR_UNAVAILABLE, "GET %s: HTTP %ld", path,
+            r.status);
+        return MR_ROUND_FAIL;
+    }
+    for (line = r.body; res == MR_ROUND_OK && *line != '\0'; line = nl + 1) {
+        nl = strchr(line, '\n');
+        if (nl == NULL) {
+            sk_err_set(s->err, SK_ERR_FORMAT, "%s: last line unterminated",
+                path);
+            res = MR_ROUND_FAIL;
+            break;
+        }
+        *nl = '\0';
+        if (mr_sync_listing_line(line, &uri, &first, &last, &sig) != 0) {
+            sk_err_set(s->err, SK_ERR_FORMAT, "%s: bad line \"%.60s\"",
+                path, line);
+            res = MR_ROUND_FAIL;
+        } else if (last < s->next) {
+            continue;
+        } else if (first > s->next) {
+            sk_err_set(s->err, SK_ERR_FORMAT, "%s: chunk %" PRIu64 "-%"
+                PRIu64 " leaves a gap after SN %" PRIu64, path, first, last,
+                s->next);
+            res = MR_ROUND_FAIL;
+        } else {
+            res = mr_sync_chunk(s, uri, first, last, sig);
+        }
+    }
+    free(r.body);
+    return res;
+}
+
+
+/* Entries past the newest chunk, one by one, up to size. */
+static mr_round_t
+mr_sync_tail(mr_sync_t *s, uint64_t size)
+{
+    mr_resp_t   r;
+    mr_round_t  res = MR_ROUND_OK;
+    char        path[64];
+
+    while (s->next < size && res == MR_ROUND_OK) {
+        snprintf(path, sizeof(path), "/entry/%" PRIu64, s->next);
+        if (mr_sync_get200(s, &r, path, SK_ENTRY_MAX) != 0) {
+            return MR_ROUND_FAIL;
+        }
+        res = mr_sync_entry(s, r.body, r.len, s->next);
+        free(r.body);
+    }
+    return res;
+}
+
+
+/* Two signed heads of one size with different roots. */
+static mr_round_t
+mr_sync_fork(mr_sync_t *s, const char *cp, size_t len)
+{
+    mr_evidence_t  ev;
+    char           reason[128];
+
+    snprintf(reason, sizeof(reason), "two checkpoints of size %" PRIu64
+        " with different roots", s->t->cpv.size);
+    mr_evidence_begin(&ev, "forked-checkpoint", reason);
+    mr_evidence_add(&ev, "checkpoint", s->t->cp, s->t->cplen);
+    mr_evidence_add(&ev, "checkpoint", cp, len);
+    return mr_sync_renege(s, &ev);
+}
+
+
+static mr_round_t
+mr_sync_round(mr_sync_t *s)
+{
+    sk_checkpoint_t   cpv;
+    mr_tl_t          *t = s->t;
+    mr_resp_t         r;
+    mr_round_t        res = MR_ROUND_OK;
+    int64_t           cp_ts;
+
+    s->next = t->size;
+    s->last_ts = t->size > 0 ? t->ts[t->size - 1] : 0;
+    if (mr_sync_get200(s, &r, "/checkpoint", SK_CHECKPOINT_MAX) != 0) {
+        return MR_ROUND_FAIL;
+    }
+    if (sk_checkpoint_verify(&cpv, r.body, r.len, t->conf->origin, t->key,
+            s->err) != 0)
+    {
+        free(r.body);
+        sk_err_prefix(s->err, "checkpoint");
+        return MR_ROUND_FAIL;
+    }
+    cp_ts = mr_store_cp_ts(&cpv);
+    if (t->cp != NULL && cpv.size == t->cpv.size
+        && memcmp(cpv.root, t->cpv.root, sizeof(cpv.root)) != 0)
+    {
+        res = mr_sync_fork(s, r.body, r.len);
+        free(r.body);
+        return res;
+    }
+    if (cpv.size < t->cpv.size) {
+        free(r.body);
+        sk_err_set(s->err, SK_ERR_FORMAT, "checkpoint of size %" PRIu64
+            " after one of size %" PRIu64, cpv.size, t->cpv.size);
+        return MR_ROUND_FAIL;
+    }
+    if (cpv.size > t->size) {
+        /* New, Stuck and Defunct stay so until a round succeeds. */
+        pthread_mutex_lock(&s->m->lock);
+        if (t->state == MR_IDLE) {
+            mr_sync_set_state(s->m, t, MR_SYNCING, NULL);
+        }
+        pthread_mutex_unlock(&s->m->lock);
+        res = mr_sync_chunks(s);
+        if (res == MR_ROUND_OK && s->next < cpv.size) {
+            if (cpv.size - s->next > s->m->conf.tail_max) {
+                res = MR_ROUND_PARTIAL;
+            } else {
+                res = mr_sync_tail(s, cpv.size);
+            }
+        }
+    }
+    if (res == MR_ROUND_OK) {
+        res = mr_sync_check_head(s, "checkpoint", r.body, r.len, cpv.size,
+            cpv.root, cp_ts);
+    }
+    if (res == MR_ROUND_OK
+        && (cpv.size > t->cpv.size || t->cp == NULL || cp_ts > t->cp_ts)
+        && mr_sync_commit(s, r.body, r.len, 0) != 0)
+    {
+        res = MR_ROUND_FAIL;
+    }
+    free(r.body);
+    if (res != MR_ROUND_OK) {
+        mr_sync_rewind(s);
+    }
+    return res;
+}
+
+
+/* After a round, under the lock: the state machine; how long to wait. */
+static uint64_t
+mr_sync_after(mr_mirror_t *m, mr_tl_t *t, mr_round_t r, const sk_err_t *err)
+{
+    int64_t  now = mr_now();
+
+    t->rounds++;
+    if (t->state == MR_CORRUPT) {
+        return m->conf.retry_max;
+    }
+    if (r == MR_ROUND_OK || r == MR_ROUND_PARTIAL) {
+        /* Progress but not caught up: servable once it has a checkpoint
+         * to answer with. */
+        if (r == MR_ROUND_OK || t->cp != NULL) {
+            mr_sync_set_state(m, t, r == MR_ROUND_OK ? MR_IDLE : MR_SYNCING,
+                NULL);
+        }
+        t->failures = 0;
+        t->backoff = 0;
+        t->last_ok = now;
+        return r == MR_ROUND_OK ? m->conf.poll_interval : m->conf.retry_min;
+    }
+    t->failures++;
+    if (t->backoff == 0) {
+        /* The first failure (or evidence that did not verify, which set
+         * Stuck already). */
+        t->stuck_since = now;
+        t->backoff = m->conf.retry_min;
+        mr_sync_set_state(m, t, MR_STUCK, err->msg[0] ? err->msg : t->reason);
+    } else {
+        t->backoff = t->backoff * 2 > m->conf.retry_max
+            ? m->conf.retry_max : t->backoff * 2;
+        mr_sync_set_state(m, t, t->state, err->msg);
+    }
+    if (t->state == MR_STUCK
+        && now - t->stuck_since >= (int64_t) m->conf.defunct_after)
+    {
+        mr_sync_set_state(m, t, MR_DEFUNCT, err->msg);
+    }
+    return t->backoff;
+}
+
+
+static void *
+mr_sync_thread(void *arg)
+{
+    mr_tl_t          *t = arg;
+    mr_mirror_t      *m = (mr_mirror_t *) ((char *) (t - t->index)
+                              - offsetof(mr_mirror_t, tl));
+    struct timespec   until;
+    mr_round_t        r;
+    mr_sync_t         s;
+    sk_err_t          err;
+    uint64_t          wait;
+    CURL             *curl = curl_easy_init();
+
+    pthread_mutex_lock(&m->lock);
+    while (!m->stopping) {
+        if (t->state == MR_CORRUPT || curl == NULL) {
+            pthread_cond_wait(&m->wake, &m->lock);
+            continue;
+        }
+        pthread_mutex_unlock(&m->lock);
+        sk_err_clear(&err);
+        memset(&s, 0, sizeof(s));
+        s.m = m;
+        s.t = t;
+        s.curl = curl;
+        s.err = &err;
+        r = mr_sync_round(&s);
+        mr_batch_free(&s.b);
+        mr_pending_free(&s.pend);
+        pthread_mutex_lock(&m->lock);
+        wait = mr_sync_after(m, t, r, &err);
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += (time_t) wait;
+        while (!m->stopping
+               && pthread_cond_timedwait(&m->wake, &m->lock, &until) == 0)
+        {
+            /* woken early but not stopping: keep waiting */
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    curl_easy_cleanup(curl);
+    return NULL;
+}
+
+
+int
+mr_sync_start(mr_mirror_t *m, sk_err_t *err)
+{
+    size_t  i;
+
+    for (i = 0; i < m->ntl; i++) {
+        if (pthread_create(&m->tl[i].thread, NULL, mr_sync_thread, &m->tl[i])
+            != 0)
+        {
+            return sk_err_set(err, SK_ERR_SYSTEM, "sync thread %zu", i);
+        }
+        m->tl[i].thread_up = 1;
+    }
+    return 0;
+}
+
+
+void
+mr_sync_stop(mr_mirror_t *m)
+{
+    size_t  i;
+
+    pthread_mutex_lock(&m->lock);
+    m->stopping = 1;
+    pthread_cond_broadcast(&m->wake);
+    pthread_mutex_unlock(&m->lock);
+    for (i = 0; i < m->ntl; i++) {
+        if (m->tl[i].thread_up) {
+            pthread_join(m->tl[i].thread, NULL);
+            m->tl[i].thread_up = 0;
+        }
+    }
+}

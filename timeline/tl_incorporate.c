@@ -1,0 +1,451 @@
+/*
+ * tl_incorporate.c -- incorporation by reference of another timeline's
+ * entry.
+ *
+ * A submitter POSTs an Incorporate (Incorporated-TID, -SN, -Hash) in form
+ * field e= and the peer's stamped entry itself in ref=.  The copy must be
+ * the entry the reference names (its TID, SN and SHA-256), signed by that
+ * peer's configured key, a registrant's entry (Bind, Rebind, Unbind,
+ * Change-Services), later in the peer's log than the last one taken from
+ * it, and valid here as if it had been submitted here at its own time:
+ * the Bind checks against this timeline's roots at the copy's Timestamp
+ * (no OCSP question: today's answer says nothing about then), and the
+ * state rules (no second Bind, the SK in force, rebinders, the budget).
+ *
+ * The copy goes to data_dir/incorporated.log (synced) before the
+ * Incorporate is written to the log, so a stamped Incorporate always has
+ * its copy; a copy left without one by a crash is ignored.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tl.h"
+
+
+static tl_verdict_t
+tl_inc_forbid(sk_err_t *err)
+{
+    sk_err_prefix(err, "incorporate");
+    return TL_FORBIDDEN;
+}
+
+
+/* "TID KEYFILE" */
+static int
+tl_inc_peer(tl_timeline_t *tl, const char *line, sk_err_t *err)
+{
+    unsigned long long  tid;
+    tl_peer_t          *p;
+    size_t              i;
+    char                path[4096];
+
+    if (sscanf(line, "%llu %4095s", &tid, path) != 2 || tid == 0) {
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "peer \"%s\": want \"TID KEYFILE\"", line);
+    }
+    for (i = 0; i < tl->npeers; i++) {
+        if (tl->peers[i].tid == tid) {
+            return sk_err_set(err, SK_ERR_FORMAT, "peer %llu: duplicate",
+                tid);
+        }
+    }
+    if (tid == tl->conf.tid) {
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "peer %llu: that is this timeline's own TID", tid);
+    }
+    p = realloc(tl->peers, (tl->npeers + 1) * sizeof(*p));
+    if (p == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "peers");
+    }
+    tl->peers = p;
+    p += tl->npeers;
+    memset(p, 0, sizeof(*p));
+    p->tid = tid;
+    if (sk_key_load_public(&p->key, path, err) != 0) {
+        return sk_err_prefix(err, "peer %llu", tid);
+    }
+    tl->npeers++;
+    return 0;
+}
+
+
+static tl_peer_t *
+tl_inc_find_peer(tl_timeline_t *tl, uint64_t tid)
+{
+    size_t  i;
+
+    for (i = 0; i < tl->npeers; i++) {
+        if (tl->peers[i].tid == tid) {
+            return &tl->peers[i];
+        }
+    }
+    return NULL;
+}
+
+
+static int
+tl_inc_index(tl_timeline_t *tl, const sk_entry_t *copy, off_t off,
+    size_t len, sk_err_t *err)
+{
+    tl_copy_t  *c;
+    size_t      cap;
+
+    if (tl->ncopies == tl->copies_cap) {
+        cap = tl->copies_cap != 0 ? tl->copies_cap * 2 : 64;
+        c = realloc(tl->copies, cap * sizeof(*c));
+        if (c == NULL) {
+            return sk_err_set(err, SK_ERR_NOMEM, "incorporated copies");
+        }
+        tl->copies = c;
+        tl->copies_cap = cap;
+    }
+    c = &tl->copies[tl->ncopies];
+    if (sk_entry_hash(c->hash, copy, err) != 0) {
+        return -1;
+    }
+    c->off = off;
+    c->len = len;
+    tl->ncopies++;
+    tl->inc_end = off + (off_t) len;
+    return 0;
+}
+
+
+/* Index incorporated.log; a torn tail (a crash while a copy was written,
+ * before its Incorporate could be) is cut, anything worse refuses. */
+static int
+tl_inc_replay(tl_timeline_t *tl, const char *path, sk_err_t *err)
+{
+    struct stat   st;
+    sk_entry_t   *e;
+    size_t        pos = 0, used, len;
+    char         *buf;
+    int           rc = 0;
+
+    if (fstat(tl->inc_fd, &st) != 0) {
+        return sk_err_sys(err, "%s: fstat", path);
+    }
+    len = (size_t) st.st_size;
+    buf = malloc(len + 1);
+    if (buf == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "%s", path);
+    }
+    if (pread(tl->inc_fd, buf, len, 0) != (ssize_t) len) {
+        free(buf);
+        return sk_err_sys(err, "%s: read", path);
+    }
+    while (pos < len && rc == 0) {
+        if (sk_entry_parse_next(&e, &used, buf + pos, len - pos, err) != 0) {
+            if (!tl_store_torn(buf + pos, len - pos)) {
+                rc = sk_err_prefix(err, "%s: offset %zu", path, pos);
+                break;
+            }
+            tl_log("%s: truncating a torn tail of %zu bytes at offset %zu",
+                path, len - pos, pos);
+            if (ftruncate(tl->inc_fd, (off_t) pos) != 0) {
+                rc = sk_err_sys(err, "%s: truncate", path);
+            }
+            break;
+        }
+        rc = tl_inc_index(tl, e, (off_t) pos, used, err);
+        sk_entry_free(e);
+        pos += used;
+    }
+    free(buf);
+    return rc;
+}
+
+
+int
+tl_inc_open(tl_timeline_t *tl, sk_err_t *err)
+{
+    char    path[4096];
+    size_t  i;
+
+    tl->inc_fd = -1;
+    for (i = 0; i < tl->conf.peers.n; i++) {
+        if (tl_inc_peer(tl, tl->conf.peers.v[i], err) != 0) {
+            return -1;
+        }
+    }
+    snprintf(path, sizeof(path), "%s/%s", tl->conf.data_dir, TL_INC_FILE);
+    tl->inc_fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC
+        | O_NOFOLLOW, 0644);
+    if (tl->inc_fd < 0) {
+        return sk_err_sys(err, "%s: open", path);
+    }
+    return tl_inc_replay(tl, path, err);
+}
+
+
+void
+tl_inc_close(tl_timeline_t *tl)
+{
+    size_t  i;
+
+    for (i = 0; i < tl->npeers; i++) {
+        sk_key_free(tl->peers[i].key);
+    }
+    free(tl->peers);
+    free(tl->copies);
+    if (tl->inc_fd >= 0) {
+        close(tl->inc_fd);
+    }
+}
+
+
+/* The reference and the copy agree: TID, SN, hash. */
+static tl_verdict_t
+tl_inc_match(const sk_entry_t *e, const sk_entry_t *ref, sk_err_t *err)
+{
+    unsigned char  h[SK_SHA256_BYTES];
+    char           hb[64];
+    uint64_t       tid, sn;
+
+    if (sk_entry_tid(ref, &tid, err) != 0 || sk_entry_sn(ref, &sn, err) != 0)
+    {
+        sk_err_prefix(err, "ref: not stamped");
+        return tl_inc_forbid(err);
+    }
+    if (strtoull(sk_entry_get(e, "Incorporated-TID"), NULL, 10) != tid
+        || strtoull(sk_entry_get(e, "Incorporated-SN"), NULL, 10) != sn)
+    {
+        sk_err_set(err, SK_ERR_FORMAT, "ref is TID %" PRIu64 " SN %" PRIu64
+            ", not the Incorporated-TID and Incorporated-SN", tid, sn);
+        return tl_inc_forbid(err);
+    }
+    if (sk_entry_hash(h, ref, err) != 0) {
+        return TL_FAULT;
+    }
+    sk_b64_encode(hb, h, sizeof(h));
+    if (strcmp(hb, sk_entry_get(e, "Incorporated-Hash")) != 0) {
+        sk_err_set(err, SK_ERR_FORMAT,
+            "Incorporated-Hash is not the SHA-256 of ref");
+        return tl_inc_forbid(err);
+    }
+    return TL_OK;
+}
+
+
+tl_verdict_t
+tl_inc_validate_static(tl_timeline_t *tl, const sk_entry_t *e,
+    const char *ref_text, size_t ref_len, sk_entry_t **ref, sk_err_t *err)
+{
+    sk_entry_type_t   type;
+    tl_verdict_t      v;
+    tl_peer_t        *p;
+    uint64_t          tid = strtoull(sk_entry_get(e, "Incorporated-TID"),
+                                     NULL, 10);
+    int64_t           ts;
+
+    *ref = NULL;
+    if ((p = tl_inc_find_peer(tl, tid)) == NULL) {
+        sk_err_set(err, SK_ERR_PERM, "timeline %" PRIu64
+            " is not a configured peer", tid);
+        return tl_inc_forbid(err);
+    }
+    if (ref_text == NULL) {
+        sk_err_set(err, SK_ERR_FORMAT, "form: an Incorporate needs the "
+            "entry itself in field \"ref\"");
+        return TL_BAD_REQUEST;
+    }
+    if (sk_entry_parse(ref, ref_text, ref_len, err) != 0) {
+        sk_err_prefix(err, "ref");
+        return TL_BAD_REQUEST;
+    }
+    type = sk_entry_type(*ref);
+    if (type != SK_ENTRY_BIND && type != SK_ENTRY_REBIND
+        && type != SK_ENTRY_UNBIND && type != SK_ENTRY_CHANGE_SERVICES)
+    {
+        sk_err_set(err, SK_ERR_PERM, "a %s entry is not incorporated",
+            sk_entry_type_name(type));
+        v = tl_inc_forbid(err);
+    } else if ((v = tl_inc_match(e, *ref, err)) != TL_OK) {
+        /* said */
+    } else if (sk_entry_verify(*ref, SK_SIG_TIMELINE, p->key, err) != 0) {
+        sk_err_prefix(err, "ref: timeline %" PRIu64 "'s Signature", tid);
+        v = tl_inc_forbid(err);
+    } else if (sk_entry_timestamp(*ref, &ts, err) != 0) {
+        v = TL_BAD_REQUEST;
+    } else if ((v = tl_validate_static(tl, *ref, ts, 0, err)) == TL_FORBIDDEN)
+    {
+        tl_inc_forbid(err);
+    }
+    if (v != TL_OK) {
+        sk_entry_free(*ref);
+        *ref = NULL;
+    }
+    return v;
+}
+
+
+tl_verdict_t
+tl_inc_validate_state(tl_timeline_t *tl, const sk_entry_t *ref, int64_t now,
+    sk_err_t *err)
+{
+    tl_verdict_t  v;
+    tl_peer_t    *p;
+    uint64_t      tid = 0, sn = 0;
+
+    if (sk_entry_tid(ref, &tid, err) != 0 || sk_entry_sn(ref, &sn, err) != 0
+        || (p = tl_inc_find_peer(tl, tid)) == NULL)
+    {
+        return TL_FAULT;
+    }
+    if (sn < p->next_sn) {
+        sk_err_set(err, SK_ERR_EXISTS, "timeline %" PRIu64 " SN %" PRIu64
+            " is not after the last one incorporated from it (SN %" PRIu64
+            ")", tid, sn, p->next_sn - 1);
+        return tl_inc_forbid(err);
+    }
+    v = tl_validate_state(tl, ref, now, err);
+    if (v == TL_FORBIDDEN) {
+        tl_inc_forbid(err);
+    }
+    return v;
+}
+
+
+int
+tl_inc_write(tl_timeline_t *tl, const sk_entry_t *ref, sk_err_t *err)
+{
+    size_t   len, done = 0;
+    ssize_t  n;
+    char    *text;
+    int      rc = -1;
+
+    if (sk_entry_format(&text, &len, ref, err) != 0) {
+        return -1;
+    }
+    while (done < len) {
+        n = write(tl->inc_fd, text + done, len - done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            sk_err_sys(err, "%s: write", TL_INC_FILE);
+            if (ftruncate(tl->inc_fd, tl->inc_end) != 0) {
+                tl->failed = 1;
+            }
+            goto done;
+        }
+        done += (size_t) n;
+    }
+    if (fdatasync(tl->inc_fd) != 0) {
+        tl->failed = 1;
+        sk_err_sys(err, "%s: fdatasync", TL_INC_FILE);
+        goto done;
+    }
+    rc = tl_inc_index(tl, ref, tl->inc_end, len, err);
+done:
+    free(text);
+    return rc;
+}
+
+
+/* The copy whose hash is the Incorporate's Incorporated-Hash. */
+static const tl_copy_t *
+tl_inc_copy(tl_timeline_t *tl, const sk_entry_t *e)
+{
+    unsigned char  *h;
+    const char     *hb = sk_entry_get(e, "Incorporated-Hash");
+    size_t          len, i;
+    tl_copy_t      *c = NULL;
+
+    if (sk_b64_decode(&h, &len, hb, strlen(hb), NULL) != 0) {
+        return NULL;
+    }
+    for (i = tl->ncopies; len == SK_SHA256_BYTES && i > 0; i--) {
+        if (memcmp(tl->copies[i - 1].hash, h, len) == 0) {
+            c = &tl->copies[i - 1];
+            break;
+        }
+    }
+    free(h);
+    return c;
+}
+
+
+static int
+tl_inc_load(tl_timeline_t *tl, const tl_copy_t *c, char **out, sk_err_t *err)
+{
+    *out = malloc(c->len + 1);
+    if (*out == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "%s", TL_INC_FILE);
+    }
+    if (pread(tl->inc_fd, *out, c->len, c->off) != (ssize_t) c->len) {
+        free(*out);
+        return sk_err_sys(err, "%s: read", TL_INC_FILE);
+    }
+    (*out)[c->len] = '\0';
+    return 0;
+}
+
+
+int
+tl_inc_apply(tl_timeline_t *tl, const sk_entry_t *e, const sk_entry_t *ref,
+    int64_t ts, sk_err_t *err)
+{
+    const tl_copy_t  *c;
+    sk_entry_t       *own = NULL;
+    tl_peer_t        *p;
+    uint64_t          tid, sn;
+    char             *text;
+    int               rc;
+
+    if (ref == NULL) {
+        c = tl_inc_copy(tl, e);
+        if (c == NULL) {
+            return sk_err_set(err, SK_ERR_NOT_FOUND, "Incorporate: no copy "
+                "of the entry in %s", TL_INC_FILE);
+        }
+        if (tl_inc_load(tl, c, &text, err) != 0) {
+            return -1;
+        }
+        rc = sk_entry_parse(&own, text, c->len, err);
+        free(text);
+        if (rc != 0) {
+            return -1;
+        }
+        ref = own;
+    }
+    rc = -1;
+    if (sk_entry_tid(ref, &tid, err) == 0 && sk_entry_sn(ref, &sn, err) == 0)
+    {
+        /* A peer no longer configured: its copies were checked then. */
+        p = tl_inc_find_peer(tl, tid);
+        if (p != NULL) {
+            p->next_sn = sn + 1;
+        }
+        rc = tl_state_apply(tl, ref, ts, err);
+    }
+    sk_entry_free(own);
+    return rc;
+}
+
+
+int
+tl_inc_read(tl_timeline_t *tl, const sk_entry_t *e, char **out, size_t *len,
+    sk_err_t *err)
+{
+    const tl_copy_t  *c;
+    tl_copy_t         copy;
+
+    pthread_mutex_lock(&tl->lock);
+    c = tl_inc_copy(tl, e);
+    if (c != NULL) {
+        copy = *c;
+    }
+    pthread_mutex_unlock(&tl->lock);
+    if (c == NULL) {
+        return sk_err_set(err, SK_ERR_NOT_FOUND, "no copy");
+    }
+    *len = copy.len;
+    return tl_inc_load(tl, &copy, out, err);
+}
