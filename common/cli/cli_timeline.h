@@ -10,6 +10,7 @@
 #include <getopt.h>
 
 #include "cli.h"
+#include "cli_entry.h"
 
 #define CLI_TL_MAX  64          /* -t URL options */
 
@@ -38,24 +39,6 @@ int cli_tl_option(cli_tl_opts_t *o, const sk_cmd_t *cmd, int c,
  * summary line ("sk: LABEL: accepted by 1 of 2 timelines"). */
 int cli_tl_submit(const cli_tl_opts_t *o, const sk_entry_t *e,
     const char *label);
-
-/* The fields a registrant's entry takes, as the verbs' flags give them. */
-typedef struct {
-    const char  *key;           /* -k: the SK, signs SK-Signature */
-    const char  *name;          /* -n */
-    const char  *services;      /* -s */
-    const char  *chain;         /* -c: PEM chain file, leaf first */
-    const char  *rebinders;     /* -r: Rebinder-Names (default none) */
-    const char  *rebinder;      /* --rebinder: Rebinder-Name */
-    const char  *rebinder_key;  /* --rebinder-key: signs Rebinder-Signature */
-    const char  *last_secure;   /* -l: Last-Secure-Timestamp (default now) */
-    int          subdomains;    /* -w: Includes-Subdomains */
-} cli_entry_opts_t;
-
-/* Build a Bind, Unbind, Rebind or Change-Services from o and sign it
- * (SK_ERR_USAGE naming the flag that is missing). */
-int cli_entry_build(sk_entry_t **e, sk_entry_type_t type,
-    const cli_entry_opts_t *o, sk_err_t *err) SK_WUR;
 
 /* A verb that builds an entry of type from its flags and submits it:
  * `sk revoke`, `sk rebind`, `sk services`.  flags lists the entry flags

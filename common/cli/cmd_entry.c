@@ -11,193 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include <openssl/evp.h>
-#include <openssl/x509.h>
-
-#include "cli.h"
-
-#define SK_ENTRY_CHAIN_MAX 16
-
-typedef struct {
-    const char *key, *name, *services, *chain, *rebinders, *rebinder,
-               *rebinder_key, *out, *last_secure, *ca, *serial;
-    int         subdomains, json;
-} sk_entry_opts_t;
-
-
-/* CA-Cert-Chain: each certificate of a PEM chain file as base64url DER,
- * comma-separated, leaf first. */
-static int
-sk_chain_field(char **out, const char *path, sk_err_t *err)
-{
-    STACK_OF(X509) *chain;
-    unsigned char  *der;
-    char           *field = NULL, *b64, *grown;
-    size_t          used = 0;
-    int             i, n, len;
-
-    if (sk_chain_load_pem(&chain, path, err) != 0) {
-        return -1;
-    }
-    n = sk_X509_num(chain);
-    if (n > SK_ENTRY_CHAIN_MAX) {
-        sk_X509_pop_free(chain, X509_free);
-        return sk_err_set(err, SK_ERR_FORMAT,
-            "%s: more than %d certificates", path, SK_ENTRY_CHAIN_MAX);
-    }
-    for (i = 0; i < n; i++) {
-        der = NULL;
-        len = i2d_X509(sk_X509_value(chain, i), &der);
-        b64 = len > 0 ? sk_b64_encode_alloc(der, (size_t) len) : NULL;
-        OPENSSL_free(der);
-        grown = b64 ? realloc(field, used + strlen(b64) + 2) : NULL;
-        if (grown == NULL) {
-            free(b64);
-            free(field);
-            sk_X509_pop_free(chain, X509_free);
-            return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
-        }
-        field = grown;
-        used += (size_t) sprintf(field + used, "%s%s", i ? "," : "", b64);
-        free(b64);
-    }
-    sk_X509_pop_free(chain, X509_free);
-    *out = field;
-    return 0;
-}
-
-
-/* Add-Root-CA's CA-Cert (base64url DER) or Remove-Root-CA's CA-Cert-Hash
- * (base64url SHA-256 of the DER) from the first certificate of a PEM file. */
-static int
-sk_root_ca_fields(sk_entry_t *e, sk_entry_type_t type, const char *path,
-    const char *serial, sk_err_t *err)
-{
-    STACK_OF(X509) *chain;
-    unsigned char  *der = NULL, md[SK_SHA256_BYTES];
-    char           *b64;
-    int             len, rc;
-
-    if (path == NULL || serial == NULL) {
-        return sk_err_set(err, SK_ERR_USAGE, "missing %s",
-            path == NULL ? "-c CA-CERT" : "--serial N");
-    }
-    if (sk_chain_load_pem(&chain, path, err) != 0) {
-        return -1;
-    }
-    len = i2d_X509(sk_X509_value(chain, 0), &der);
-    sk_X509_pop_free(chain, X509_free);
-    if (len <= 0) {
-        return sk_err_set(err, SK_ERR_CRYPTO, "%s: cannot encode", path);
-    }
-    if (type == SK_ENTRY_ADD_ROOT_CA) {
-        b64 = sk_b64_encode_alloc(der, (size_t) len);
-    } else {
-        EVP_Digest(der, (size_t) len, md, NULL, EVP_sha256(), NULL);
-        b64 = sk_b64_encode_alloc(md, sizeof(md));
-    }
-    OPENSSL_free(der);
-    if (b64 == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
-    }
-    rc = sk_entry_set(e, type == SK_ENTRY_ADD_ROOT_CA ? "CA-Cert"
-                         : "CA-Cert-Hash", b64, err);
-    free(b64);
-    return rc != 0 ? -1 : sk_entry_set(e, "CA-Serial", serial, err);
-}
-
-
-static int
-sk_entry_set_opt(sk_entry_t *e, const char *field, const char *value,
-    const char *flag, sk_err_t *err)
-{
-    if (value == NULL) {
-        return sk_err_set(err, SK_ERR_USAGE, "missing %s", flag);
-    }
-    return sk_entry_set(e, field, value, err);
-}
-
-
-static int
-sk_entry_fill(sk_entry_t *e, sk_entry_type_t type, const sk_entry_opts_t *o,
-    sk_err_t *err)
-{
-    char  buf[32], *chain = NULL;
-    int   rc;
-
-    if (type == SK_ENTRY_ADD_ROOT_CA || type == SK_ENTRY_REMOVE_ROOT_CA) {
-        return sk_root_ca_fields(e, type, o->ca, o->serial, err);
-    }
-    if (sk_entry_set_opt(e, "Name", o->name, "-n NAME", err) != 0) {
-        return -1;
-    }
-    switch (type) {
-    case SK_ENTRY_UNBIND:
-        if (o->last_secure != NULL) {
-            return sk_entry_set(e, "Last-Secure-Timestamp", o->last_secure,
-                err);
-        }
-        snprintf(buf, sizeof(buf), "%lld", (long long) time(NULL));
-        return sk_entry_set(e, "Last-Secure-Timestamp", buf, err);
-
-    case SK_ENTRY_CHANGE_SERVICES:
-        return sk_entry_set_opt(e, "Services", o->services, "-s SERVICES",
-            err);
-
-    case SK_ENTRY_BIND:
-    case SK_ENTRY_REBIND:
-        if (o->chain == NULL) {
-            return sk_err_set(err, SK_ERR_USAGE,
-                "missing -c CHAIN (the CA evidence for the name)");
-        }
-        if (sk_chain_field(&chain, o->chain, err) != 0) {
-            return -1;
-        }
-        rc = sk_entry_set(e, "CA-Cert-Chain", chain, err);
-        free(chain);
-        if (rc != 0
-            || sk_entry_set_opt(e, "Services", o->services, "-s SERVICES",
-                   err) != 0
-            || sk_entry_set(e, "Includes-Subdomains",
-                   o->subdomains ? "1" : "0", err) != 0
-            || sk_entry_set(e, "Rebinder-Names",
-                   o->rebinders ? o->rebinders : "none", err) != 0)
-        {
-            return -1;
-        }
-        if (type == SK_ENTRY_REBIND) {
-            return sk_entry_set_opt(e, "Rebinder-Name", o->rebinder,
-                "--rebinder NAME", err);
-        }
-        return 0;
-
-    default:
-        return sk_err_set(err, SK_ERR_USAGE,
-            "sk entry does not make %s entries (a timeline does)",
-            sk_entry_type_name(type));
-    }
-}
-
-
-static int
-sk_entry_sign_with(sk_entry_t *e, sk_sig_field_t which, const char *path,
-    const char *flag, sk_err_t *err)
-{
-    sk_key_t *key;
-    int       rc;
-
-    if (path == NULL) {
-        return sk_err_set(err, SK_ERR_USAGE, "missing %s", flag);
-    }
-    if (sk_key_load_private(&key, path, err) != 0) {
-        return -1;
-    }
-    rc = sk_entry_sign(e, which, key, err);
-    sk_key_free(key);
-    return rc;
-}
+#include "cli_entry.h"
 
 
 static int
@@ -256,10 +71,11 @@ sk_entry_make(sk_entry_type_t type, int argc, char **argv)
         { "json",         no_argument,       NULL, 'j' },
         { NULL, 0, NULL, 0 }
     };
-    sk_entry_opts_t  o;
-    sk_entry_t      *e = NULL;
-    sk_err_t         err;
-    int              c, rc;
+    cli_entry_opts_t  o;
+    sk_entry_t       *e = NULL;
+    sk_err_t          err;
+    const char       *out = NULL;
+    int               c, json = 0;
 
     memset(&o, 0, sizeof(o));
     optind = 1;
@@ -271,14 +87,14 @@ sk_entry_make(sk_entry_type_t type, int argc, char **argv)
         case 'n': o.name = optarg; break;
         case 's': o.services = optarg; break;
         case 'c': o.chain = o.ca = optarg; break;
-        case 'S': o.serial = optarg; break;
         case 'w': o.subdomains = 1; break;
         case 'r': o.rebinders = optarg; break;
         case 'R': o.rebinder = optarg; break;
         case 'K': o.rebinder_key = optarg; break;
         case 'l': o.last_secure = optarg; break;
-        case 'o': o.out = optarg; break;
-        case 'j': o.json = 1; break;
+        case 'S': o.serial = optarg; break;
+        case 'o': out = optarg; break;
+        case 'j': json = 1; break;
         default: return cli_usage(&sk_cmd_entry, "unknown option");
         }
     }
@@ -286,28 +102,14 @@ sk_entry_make(sk_entry_type_t type, int argc, char **argv)
         return cli_usage(&sk_cmd_entry, "unexpected argument \"%s\"",
             argv[optind]);
     }
-
-    rc = sk_entry_new(&e, type, &err);
-    if (rc == 0) {
-        rc = sk_entry_fill(e, type, &o, &err);
-    }
-    if (rc == 0) {
-        rc = sk_entry_sign_with(e, type == SK_ENTRY_ADD_ROOT_CA
-                 || type == SK_ENTRY_REMOVE_ROOT_CA ? SK_SIG_OPERATOR
-                 : SK_SIG_SK, o.key, "-k KEY", &err);
-    }
-    if (rc == 0 && type == SK_ENTRY_REBIND) {
-        rc = sk_entry_sign_with(e, SK_SIG_REBINDER, o.rebinder_key,
-            "--rebinder-key KEY", &err);
-    }
-    if (rc == 0) {
-        rc = sk_entry_emit(e, o.out, o.json, &err);
-    }
-    sk_entry_free(e);
-    if (rc != 0) {
+    if (cli_entry_build(&e, type, &o, &err) != 0
+        || sk_entry_emit(e, out, json, &err) != 0)
+    {
+        sk_entry_free(e);
         return err.code == SK_ERR_USAGE
             ? cli_usage(&sk_cmd_entry, "%s", err.msg) : cli_fail_err(&err);
     }
+    sk_entry_free(e);
     return SK_EXIT_OK;
 }
 
