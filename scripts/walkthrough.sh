@@ -3,10 +3,11 @@
 # Makes a sovereign key with backups, cross-signs a fresh server
 # certificate, verifies the served chain (and shows a forgery failing),
 # checks the carrier with the openssl command, writes a Tor onion service
-# and lets a real tor confirm its address; then claims the key on two real
-# sk-timelines, lets an sk-mirror replicate them, serves the site from
-# Debian's nginx with the module, and asks `sk verify` what an SK-aware
-# client decides about it and about an impostor.
+# and lets a real tor confirm its address; then claims the key on three real
+# sk-timelines, lets an sk-mirror replicate them, serves the name from
+# Debian's nginx with the module and from a private Postfix with sk-milter,
+# asks `sk verify` what an SK-aware client decides about both and about an
+# impostor with a certificate from the same CA, and last revokes the SK.
 set -eu
 BUILD=${BUILD:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -120,16 +121,16 @@ openssl req -new -key sk.key -subj "/CN=$NAME" -out sk.csr 2>/dev/null
 openssl x509 -req -in sk.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
     -days 30 -extfile ext.cnf -out sk-evidence.pem 2>/dev/null
 cat sk-evidence.pem ca.pem > sk-evidence-chain.pem
-run "$SK" entry bind -k sk.key -n $NAME -s "https;$addr" -c sk-evidence-chain.pem -o bind.txt
+run "$SK" entry bind -k sk.key -n $NAME -s "https,smtp,smtps;$addr" -c sk-evidence-chain.pem -o bind.txt
 sed 's/^/   /' bind.txt | cut -c1-100
 run "$SK" entry verify -p sk.key.pub -i bind.txt
 
-step "11. Two timelines (sk-timeline), each trusting the walkthrough CA"
+step "11. Three timelines (sk-timeline), each trusting the walkthrough CA"
 openssl genpkey -algorithm ed25519 -out operator.key 2>/dev/null
 chmod 600 operator.key
 openssl pkey -in operator.key -pubout -out operator.pub
 tls=
-for tid in 7 9; do
+for tid in 7 8 9; do
     port=$(free_port)
     mkdir -p tl$tid
     cat > tl$tid.conf <<EOT
@@ -150,7 +151,7 @@ run "$SK" entry add-root-ca -k operator.key -c ca.pem --serial 1 -o add-root.txt
 # shellcheck disable=SC2086
 run "$SK" register -i add-root.txt $tls
 
-step "12. Register the Bind on both timelines"
+step "12. Register the Bind on every timeline"
 # shellcheck disable=SC2086
 run "$SK" register -i bind.txt $tls
 if "$SK" register -i bind.txt -t "$tl7_url" >claim-again.out 2>&1; then
@@ -158,27 +159,33 @@ if "$SK" register -i bind.txt -t "$tl7_url" >claim-again.out 2>&1; then
 fi
 echo "   a second Bind for the name is refused: $(grep -m1 -o '403.*' claim-again.out || cat claim-again.out)"
 
-step "13. A mirror (sk-mirror) replicates both timelines and answers name queries"
+step "13. A mirror (sk-mirror) replicates the timelines and answers name queries"
 mport=$(free_port)
 cat > mirror.conf <<EOT
 listen = 127.0.0.1:$mport
 data_dir = $D/mirror
 timeline = 7 $tl7_url $D/tl7/timeline.pub
+timeline = 8 $tl8_url $D/tl8/timeline.pub
 timeline = 9 $tl9_url $D/tl9/timeline.pub
 poll_interval = 1
 EOT
 mkdir -p mirror
 "$top/$BUILD/sk-mirror" -c mirror.conf 2>mirror.log &
 pids="$pids $!"
-mirror_has_both() {
-    [ "$(curl -sf "http://127.0.0.1:$mport/query/$NAME" | grep -c '^Entry: ')" -ge 2 ]
+# mirror_entries N: the mirror's answer for the name holds N entries
+mirror_entries() {
+    [ "$(curl -sf "http://127.0.0.1:$mport/query/$NAME" | grep -c '^Entry: ')" -ge "$1" ]
 }
-wait_for 30 mirror_has_both || die "the mirror did not sync: $(cat mirror.log)"
+wait_for 30 mirror_entries 3 || die "the mirror did not sync: $(cat mirror.log)"
 curl -sf "http://127.0.0.1:$mport/query/$NAME" | grep '^SK-Mirror\|^Timeline: \|^Entry: ' | sed 's/^/   /'
+# t1 = 0: ask the mirror every time (by default a view younger than a day
+# answers from the client's cache, and the revocation below would wait).
 cat > trust.conf <<EOT
 timeline = 7 $D/tl7/timeline.pub
+timeline = 8 $D/tl8/timeline.pub
 timeline = 9 $D/tl9/timeline.pub
 mirror = http://127.0.0.1:$mport $D/mirror/mirror.pub
+t1 = 0
 EOT
 
 step "14. Debian's nginx serves the site with the module: the carrier and Onion-Location"
@@ -228,13 +235,48 @@ curl -sk -D - -o /dev/null --resolve "$NAME:$nport:127.0.0.1" "https://$NAME:$np
 curl -sk --resolve "$NAME:$nport:127.0.0.1" "https://$NAME:$nport/.well-known/sovereign-key" | cut -c1-160 | sed 's/^/   /'
 echo
 
-step "15. What an SK-aware client decides (sk verify: mirror, freshness, carrier)"
-run "$SK" verify --trust trust.conf --cache client-cache --connect 127.0.0.1:$nport "https://$NAME:$nport"
+step "15. Postfix serves the name too: sk-milter staples the carrier on SMTP TLS"
+if command -v postfix >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+        -keyout mail.key -out mail.csr -subj "/CN=$NAME" 2>/dev/null
+    openssl x509 -req -in mail.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+        -days 30 -extfile ext.cnf -out mail.pem 2>/dev/null
+    mkdir -m 700 keycache
+    run "$SK" carrier -k sk.key -c mail.pem -n $NAME -s smtp,smtps -o mail-carrier.pem
+    run "$SK" publish -a mail-carrier.pem --cache "$D/keycache"
+    cat mail.key mail.pem ca.pem > mail-source.pem
+    chmod 600 mail-source.pem
+    mkdir mail
+    perl "$top/scripts/demo-mail.pl" "$D/mail" $NAME "$D/mail-source.pem" "$D/keycache" > mail.ports 2>mail.log &
+    pids="$pids $!"
+    wait_for 60 grep -q smtps mail.ports || die "Postfix and sk-milter did not start: $(cat mail.log)"
+    smtp=$(awk '{print $2}' mail.ports); smtps=$(awk '{print $4}' mail.ports)
+    grep 'carrier served' mail/sk-milter.log | sed 's/^/   /'
+else
+    echo "   (skipped: needs postfix and root)"
+fi
 
-step "16. The impostor: a CA-valid certificate for the name, but no cross-signature"
+step "16. What an SK-aware client decides (sk verify: mirror, freshness, carrier)"
+verify() { "$SK" verify --trust trust.conf --cache client-cache "$@"; }
+run verify --connect 127.0.0.1:$nport "https://$NAME:$nport"
+if [ -n "${smtp:-}" ]; then
+    run verify --connect 127.0.0.1:$smtp "smtp://$NAME:$smtp"
+    run verify --connect 127.0.0.1:$smtps "smtps://$NAME:$smtps"
+fi
+
+step "17. The impostor: a certificate for the name from the same (compromised) CA, no cross-signature"
 rc=0
-"$SK" verify --trust trust.conf --cache client-cache --connect 127.0.0.1:$eport "https://$NAME:$eport" || rc=$?
+verify --connect 127.0.0.1:$eport "https://$NAME:$eport" || rc=$?
 [ $rc -eq 1 ] || die "the impostor was not rejected (exit $rc)"
 echo "   exit $rc: refused, although an ordinary client would accept its CA-valid chain"
+
+step "18. The holder revokes the SK (an Unbind on every timeline); the next check sees it"
+# shellcheck disable=SC2086
+run "$SK" revoke -k sk.key -n $NAME $tls
+wait_for 30 mirror_entries 6 || die "the mirror did not see the Unbind: $(cat mirror.log)"
+rc=0
+verify --connect 127.0.0.1:$nport "https://$NAME:$nport" || rc=$?
+[ $rc -eq 3 ] || die "after the Unbind sk verify still enforces the SK (exit $rc)"
+echo "   exit $rc: no SK in force for $NAME any more"
 
 printf '\nwalkthrough: done\n'
