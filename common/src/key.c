@@ -31,6 +31,14 @@ struct sk_key_s {
     unsigned char  spki_sha256[SK_SHA256_BYTES];
 };
 
+/* SEQUENCE { SEQUENCE { OID 1.3.101.112 } BIT STRING (32 bytes) } */
+static const unsigned char sk_ed25519_spki_prefix[12] = {
+    0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00
+};
+
+static int sk_key_wrap_spki(sk_key_t **out, EVP_PKEY *pkey,
+    const unsigned char *spki, size_t spki_len, sk_err_t *err);
+
 
 static int
 sk_pkey_alg(sk_key_alg_t *alg, EVP_PKEY *pkey, sk_err_t *err)
@@ -99,6 +107,16 @@ sk_pkey_has_private(EVP_PKEY *pkey, sk_key_alg_t alg)
 static int
 sk_key_wrap(sk_key_t **out, EVP_PKEY *pkey, sk_err_t *err)
 {
+    return sk_key_wrap_spki(out, pkey, NULL, 0, err);
+}
+
+
+/* The same, with pkey's SPKI already at hand in canonical DER (or NULL:
+ * encode it). */
+static int
+sk_key_wrap_spki(sk_key_t **out, EVP_PKEY *pkey, const unsigned char *spki,
+    size_t spki_len, sk_err_t *err)
+{
     sk_key_t      *key;
     unsigned char *der = NULL;
     int            len;
@@ -112,7 +130,12 @@ sk_key_wrap(sk_key_t **out, EVP_PKEY *pkey, sk_err_t *err)
     if (sk_pkey_alg(&key->alg, pkey, err) != 0) {
         goto fail;
     }
-    len = i2d_PUBKEY(pkey, &der);
+    if (spki != NULL) {
+        der = OPENSSL_memdup(spki, spki_len);
+        len = der != NULL ? (int) spki_len : 0;
+    } else {
+        len = i2d_PUBKEY(pkey, &der);
+    }
     if (len <= 0) {
         sk_err_crypto(err, "cannot encode public key");
         goto fail;
@@ -292,6 +315,23 @@ sk_key_from_spki(sk_key_t **key, const unsigned char *der, size_t len,
 
     if (len > SK_KEY_FILE_MAX) {
         return sk_err_set(err, SK_ERR_FORMAT, "public key too long");
+    }
+    /*
+     * An Ed25519 SPKI has one DER form, a fixed prefix and the 32-byte
+     * key.  Taking it raw skips OpenSSL 3.0's decoder framework, which
+     * costs 25 times more (~150 us against ~6): Ed25519 is the SK default
+     * and every entry's Key is decoded (docs/benchmarks.md, "Timeline").
+     */
+    if (len == sizeof(sk_ed25519_spki_prefix) + 32
+        && memcmp(der, sk_ed25519_spki_prefix,
+               sizeof(sk_ed25519_spki_prefix)) == 0)
+    {
+        pkey = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL,
+            der + sizeof(sk_ed25519_spki_prefix), 32);
+        if (pkey == NULL) {
+            return sk_err_crypto(err, "not an Ed25519 public key");
+        }
+        return sk_key_wrap_spki(key, pkey, der, len, err);
     }
     pkey = d2i_PUBKEY(NULL, &p, (long) len);
     if (pkey == NULL) {

@@ -220,6 +220,51 @@ test_spki_strict(void **state)
 }
 
 
+/* Ed25519 SPKIs take a raw fast path (key.c): it must give the same key,
+ * fingerprint and signatures as OpenSSL's decoder, and be as strict. */
+static void
+test_spki_ed25519_fast_path(void **state)
+{
+    const unsigned char *spki;
+    unsigned char        buf[64], h1[32], h2[32], *sig, *der = NULL;
+    size_t               len, slen;
+    sk_key_t            *key, *again;
+    sk_err_t             err;
+    int                  n;
+
+    (void) state;
+    tu_assert_ok(sk_key_generate(&key, SK_KEY_ED25519, 0, &err), &err);
+    spki = sk_key_get0_spki(key, &len);
+    assert_int_equal(len, 44);
+    n = i2d_PUBKEY(sk_key_get0_pkey(key), &der);
+    assert_int_equal(n, 44);
+    assert_memory_equal(der, spki, 44);
+    OPENSSL_free(der);
+    tu_assert_ok(sk_key_from_spki(&again, spki, len, &err), &err);
+    assert_int_equal(sk_key_alg(again), SK_KEY_ED25519);
+    assert_false(sk_key_has_private(again));
+    sk_key_spki_sha256(h1, key);
+    sk_key_spki_sha256(h2, again);
+    assert_memory_equal(h1, h2, 32);
+    tu_assert_ok(sk_key_sign(&sig, &slen, key, (const unsigned char *) "m",
+        1, &err), &err);
+    tu_assert_ok(sk_key_verify(again, sig, slen, (const unsigned char *) "m",
+        1, &err), &err);
+    free(sig);
+    sk_key_free(again);
+
+    /* Off the exact form: the decoder path, which refuses it. */
+    memcpy(buf, spki, len);
+    buf[1] = 0x2b;                          /* outer length off by one */
+    assert_int_not_equal(sk_key_from_spki(&again, buf, len, &err), 0);
+    memcpy(buf, spki, len);
+    buf[len] = 0;
+    tu_assert_err(sk_key_from_spki(&again, buf, len + 1, &err), &err,
+        SK_ERR_FORMAT, "trailing bytes");
+    sk_key_free(key);
+}
+
+
 static void
 test_alg_names(void **state)
 {
@@ -244,6 +289,7 @@ main(void)
         cmocka_unit_test(test_sign_verify_each_alg),
         cmocka_unit_test(test_files_and_permissions),
         cmocka_unit_test(test_spki_strict),
+        cmocka_unit_test(test_spki_ed25519_fast_path),
         cmocka_unit_test(test_alg_names),
     };
 
