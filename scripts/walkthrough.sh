@@ -226,8 +226,14 @@ http {
 }
 EOT
 grep -A4 'the real site' nginx/nginx.conf | sed 's/^/   /'
-nginx -p "$D/nginx" -c "$D/nginx/nginx.conf" -e "$D/nginx/error.log" -t 2>&1 | sed 's/^/   /'
-nginx -p "$D/nginx" -c "$D/nginx/nginx.conf" -e "$D/nginx/error.log" 2>nginx/stderr.log &
+# An ASan-built module (make SAN=1) loads into Debian's nginx only with the
+# sanitizer runtime preloaded.
+set -- nginx
+if [ "${SAN:-}" = 1 ]; then
+    set -- env LD_PRELOAD="$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 nginx
+fi
+"$@" -p "$D/nginx" -c "$D/nginx/nginx.conf" -e "$D/nginx/error.log" -t 2>&1 | sed 's/^/   /'
+"$@" -p "$D/nginx" -c "$D/nginx/nginx.conf" -e "$D/nginx/error.log" 2>nginx/stderr.log &
 pids="$pids $!"
 wait_for 10 curl -sk "https://127.0.0.1:$nport/" || die "nginx did not start: $(cat nginx/error.log)"
 curl -sk -D - -o /dev/null --resolve "$NAME:$nport:127.0.0.1" "https://$NAME:$nport/" \
