@@ -142,10 +142,12 @@ $(TL_BENCH): tests/bench/tl_client.c $(LIBSK)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIBSK) $(LIBS)
 
 # Fuzz targets of sk-timeline's parsers (tests/fuzz/fuzz_tl_*.c): libsk's
-# fuzz objects plus the timeline's own, all but its main().
+# fuzz objects plus the timeline's own, all but its main(), and libsk's
+# httpd.o (tl_http.o calls it; these targets link libmicrohttpd).
 TL_LIBS      = -lmicrohttpd -lbz2 -lcurl $(LIBS)
 FUZZ_TL_OBJS = $(filter-out $(FUZZ_BUILD)/timeline/tl_main.o, \
-                   $(TL_SRCS:%.c=$(FUZZ_BUILD)/%.o))
+                   $(TL_SRCS:%.c=$(FUZZ_BUILD)/%.o)) \
+               $(FUZZ_BUILD)/common/src/httpd.o
 
 $(FUZZ_TL_OBJS): $(FUZZ_BUILD)/%.o: %.c timeline/tl.h $(wildcard common/include/sk/*.h)
 	@mkdir -p $(dir $@)

@@ -14,10 +14,7 @@
  *   GET  /chunks/between/<A>/and/<B> chunks with entries in [A, B]
  *   GET  /chunks/<first>-<last>.bz2  a chunk file
  */
-#include <arpa/inet.h>
-#include <stdarg.h>
 #include <inttypes.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +23,16 @@
 #include <unistd.h>
 
 #include <microhttpd.h>
+#include <sk/addr.h>
+#include <sk/httpd.h>
 
 #include "tl.h"
 
 #define TL_HTTP_TIMEOUT  30     /* seconds of silence before closing */
+#define TL_HTTP_TEXT     "text/plain; charset=us-ascii"
+
+/* *con_cls of a request other than POST /append, between the calls. */
+static int  tl_http_first;
 
 /* One POST in flight. */
 typedef struct {
@@ -45,55 +48,9 @@ typedef struct {
 
 
 static enum MHD_Result
-tl_http_reply(struct MHD_Connection *c, unsigned status, char *body,
-    size_t len)
-{
-    struct MHD_Response  *r;
-    enum MHD_Result       rc;
-
-    r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (r == NULL) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-        "text/plain; charset=us-ascii");
-    rc = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return rc;
-}
-
-
-static enum MHD_Result
-tl_http_text(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
-    SK_PRINTF(3, 4);
-
-
-static enum MHD_Result
-tl_http_text(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
-{
-    va_list  ap;
-    char    *s;
-    int      n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    s = n >= 0 ? malloc((size_t) n + 1) : NULL;
-    if (s == NULL) {
-        return MHD_NO;
-    }
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t) n + 1, fmt, ap);
-    va_end(ap);
-    return tl_http_reply(c, status, s, (size_t) n);
-}
-
-
-static enum MHD_Result
 tl_http_err(struct MHD_Connection *c, unsigned status, const sk_err_t *err)
 {
-    return tl_http_text(c, status, "%s\n", err->msg);
+    return sk_httpd_text(c, status, "%s\n", err->msg);
 }
 
 
@@ -142,7 +99,7 @@ tl_http_proof_reply(struct MHD_Connection *c, tl_timeline_t *tl,
     if (rc != 0 || sk_merkle_proof_format(&out, &len, &p, &err) != 0) {
         return tl_http_err(c, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
     }
-    return tl_http_reply(c, MHD_HTTP_OK, out, len);
+    return sk_httpd_reply(c, MHD_HTTP_OK, out, len, TL_HTTP_TEXT);
 }
 
 
@@ -154,14 +111,14 @@ tl_http_proof(struct MHD_Connection *c, tl_timeline_t *tl, const char *kind)
     int          inclusion = strcmp(kind, "inclusion") == 0;
 
     if (!inclusion && strcmp(kind, "consistency") != 0) {
-        return tl_http_text(c, MHD_HTTP_NOT_FOUND, "no proof \"%s\"\n", kind);
+        return sk_httpd_text(c, MHD_HTTP_NOT_FOUND, "no proof \"%s\"\n", kind);
     }
     an = inclusion ? "sn" : "from";
     bn = inclusion ? "size" : "to";
     if (tl_http_u64(&a, MHD_lookup_connection_value(c,
             MHD_GET_ARGUMENT_KIND, an)) != 0)
     {
-        return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
+        return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
             "proof: \"%s\" missing or not a number\n", an);
     }
     if (MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, bn) == NULL) {
@@ -169,11 +126,11 @@ tl_http_proof(struct MHD_Connection *c, tl_timeline_t *tl, const char *kind)
     } else if (tl_http_u64(&b, MHD_lookup_connection_value(c,
                    MHD_GET_ARGUMENT_KIND, bn)) != 0)
     {
-        return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
+        return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
             "proof: \"%s\" not a number\n", bn);
     }
     if (b > n || (inclusion ? a >= b : (a == 0 || a > b))) {
-        return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
+        return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
             "proof: need %s, %s <= %" PRIu64 " (the durable size)\n",
             inclusion ? "sn < size" : "0 < from <= to", bn, n);
     }
@@ -211,14 +168,14 @@ tl_http_chunk_file(struct MHD_Connection *c, tl_timeline_t *tl,
     int                   fd;
 
     if (n < 5 || n >= sizeof(buf) || strcmp(name + n - 4, ".bz2") != 0) {
-        return tl_http_text(c, MHD_HTTP_NOT_FOUND, "no such resource\n");
+        return sk_httpd_text(c, MHD_HTTP_NOT_FOUND, "no such resource\n");
     }
     memcpy(buf, name, n - 4);
     buf[n - 4] = '\0';
     if (tl_http_two(&a, &b, buf, "-") != 0 || !tl_chunk_exists(tl, a, b)
         || (fd = tl_chunk_open_file(tl, a, b)) < 0)
     {
-        return tl_http_text(c, MHD_HTTP_NOT_FOUND,
+        return sk_httpd_text(c, MHD_HTTP_NOT_FOUND,
             "chunks: no chunk \"%s\" (merged or never made: see /chunks)\n",
             name);
     }
@@ -247,20 +204,21 @@ tl_http_chunks(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
 
     if (strncmp(url, "since/", 6) == 0) {
         if (tl_http_u64(&a, url + 6) != 0) {
-            return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
+            return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
                 "chunks: bad SN \"%s\"\n", url + 6);
         }
         if (a + 1 >= pub) {
-            return tl_http_reply(c, MHD_HTTP_NOT_MODIFIED, NULL, 0);
+            return sk_httpd_reply(c, MHD_HTTP_NOT_MODIFIED, NULL, 0,
+                TL_HTTP_TEXT);
         }
         a++;
     } else if (strncmp(url, "between/", 8) == 0) {
         if (tl_http_two(&a, &b, url + 8, "/and/") != 0 || a > b) {
-            return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
+            return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
                 "chunks: want /chunks/between/<SN1>/and/<SN2>, SN1 <= SN2\n");
         }
         if (a >= pub) {
-            return tl_http_text(c, MHD_HTTP_NOT_FOUND, "chunks: nothing "
+            return sk_httpd_text(c, MHD_HTTP_NOT_FOUND, "chunks: nothing "
                 "published at or after SN %" PRIu64 "\n", a);
         }
     } else if (*url != '\0') {
@@ -269,7 +227,7 @@ tl_http_chunks(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
     if (tl_chunk_list(tl, &out, &len, a, b, &err) != 0) {
         return tl_http_err(c, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
     }
-    return tl_http_reply(c, MHD_HTTP_OK, out, len);
+    return sk_httpd_reply(c, MHD_HTTP_OK, out, len, TL_HTTP_TEXT);
 }
 
 
@@ -306,8 +264,7 @@ tl_http_queued(struct MHD_Connection *c, char *token)
     if (r == NULL) {
         return MHD_NO;
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-        "text/plain; charset=us-ascii");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, TL_HTTP_TEXT);
     MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, loc);
     rc = MHD_queue_response(c, MHD_HTTP_ACCEPTED, r);
     MHD_destroy_response(r);
@@ -333,13 +290,13 @@ tl_http_token(struct MHD_Connection *c, tl_timeline_t *tl, const char *hex)
     }
     pthread_mutex_unlock(&tl->lock);
     if (t == NULL) {
-        return tl_http_text(c, MHD_HTTP_GONE,
+        return sk_httpd_text(c, MHD_HTTP_GONE,
             "status: unknown token \"%.40s\" (never issued, or too old)\n",
             hex);
     }
     code = tl_http_status(copy.pending ? TL_QUEUED : copy.v);
     if (copy.pending || copy.v != TL_OK) {
-        return tl_http_text(c, MHD_HTTP_OK, "%u %s\n%s%s", code,
+        return sk_httpd_text(c, MHD_HTTP_OK, "%u %s\n%s%s", code,
             MHD_get_reason_phrase_for(code), copy.msg,
             copy.msg[0] != '\0' ? "\n" : "");
     }
@@ -354,7 +311,7 @@ tl_http_token(struct MHD_Connection *c, tl_timeline_t *tl, const char *hex)
     len = (size_t) sprintf(out, "%u %s\n%s", code,
         MHD_get_reason_phrase_for(code), entry);
     free(entry);
-    return tl_http_reply(c, MHD_HTTP_OK, out, len);
+    return sk_httpd_reply(c, MHD_HTTP_OK, out, len, TL_HTTP_TEXT);
 }
 
 
@@ -371,7 +328,7 @@ tl_http_copy(struct MHD_Connection *c, tl_timeline_t *tl, const char *s)
     int          rc;
 
     if (tl_http_u64(&sn, s) != 0 || sn >= tl_http_durable(tl)) {
-        return tl_http_text(c, MHD_HTTP_NOT_FOUND,
+        return sk_httpd_text(c, MHD_HTTP_NOT_FOUND,
             "incorporated: no SN \"%.24s\"\n", s);
     }
     if (tl_store_read(tl, &out, &len, sn, sn, &err) != 0) {
@@ -384,7 +341,7 @@ tl_http_copy(struct MHD_Connection *c, tl_timeline_t *tl, const char *s)
     }
     if (sk_entry_type(e) != SK_ENTRY_INCORPORATE) {
         sk_entry_free(e);
-        return tl_http_text(c, MHD_HTTP_NOT_FOUND,
+        return sk_httpd_text(c, MHD_HTTP_NOT_FOUND,
             "incorporated: SN %" PRIu64 " is not an Incorporate\n", sn);
     }
     rc = tl_inc_read(tl, e, &out, &len, &err);
@@ -392,7 +349,7 @@ tl_http_copy(struct MHD_Connection *c, tl_timeline_t *tl, const char *s)
     if (rc != 0) {
         return tl_http_err(c, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
     }
-    return tl_http_reply(c, MHD_HTTP_OK, out, len);
+    return sk_httpd_reply(c, MHD_HTTP_OK, out, len, TL_HTTP_TEXT);
 }
 
 
@@ -411,7 +368,7 @@ tl_http_get(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
         if (rc != 0) {
             return tl_http_err(c, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
         }
-        return tl_http_reply(c, MHD_HTTP_OK, out, len);
+        return sk_httpd_reply(c, MHD_HTTP_OK, out, len, TL_HTTP_TEXT);
     }
     if (strncmp(url, "/status/", 8) == 0) {
         return tl_http_token(c, tl, url + 8);
@@ -424,22 +381,22 @@ tl_http_get(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
     }
     if (strncmp(url, "/entry/", 7) == 0) {
         if (tl_http_u64(&sn, url + 7) != 0) {
-            return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
+            return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
                 "entry: bad SN \"%s\"\n", url + 7);
         }
         if (sn >= tl_http_durable(tl)) {
-            return tl_http_text(c, MHD_HTTP_NOT_FOUND,
+            return sk_httpd_text(c, MHD_HTTP_NOT_FOUND,
                 "entry: no SN %" PRIu64 "\n", sn);
         }
         if (tl_store_read(tl, &out, &len, sn, sn, &err) != 0) {
             return tl_http_err(c, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
         }
-        return tl_http_reply(c, MHD_HTTP_OK, out, len);
+        return sk_httpd_reply(c, MHD_HTTP_OK, out, len, TL_HTTP_TEXT);
     }
     if (strncmp(url, "/incorporated/", 14) == 0) {
         return tl_http_copy(c, tl, url + 14);
     }
-    return tl_http_text(c, MHD_HTTP_NOT_FOUND, "no such resource\n");
+    return sk_httpd_text(c, MHD_HTTP_NOT_FOUND, "no such resource\n");
 }
 
 
@@ -495,20 +452,20 @@ tl_http_append_done(struct MHD_Connection *c, tl_timeline_t *tl,
     char         *out;
 
     if (rq->too_big) {
-        return tl_http_text(c, MHD_HTTP_CONTENT_TOO_LARGE,
+        return sk_httpd_text(c, MHD_HTTP_CONTENT_TOO_LARGE,
             "form: body larger than %" PRIu64 " bytes\n", tl->conf.max_body);
     }
     if (rq->bad[0] != '\0') {
-        return tl_http_text(c, MHD_HTTP_BAD_REQUEST, "%s\n", rq->bad);
+        return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST, "%s\n", rq->bad);
     }
     if (rq->e == NULL) {
-        return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
+        return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
             "form: field \"e\" missing\n");
     }
     if (strlen(rq->e) != rq->elen
         || (rq->ref != NULL && strlen(rq->ref) != rq->reflen))
     {
-        return tl_http_text(c, MHD_HTTP_BAD_REQUEST,
+        return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
             "%s: contains a NUL byte\n",
             strlen(rq->e) != rq->elen ? "entry" : "ref");
     }
@@ -516,7 +473,7 @@ tl_http_append_done(struct MHD_Connection *c, tl_timeline_t *tl,
     v = tl_append(tl, &out, &len, rq->e, rq->elen, rq->ref, rq->reflen,
         &err);
     if (v == TL_OK) {
-        return tl_http_reply(c, MHD_HTTP_CREATED, out, len);
+        return sk_httpd_reply(c, MHD_HTTP_CREATED, out, len, TL_HTTP_TEXT);
     }
     if (v == TL_QUEUED) {
         return tl_http_queued(c, out);
@@ -584,17 +541,29 @@ tl_http_handler(void *cls, struct MHD_Connection *c, const char *url,
     tl_timeline_t  *tl = cls;
 
     (void) version;
-    if (strcmp(url, "/append") == 0) {
-        if (strcmp(method, MHD_HTTP_METHOD_POST) != 0) {
-            return tl_http_text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
-                "append: use POST\n");
-        }
+    if (strcmp(url, "/append") == 0
+        && strcmp(method, MHD_HTTP_METHOD_POST) == 0)
+    {
         return tl_http_append(c, tl, con_cls, data, size);
+    }
+    /* Answer on the second call, once the whole request is in: an answer
+     * queued earlier makes libmicrohttpd close the connection. */
+    if (*con_cls == NULL) {
+        *con_cls = &tl_http_first;
+        return MHD_YES;
+    }
+    if (*size != 0) {
+        *size = 0;              /* a body on a GET: ignored */
+        return MHD_YES;
+    }
+    if (strcmp(url, "/append") == 0) {
+        return sk_httpd_text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
+            "append: use POST\n");
     }
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0
         && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
     {
-        return tl_http_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET\n");
+        return sk_httpd_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET\n");
     }
     return tl_http_get(c, tl, url);
 }
@@ -609,7 +578,7 @@ tl_http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void) cls;
     (void) c;
     (void) toe;
-    if (rq != NULL) {
+    if (rq != NULL && *con_cls != &tl_http_first) {
         if (rq->pp != NULL) {
             MHD_destroy_post_processor(rq->pp);
         }
@@ -621,53 +590,13 @@ tl_http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 
-/* "IPv4:PORT" or "[IPv6]:PORT". */
-static int
-tl_http_addr(struct sockaddr_storage *ss, const char *s, sk_err_t *err)
-{
-    struct sockaddr_in   *in4 = (struct sockaddr_in *) ss;
-    struct sockaddr_in6  *in6 = (struct sockaddr_in6 *) ss;
-    const char           *colon = strrchr(s, ':');
-    char                  host[64];
-    uint64_t              port;
-    size_t                hl;
-
-    memset(ss, 0, sizeof(*ss));
-    if (colon == NULL || tl_http_u64(&port, colon + 1) != 0 || port == 0
-        || port > 65535 || (size_t) (colon - s) >= sizeof(host))
-    {
-        return sk_err_set(err, SK_ERR_FORMAT,
-            "listen \"%s\": want ADDRESS:PORT", s);
-    }
-    hl = (size_t) (colon - s);
-    memcpy(host, s, hl);
-    host[hl] = '\0';
-    if (hl > 2 && host[0] == '[' && host[hl - 1] == ']') {
-        host[hl - 1] = '\0';
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons((uint16_t) port);
-        if (inet_pton(AF_INET6, host + 1, &in6->sin6_addr) == 1) {
-            return 0;
-        }
-    } else {
-        in4->sin_family = AF_INET;
-        in4->sin_port = htons((uint16_t) port);
-        if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
-            return 0;
-        }
-    }
-    return sk_err_set(err, SK_ERR_FORMAT,
-        "listen \"%s\": not a numeric address", s);
-}
-
-
 int
 tl_http_start(tl_timeline_t *tl, struct MHD_Daemon **d, sk_err_t *err)
 {
     struct sockaddr_storage  ss;
     unsigned                 flags;
 
-    if (tl_http_addr(&ss, tl->conf.listen, err) != 0) {
+    if (sk_addr_parse(&ss, tl->conf.listen, err) != 0) {
         return -1;
     }
     flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD

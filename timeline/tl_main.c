@@ -4,18 +4,16 @@
  *   sk-timeline -c FILE        run in the foreground until SIGTERM/SIGINT
  *   sk-timeline -n -c FILE     check the configuration and exit
  */
-#include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sysexits.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <microhttpd.h>
+#include <sk/daemon.h>
+#include <sk/keyfile.h>
 
 #include "tl.h"
 
@@ -33,25 +31,17 @@ static int
 tl_main_key(tl_timeline_t *tl, sk_err_t *err)
 {
     char  pub[4096], fp[SK_FINGERPRINT_SIZE];
+    int   created;
 
-    if (access(tl->conf.key_file, F_OK) != 0 && errno == ENOENT) {
-        snprintf(pub, sizeof(pub), "%s/%s", tl->conf.data_dir, TL_PUB_FILE);
-        if (sk_key_generate(&tl->key, SK_KEY_ED25519, 0, err) != 0
-            || sk_key_save_private(tl->key, tl->conf.key_file, err) != 0
-            || sk_key_save_public(tl->key, pub, err) != 0)
-        {
-            return -1;
-        }
-        sk_key_fingerprint(fp, tl->key);
-        tl_log("%s: new timeline key %s", tl->conf.key_file, fp);
-        return 0;
-    }
-    if (sk_key_load_private(&tl->key, tl->conf.key_file, err) != 0) {
+    snprintf(pub, sizeof(pub), "%s/%s", tl->conf.data_dir, TL_PUB_FILE);
+    if (sk_keyfile_open(&tl->key, &created, tl->conf.key_file, pub, err)
+        != 0)
+    {
         return -1;
     }
-    if (sk_key_alg(tl->key) != SK_KEY_ED25519) {
-        return sk_err_set(err, SK_ERR_FORMAT, "%s: not an ed25519 key",
-            tl->conf.key_file);
+    if (created) {
+        sk_key_fingerprint(fp, tl->key);
+        tl_log("%s: new timeline key %s", tl->conf.key_file, fp);
     }
     return 0;
 }
@@ -63,15 +53,9 @@ tl_main_run(tl_timeline_t *tl)
     struct MHD_Daemon  *d;
     sk_err_t            err;
     sigset_t            set;
-    int                 sig;
 
     /* Signals are taken by sigwait here, never by the HTTP threads. */
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    sk_daemon_block(&set);
 
     if (tl_main_key(tl, &err) != 0
         || (tl->conf.operator_key != NULL
@@ -91,12 +75,7 @@ tl_main_run(tl_timeline_t *tl)
     }
     tl_log("timeline %llu (%s) listening on %s",
         (unsigned long long) tl->conf.tid, tl->conf.origin, tl->conf.listen);
-    do {
-        if (sigwait(&set, &sig) != 0) {
-            sig = SIGTERM;
-        }
-    } while (sig == SIGHUP);
-    tl_log("signal %d: stopping", sig);
+    tl_log("signal %d: stopping", sk_daemon_wait(&set));
     MHD_stop_daemon(d);
     tl_append_drain(tl);
     return EX_OK;
@@ -110,21 +89,9 @@ main(int argc, char **argv)
     tl_timeline_t       tl;
     const char         *conf = NULL;
     sk_err_t            err;
-    int                 c, check = 0, rc;
+    int                 check, rc;
 
-    while ((c = getopt(argc, argv, "c:nh")) != -1) {
-        switch (c) {
-        case 'c':
-            conf = optarg;
-            break;
-        case 'n':
-            check = 1;
-            break;
-        default:
-            return tl_usage();
-        }
-    }
-    if (conf == NULL || optind != argc) {
+    if (sk_daemon_args(argc, argv, &conf, &check) != 0) {
         return tl_usage();
     }
     memset(&tl, 0, sizeof(tl));

@@ -9,6 +9,8 @@
 #include <openssl/sha.h>
 #include <openssl/x509v3.h>
 
+#include <sk/chain.h>
+
 #include "tl.h"
 
 
@@ -36,18 +38,19 @@ tl_validate_store(tl_timeline_t *tl)
 }
 
 
-/* A certificate of a chain: CA certificates (intermediates, shared by
- * many chains) are decoded once and kept, by the SHA-256 of their DER. */
+/* A certificate of a chain (sk_chain_d2i_fn): CA certificates
+ * (intermediates, shared by many chains) are decoded once and kept, by
+ * the SHA-256 of their DER. */
 static X509 *
-tl_validate_cert(tl_timeline_t *tl, const unsigned char *der, size_t len,
-    int ee)
+tl_validate_cert(void *arg, const unsigned char *der, size_t len, int i)
 {
+    tl_timeline_t        *tl = arg;
     const unsigned char  *p = der;
     unsigned char         h[SK_SHA256_BYTES];
     tl_cert_t            *c;
     X509                 *x = NULL;
 
-    if (ee) {
+    if (i == 0) {
         return d2i_X509(NULL, &p, (long) len);
     }
     SHA256(der, len, h);
@@ -86,97 +89,32 @@ tl_validate_free(tl_timeline_t *tl)
 }
 
 
-/* CA-Cert-Chain: end-entity first, comma-separated base64url DER. */
-static int
-tl_validate_decode_chain(tl_timeline_t *tl, STACK_OF(X509) **chain,
-    const char *v, sk_err_t *err)
-{
-    const char           *comma;
-    unsigned char        *der;
-    size_t                n, len;
-    X509                 *x;
-
-    *chain = sk_X509_new_null();
-    if (*chain == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "chain");
-    }
-    for (;;) {
-        comma = strchr(v, ',');
-        len = comma != NULL ? (size_t) (comma - v) : strlen(v);
-        if (sk_b64_decode(&der, &n, v, len, err) != 0) {
-            return -1;
-        }
-        x = tl_validate_cert(tl, der, n, sk_X509_num(*chain) == 0);
-        free(der);
-        if (x == NULL || sk_X509_push(*chain, x) == 0) {
-            X509_free(x);
-            return sk_err_crypto(err, "certificate %d",
-                sk_X509_num(*chain) + 1);
-        }
-        if (comma == NULL) {
-            return 0;
-        }
-        v = comma + 1;
-    }
-}
-
-
 /* "CA chain valid to a trusted root at claim time, name matches the
- * end-entity certificate, the key is bound by it". */
+ * end-entity certificate, the key is bound by it" (sk/chain.h), then the
+ * OCSP question on the verified chain. */
 static tl_verdict_t
 tl_validate_chain(tl_timeline_t *tl, const sk_entry_t *e, const sk_key_t *sk,
     int64_t now, int ocsp, sk_err_t *err)
 {
     STACK_OF(X509)  *chain = NULL;
-    X509_STORE_CTX  *ctx = NULL;
-    X509_STORE      *st = NULL;
-    EVP_PKEY        *eek;
-    X509            *ee;
-    const char      *name = sk_entry_name(e);
-    tl_verdict_t     v = TL_FORBIDDEN;
-    int              rc;
+    X509_STORE      *st;
+    tl_verdict_t     v;
 
-    if (tl_validate_decode_chain(tl, &chain,
-            sk_entry_get(e, "CA-Cert-Chain"), err) != 0)
-    {
-        sk_err_prefix(err, "chain: CA-Cert-Chain");
-        goto done;
-    }
-    ee = sk_X509_value(chain, 0);
     st = tl_validate_store(tl);
-    ctx = X509_STORE_CTX_new();
-    if (st == NULL || ctx == NULL
-        || X509_STORE_CTX_init(ctx, st, ee, chain) != 1)
-    {
+    if (st == NULL) {
         sk_err_crypto(err, "chain: verifier");
-        v = TL_FAULT;
-        goto done;
+        return TL_FAULT;
     }
-    X509_STORE_CTX_set_time(ctx, 0, (time_t) now);
-    rc = X509_verify_cert(ctx);
-    if (rc != 1) {
-        sk_err_set(err, SK_ERR_SIGNATURE,
-            "chain: not valid to a trusted root at claim time: %s",
-            X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx)));
-        goto done;
+    if (sk_chain_check_by(ocsp ? &chain : NULL, e, sk, st, now,
+            tl_validate_cert, tl, err) != 0)
+    {
+        v = err != NULL && err->code == SK_ERR_NOMEM ? TL_FAULT
+                                                     : TL_FORBIDDEN;
+    } else {
+        v = ocsp ? tl_ocsp_check(tl, chain, st, err) : TL_OK;
     }
-    if (X509_check_host(ee, name, strlen(name), 0, NULL) != 1) {
-        sk_err_set(err, SK_ERR_FORMAT,
-            "name: end-entity certificate is not for %s", name);
-        goto done;
-    }
-    eek = X509_get0_pubkey(ee);
-    if (eek == NULL || EVP_PKEY_eq(eek, sk_key_get0_pkey(sk)) != 1) {
-        sk_err_set(err, SK_ERR_KEY_MISMATCH,
-            "key: end-entity certificate's key is not the SK");
-        goto done;
-    }
-    v = ocsp ? tl_ocsp_check(tl, X509_STORE_CTX_get0_chain(ctx), st, err)
-             : TL_OK;
-done:
-    X509_STORE_CTX_free(ctx);
-    X509_STORE_free(st);
     sk_X509_pop_free(chain, X509_free);
+    X509_STORE_free(st);
     return v;
 }
 

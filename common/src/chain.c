@@ -13,6 +13,14 @@
 int
 sk_chain_decode(STACK_OF(X509) **chain, const char *v, sk_err_t *err)
 {
+    return sk_chain_decode_by(chain, v, NULL, NULL, err);
+}
+
+
+int
+sk_chain_decode_by(STACK_OF(X509) **chain, const char *v,
+    sk_chain_d2i_fn d2i, void *arg, sk_err_t *err)
+{
     const unsigned char  *p;
     const char           *comma;
     unsigned char        *der;
@@ -30,7 +38,8 @@ sk_chain_decode(STACK_OF(X509) **chain, const char *v, sk_err_t *err)
             return -1;
         }
         p = der;
-        x = d2i_X509(NULL, &p, (long) n);
+        x = d2i != NULL ? d2i(arg, der, n, sk_X509_num(*chain))
+                        : d2i_X509(NULL, &p, (long) n);
         free(der);
         if (x == NULL || sk_X509_push(*chain, x) == 0) {
             X509_free(x);
@@ -49,6 +58,15 @@ int
 sk_chain_check(STACK_OF(X509) **verified, const sk_entry_t *e,
     const sk_key_t *sk, X509_STORE *roots, int64_t at, sk_err_t *err)
 {
+    return sk_chain_check_by(verified, e, sk, roots, at, NULL, NULL, err);
+}
+
+
+int
+sk_chain_check_by(STACK_OF(X509) **verified, const sk_entry_t *e,
+    const sk_key_t *sk, X509_STORE *roots, int64_t at, sk_chain_d2i_fn d2i,
+    void *arg, sk_err_t *err)
+{
     STACK_OF(X509)  *chain = NULL;
     X509_STORE_CTX  *ctx = NULL;
     const char      *name = sk_entry_name(e), *v;
@@ -63,7 +81,7 @@ sk_chain_check(STACK_OF(X509) **verified, const sk_entry_t *e,
     if (v == NULL || name == NULL) {
         return sk_err_set(err, SK_ERR_FORMAT, "chain: not a Bind or Rebind");
     }
-    if (sk_chain_decode(&chain, v, err) != 0) {
+    if (sk_chain_decode_by(&chain, v, d2i, arg, err) != 0) {
         sk_err_prefix(err, "chain: CA-Cert-Chain");
         goto done;
     }
@@ -71,6 +89,9 @@ sk_chain_check(STACK_OF(X509) **verified, const sk_entry_t *e,
     ctx = X509_STORE_CTX_new();
     if (ctx == NULL || X509_STORE_CTX_init(ctx, roots, ee, chain) != 1) {
         sk_err_crypto(err, "chain: verifier");
+        if (err != NULL) {
+            err->code = SK_ERR_NOMEM;   /* the host's fault, not the chain's */
+        }
         goto done;
     }
     X509_STORE_CTX_set_time(ctx, 0, (time_t) at);
