@@ -160,18 +160,31 @@ cli_tl_fetch(cli_tl_result_t *r, const char *path, const char *form,
 
 /* GET /status/<token> until its first line is no longer "202 ...": then
  * that line's status is the outcome and the rest the answer. */
-static void
-cli_tl_poll(cli_tl_result_t *r, time_t deadline)
+/* Monotonic milliseconds: a clock set back must not stretch a timeout. */
+static long long
+cli_tl_now_ms(void)
 {
-    char      path[sizeof(r->token) + 16], *rest;
-    unsigned  wait = CLI_TL_POLL_MIN_MS;
-    long      code;
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
+static void
+cli_tl_poll(cli_tl_result_t *r, long long deadline)
+{
+    char       path[sizeof(r->token) + 16], *rest;
+    long long  wait = CLI_TL_POLL_MIN_MS, left;
+    long       code;
 
     snprintf(path, sizeof(path), "/status/%s", r->token);
-    while (time(NULL) < deadline) {
-        usleep(wait * 1000);
+    while ((left = deadline - cli_tl_now_ms()) > 0) {
+        /* Never sleep past the deadline: the last poll comes at it. */
+        usleep((useconds_t) (wait < left ? wait : left) * 1000);
         wait = wait * 2 > CLI_TL_POLL_MAX_MS ? CLI_TL_POLL_MAX_MS : wait * 2;
-        cli_tl_fetch(r, path, NULL, (long) (deadline - time(NULL)));
+        left = deadline - cli_tl_now_ms();
+        cli_tl_fetch(r, path, NULL, (long) ((left + 999) / 1000));
         if (r->fail[0] != '\0' || r->status != 200) {
             return;             /* 410 and the like: say what it said */
         }
@@ -200,7 +213,7 @@ cli_tl_poll(cli_tl_result_t *r, time_t deadline)
 static void
 cli_tl_post(cli_tl_result_t *r, const char *form, long timeout)
 {
-    time_t       deadline = time(NULL) + timeout;
+    long long    deadline = cli_tl_now_ms() + (long long) timeout * 1000;
     sk_entry_t  *e;
 
     cli_tl_fetch(r, "/append", form, timeout);
