@@ -29,7 +29,9 @@ sk_client_fresh_eval(sk_client_fresh_t *f, const sk_client_trust_t *t,
             continue;
         }
         age = now > cp->ts ? now - cp->ts : 0;
-        f->within_t1 += age <= t->t1;
+        /* Strictly younger, so that t1 = 0 always asks, even in the
+         * second a checkpoint was made. */
+        f->within_t1 += age < t->t1;
         f->fresh += age <= t->t2;
         f->stale += age > t->t3;
         f->very_stale += age > t->t4;
