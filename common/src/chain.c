@@ -54,6 +54,30 @@ sk_chain_decode_by(STACK_OF(X509) **chain, const char *v,
 }
 
 
+/* The parsed entry's end-entity certificate first, then d2i's. */
+typedef struct {
+    X509            *ee;
+    sk_chain_d2i_fn  d2i;
+    void            *arg;
+} sk_chain_src_t;
+
+
+static X509 *
+sk_chain_d2i_parsed(void *arg, const unsigned char *der, size_t len, int i)
+{
+    const unsigned char  *p = der;
+    sk_chain_src_t       *src = arg;
+
+    if (i == 0 && src->ee != NULL) {
+        return X509_up_ref(src->ee) == 1 ? src->ee : NULL;
+    }
+    if (src->d2i != NULL) {
+        return src->d2i(src->arg, der, len, i);
+    }
+    return d2i_X509(NULL, &p, (long) len);
+}
+
+
 int
 sk_chain_check(STACK_OF(X509) **verified, const sk_entry_t *e,
     const sk_key_t *sk, X509_STORE *roots, int64_t at, sk_err_t *err)
@@ -70,6 +94,7 @@ sk_chain_check_by(STACK_OF(X509) **verified, const sk_entry_t *e,
     STACK_OF(X509)  *chain = NULL;
     X509_STORE_CTX  *ctx = NULL;
     const char      *name = sk_entry_name(e), *v;
+    sk_chain_src_t   src = { sk_entry_get0_ee(e), d2i, arg };
     EVP_PKEY        *eek;
     X509            *ee;
     int              rc = -1;
@@ -81,7 +106,7 @@ sk_chain_check_by(STACK_OF(X509) **verified, const sk_entry_t *e,
     if (v == NULL || name == NULL) {
         return sk_err_set(err, SK_ERR_FORMAT, "chain: not a Bind or Rebind");
     }
-    if (sk_chain_decode_by(&chain, v, d2i, arg, err) != 0) {
+    if (sk_chain_decode_by(&chain, v, sk_chain_d2i_parsed, &src, err) != 0) {
         sk_err_prefix(err, "chain: CA-Cert-Chain");
         goto done;
     }

@@ -20,6 +20,7 @@
 #include <openssl/x509v3.h>
 
 #include <sk/b64.h>
+#include <sk/chain.h>
 #include <sk/entry.h>
 #include <sk/name.h>
 #include <sk/services.h>
@@ -176,6 +177,7 @@ static const sk_entry_schema_t sk_schemas[SK_ENTRY_NTYPES] = {
 struct sk_entry_s {
     sk_entry_type_t   type;
     char             *values[SK_ENTRY_FIELDS_MAX];  /* NULL: "N/A" */
+    X509             *ee;       /* CA-Cert-Chain's first, as decoded */
 };
 
 /* Reading canonical text line by line. */
@@ -451,8 +453,10 @@ sk_entry_ca_seen(const unsigned char hash[SK_SHA256_BYTES], int add)
 }
 
 
+/* One certificate; *keep (if not NULL) gets it decoded, so that the chain
+ * check need not decode an end-entity certificate a second time. */
 static int
-sk_entry_check_cert(const char *s, size_t len, sk_err_t *err)
+sk_entry_decode_cert(const char *s, size_t len, X509 **keep, sk_err_t *err)
 {
     const unsigned char  *p;
     unsigned char        *der, hash[SK_SHA256_BYTES];
@@ -469,7 +473,7 @@ sk_entry_check_cert(const char *s, size_t len, sk_err_t *err)
         free(der);
         return sk_err_set(err, SK_ERR_FORMAT, "not a DER certificate");
     }
-    if (sk_entry_ca_seen(hash, 0)) {
+    if (keep == NULL && sk_entry_ca_seen(hash, 0)) {
         free(der);
         return 0;
     }
@@ -480,31 +484,43 @@ sk_entry_check_cert(const char *s, size_t len, sk_err_t *err)
         sk_err_crypto(err, "not a DER certificate");
         return sk_entry_bad_input(err);
     }
-    ca = X509_check_ca(x) > 0;
-    X509_free(x);
     if ((size_t) (p - der) != n) {
         free(der);
+        X509_free(x);
         return sk_err_set(err, SK_ERR_FORMAT,
             "trailing bytes after the certificate");
     }
     free(der);
+    ca = X509_check_ca(x) > 0;
     if (ca) {
         (void) sk_entry_ca_seen(hash, 1);
     }
+    if (keep != NULL) {
+        *keep = x;
+    } else {
+        X509_free(x);
+    }
     return 0;
+}
+
+
+static int
+sk_entry_check_cert(const char *s, size_t len, sk_err_t *err)
+{
+    return sk_entry_decode_cert(s, len, NULL, err);
 }
 
 
 /* Calls check on each comma-separated element of s[0..len). */
 static int
 sk_entry_check_list(const char *s, size_t len, const char *what,
-    size_t max, int (*check)(const char *, size_t, sk_err_t *),
+    size_t from, size_t max, int (*check)(const char *, size_t, sk_err_t *),
     sk_err_t *err)
 {
     const char  *comma;
     size_t       off, end, i;
 
-    for (off = 0, i = 1; ; off = end + 1, i++) {
+    for (off = 0, i = from; ; off = end + 1, i++) {
         if (i > max) {
             return sk_err_set(err, SK_ERR_FORMAT, "more than %zu %ss",
                 max, what);
@@ -551,7 +567,7 @@ sk_entry_check_names(const char *s, size_t len, sk_err_t *err)
     if (len == 4 && memcmp(s, "none", 4) == 0) {
         return 0;
     }
-    if (sk_entry_check_list(s, len, "name", SK_ENTRY_REBINDERS_MAX,
+    if (sk_entry_check_list(s, len, "name", 1, SK_ENTRY_REBINDERS_MAX,
             sk_name_check, err) != 0)
     {
         return -1;
@@ -584,10 +600,35 @@ sk_entry_check_services(const char *s, size_t len, sk_err_t *err)
 }
 
 
-/* The value on its own, whatever the other fields hold. */
+/* A chain, its first (end-entity) certificate kept decoded in *ee. */
+static int
+sk_entry_check_chain(const char *s, size_t len, X509 **ee, sk_err_t *err)
+{
+    const char  *comma = memchr(s, ',', len);
+    size_t       first = comma != NULL ? (size_t) (comma - s) : len;
+
+    if (first == 0) {
+        return sk_err_set(err, SK_ERR_FORMAT, "certificate 1 is empty");
+    }
+    if (sk_entry_decode_cert(s, first, ee, err) != 0) {
+        return sk_err_prefix(err, "certificate 1");
+    }
+    if (comma != NULL && sk_entry_check_list(comma + 1, len - first - 1,
+            "certificate", 2, SIZE_MAX, sk_entry_check_cert, err) != 0)
+    {
+        X509_free(*ee);
+        *ee = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+
+/* The value on its own, whatever the other fields hold; a chain's decoded
+ * end-entity certificate goes to *ee. */
 static int
 sk_entry_check_kind(sk_val_kind_t kind, const char *s, size_t len,
-    sk_err_t *err)
+    X509 **ee, sk_err_t *err)
 {
     uint64_t  v;
 
@@ -625,8 +666,7 @@ sk_entry_check_kind(sk_val_kind_t kind, const char *s, size_t len,
     case SK_VAL_CERT:
         return sk_entry_check_cert(s, len, err);
     case SK_VAL_CERTS:
-        return sk_entry_check_list(s, len, "certificate", SIZE_MAX,
-            sk_entry_check_cert, err);
+        return sk_entry_check_chain(s, len, ee, err);
     }
     return sk_err_set(err, SK_ERR_USAGE, "unknown value kind");
 }
@@ -705,6 +745,7 @@ sk_entry_set_at(sk_entry_t *e, size_t pos, const char *v, size_t len,
 {
     const sk_field_def_t *def = sk_entry_def(e, pos);
     char                 *copy, *old;
+    X509                 *ee = NULL;
 
     if (sk_entry_check_chars(v, len, err) != 0) {
         return -1;
@@ -721,11 +762,12 @@ sk_entry_set_at(sk_entry_t *e, size_t pos, const char *v, size_t len,
         e->values[pos] = NULL;
         return 0;
     }
-    if (sk_entry_check_kind(def->kind, v, len, err) != 0) {
+    if (sk_entry_check_kind(def->kind, v, len, &ee, err) != 0) {
         return -1;
     }
     copy = malloc(len + 1);
     if (copy == NULL) {
+        X509_free(ee);
         return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
     }
     memcpy(copy, v, len);
@@ -735,9 +777,14 @@ sk_entry_set_at(sk_entry_t *e, size_t pos, const char *v, size_t len,
     if (sk_entry_check_pairs(e, sk_schemas[e->type].fields[pos], err) != 0) {
         e->values[pos] = old;
         free(copy);
+        X509_free(ee);
         return -1;
     }
     free(old);
+    if (def->kind == SK_VAL_CERTS) {
+        X509_free(e->ee);
+        e->ee = ee;
+    }
     return 0;
 }
 
@@ -767,8 +814,16 @@ sk_entry_free(sk_entry_t *e)
         for (i = 0; i < SK_ENTRY_FIELDS_MAX; i++) {
             free(e->values[i]);
         }
+        X509_free(e->ee);
         free(e);
     }
+}
+
+
+X509 *
+sk_entry_get0_ee(const sk_entry_t *e)
+{
+    return e->ee;
 }
 
 
@@ -783,6 +838,9 @@ sk_entry_dup(const sk_entry_t *e)
         return NULL;
     }
     d->type = e->type;
+    if (e->ee != NULL && X509_up_ref(e->ee) == 1) {
+        d->ee = e->ee;
+    }
     for (i = 0; i < SK_ENTRY_FIELDS_MAX; i++) {
         if (e->values[i] != NULL
             && (d->values[i] = strdup(e->values[i])) == NULL)

@@ -4,6 +4,9 @@
  * parser, and which fields each signature covers, with every key type.
  */
 #include <openssl/evp.h>
+#include <openssl/x509.h>
+
+#include <sk/chain.h>
 
 #include "testutil.h"
 
@@ -712,6 +715,7 @@ static void
 test_accessors(void **state)
 {
     sk_entry_t      *e = parse_ok(DOC_BIND), *n;
+    STACK_OF(X509)  *chain;
     sk_entry_type_t  type;
     sk_key_t        *key, *want = seed_key(0x11);
     const void      *spki;
@@ -736,6 +740,27 @@ test_accessors(void **state)
     sk_key_free(key);
     sk_key_free(want);
 
+    /* The chain's end-entity certificate, decoded once by the parse, is
+     * the first of the chain, shared by a copy, replaced with the field. */
+    assert_non_null(sk_entry_get0_ee(e));
+    tu_assert_ok(sk_chain_decode(&chain, sk_entry_get(e, "CA-Cert-Chain"),
+        &err), &err);
+    assert_int_equal(X509_cmp(sk_entry_get0_ee(e), sk_X509_value(chain, 0)),
+        0);
+    n = sk_entry_dup(e);
+    assert_non_null(n);
+    assert_ptr_equal(sk_entry_get0_ee(n), sk_entry_get0_ee(e));
+    set_ok(n, "CA-Cert-Chain", CERT_ROOT);
+    assert_int_equal(X509_cmp(sk_entry_get0_ee(n), sk_X509_value(chain, 1)),
+        0);
+    tu_assert_err(sk_entry_set(n, "CA-Cert-Chain", "MIIB," CERT_ROOT, &err),
+        &err, SK_ERR_FORMAT, "field \"CA-Cert-Chain\": certificate 1: not "
+        "a DER certificate");
+    assert_int_equal(X509_cmp(sk_entry_get0_ee(n), sk_X509_value(chain, 1)),
+        0);
+    sk_entry_free(n);
+    sk_X509_pop_free(chain, X509_free);
+
     tu_assert_err(sk_entry_set(e, "CA-Cert", CERT_ROOT, &err), &err,
         SK_ERR_USAGE, "field \"CA-Cert\": not a field of Bind entries");
     tu_assert_err(sk_entry_set(e, "Name", "N/A", &err), &err,
@@ -754,6 +779,7 @@ test_accessors(void **state)
 
     e = parse_ok(DOC_ADD_ROOT_CA);
     assert_null(sk_entry_name(e));
+    assert_null(sk_entry_get0_ee(e));
     tu_assert_err(sk_entry_key(&key, e, &err), &err, SK_ERR_USAGE,
         "Add-Root-CA entries have no Key");
     sk_entry_free(e);

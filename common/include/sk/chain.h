@@ -22,6 +22,11 @@
 typedef X509 *(*sk_chain_d2i_fn)(void *arg, const unsigned char *der,
     size_t len, int i);
 
+/* The end-entity certificate of e's CA-Cert-Chain as parsing decoded it
+ * (borrowed: valid while e is), or NULL if e has no chain.  The chain
+ * check uses it, so a Bind's certificate is decoded once. */
+X509 *sk_entry_get0_ee(const sk_entry_t *e);
+
 /* Decode CA-Cert-Chain into *chain (new stack; free with
  * sk_X509_pop_free(*chain, X509_free), also on failure). */
 int sk_chain_decode(STACK_OF(X509) **chain, const char *value,
@@ -38,7 +43,8 @@ int sk_chain_decode_by(STACK_OF(X509) **chain, const char *value,
  * fault of this host, not of the chain). */
 int sk_chain_check(STACK_OF(X509) **verified, const sk_entry_t *e,
     const sk_key_t *sk, X509_STORE *roots, int64_t at, sk_err_t *err) SK_WUR;
-/* The same, decoding the chain with sk_chain_decode_by(d2i, arg). */
+/* The same, decoding the CA certificates with sk_chain_decode_by(d2i,
+ * arg); the end-entity certificate is e's own (sk_entry_get0_ee). */
 int sk_chain_check_by(STACK_OF(X509) **verified, const sk_entry_t *e,
     const sk_key_t *sk, X509_STORE *roots, int64_t at, sk_chain_d2i_fn d2i,
     void *arg, sk_err_t *err) SK_WUR;
