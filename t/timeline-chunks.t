@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # sk-timeline chunks: the merge schedule (fanout 2, 3 levels), listings
-# (/chunks, since, between), chunk files fetched with curl, bunzip2ed, each
+# (/chunks, since, between), the publisher's lower CPU priority, chunk files fetched with curl, bunzip2ed, each
 # signature and entry checked (openssl for chunks and TFMs, `sk entry
 # verify` for entries), the TFM's root against the entries, and the list
 # after a restart.
@@ -28,6 +28,20 @@ my $t = start_timeline($d, operator_key => "$d/operator.pub",
     sk_budget => 100, chunk_interval => 1, chunk_fanout => 2,
     chunk_levels => 3);
 ok($t->{up}, 'sk-timeline listens') or BAIL_OUT(slurp($t->{log}));
+
+# The publisher yields to appends: one thread at chunk_nice (default 10),
+# the rest at the daemon's own priority.
+sub nice_of { (split ' ', (slurp($_[0]) =~ s/^.*\) //sr))[16] }  # stat(5) field 19
+my $own = nice_of("/proc/$t->{pid}/stat");
+my %nice;
+$nice{nice_of($_)}++ for glob "/proc/$t->{pid}/task/*/stat";
+SKIP: {
+    skip "the test runs at nice $own", 2 if $own >= 10;
+    is($nice{10}, 1, 'one thread (the chunk publisher) runs at nice 10')
+        or diag(explain(\%nice));
+    ok($nice{$own} && keys %nice == 2, "... the others at nice $own")
+        or diag(explain(\%nice));
+}
 
 my $r = http('GET', "$t->{url}/chunks");
 is($r->{code}, 200, '/chunks on an empty log: 200');

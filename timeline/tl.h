@@ -50,6 +50,7 @@ typedef struct {
     uint64_t   chunk_interval;  /* seconds between publications */
     uint64_t   chunk_fanout;    /* this many chunks of a level merge */
     uint64_t   chunk_levels;    /* chunks of this level never merge */
+    uint64_t   chunk_nice;      /* the publisher thread's nice value */
     uint64_t   chunk_max_entries;   /* no chunk holds more */
     int        ocsp;            /* ask the end-entity's OCSP responder */
     int        ocsp_require;    /* refuse certificates naming none */

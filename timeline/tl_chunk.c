@@ -29,7 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "tl.h"
@@ -384,6 +386,13 @@ tl_chunk_run(void *arg)
     struct timespec   ts;
     sk_err_t          err;
 
+    /* Publication is background work: on a busy host it yields to the
+     * appends, whose 201s wait on CPU (Linux keeps nice per thread). */
+    if (setpriority(PRIO_PROCESS, (id_t) syscall(SYS_gettid),
+            (int) tl->conf.chunk_nice) != 0)
+    {
+        tl_log("chunks: setpriority: %s", strerror(errno));
+    }
     pthread_mutex_lock(&tl->chunk_lock);
     while (!tl->stopping) {
         clock_gettime(CLOCK_REALTIME, &ts);

@@ -49,6 +49,7 @@ static const sk_conf_def_t  tl_confdefs[] = {
     TL_U("chunk_interval", chunk_interval, "60"),
     TL_U("chunk_fanout", chunk_fanout, "4"),
     TL_U("chunk_levels", chunk_levels, "6"),
+    TL_U("chunk_nice", chunk_nice, "10"),
     TL_U("chunk_max_entries", chunk_max_entries, "50000"),
     TL_B("ocsp", ocsp, "yes"),
     TL_B("ocsp_require", ocsp_require, "no"),
@@ -107,6 +108,10 @@ tl_conf_finish(tl_conf_t *conf, sk_err_t *err)
         return sk_err_set(err, SK_ERR_FORMAT, "\"chunk_interval\" and "
             "\"chunk_max_entries\" must be above 0, \"chunk_fanout\" "
             "within 2..%d", TL_CHUNK_FANOUT_MAX);
+    }
+    if (conf->chunk_nice > 19) {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"chunk_nice\" must be "
+            "within 0..19");
     }
     if (conf->key_file == NULL) {
         conf->key_file = malloc(strlen(conf->data_dir) + sizeof(TL_KEY_FILE)
