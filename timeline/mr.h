@@ -291,6 +291,8 @@ int mr_fetch(mr_resp_t *r, void *curl, const char *url, size_t max,
 /* mr_sync.c: the sync threads. */
 int mr_sync_start(mr_mirror_t *m, sk_err_t *err) SK_WUR;
 void mr_sync_stop(mr_mirror_t *m);
+/* With m->lock held: wait seconds, or until the mirror stops. */
+void mr_sleep_locked(mr_mirror_t *m, uint64_t seconds);
 /* Under the lock: timelines in Idle or Syncing. */
 size_t mr_sync_servable(const mr_mirror_t *m);
 /* Under the lock: change a timeline's state (logged, gen bumped). */

@@ -815,7 +815,6 @@ mr_sync_thread(void *arg)
     mr_tl_t          *t = arg;
     mr_mirror_t      *m = (mr_mirror_t *) ((char *) (t - t->index)
                               - offsetof(mr_mirror_t, tl));
-    struct timespec   until;
     mr_round_t        r;
     mr_sync_t         s;
     sk_err_t          err;
@@ -840,17 +839,26 @@ mr_sync_thread(void *arg)
         mr_pending_free(&s.pend);
         pthread_mutex_lock(&m->lock);
         wait = mr_sync_after(m, t, r, &err);
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += (time_t) wait;
-        while (!m->stopping
-               && pthread_cond_timedwait(&m->wake, &m->lock, &until) == 0)
-        {
-            /* woken early but not stopping: keep waiting */
-        }
+        mr_sleep_locked(m, wait);
     }
     pthread_mutex_unlock(&m->lock);
     curl_easy_cleanup(curl);
     return NULL;
+}
+
+
+void
+mr_sleep_locked(mr_mirror_t *m, uint64_t seconds)
+{
+    struct timespec  until;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t) seconds;
+    while (!m->stopping
+           && pthread_cond_timedwait(&m->wake, &m->lock, &until) == 0)
+    {
+        /* woken early but not stopping: keep waiting */
+    }
 }
 
 

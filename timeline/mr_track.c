@@ -171,7 +171,6 @@ static void *
 mr_track_thread(void *arg)
 {
     mr_mirror_t      *m = arg;
-    struct timespec   until;
     CURL             *curl = curl_easy_init();
     size_t            i;
 
@@ -182,13 +181,7 @@ mr_track_thread(void *arg)
             mr_track_peer(m, curl, m->conf.peer[i]);
         }
         pthread_mutex_lock(&m->lock);
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += (time_t) m->conf.poll_interval;
-        while (!m->stopping
-               && pthread_cond_timedwait(&m->wake, &m->lock, &until) == 0)
-        {
-            /* keep waiting */
-        }
+        mr_sleep_locked(m, m->conf.poll_interval);
     }
     pthread_mutex_unlock(&m->lock);
     curl_easy_cleanup(curl);

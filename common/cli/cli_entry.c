@@ -167,6 +167,24 @@ cli_entry_fill(sk_entry_t *e, sk_entry_type_t type, const cli_entry_opts_t *o,
 
 
 int
+cli_entry_option(cli_entry_opts_t *o, int c, const char *arg)
+{
+    switch (c) {
+    case 'k': o->key = arg; return 1;
+    case 'n': o->name = arg; return 1;
+    case 's': o->services = arg; return 1;
+    case 'c': o->chain = o->ca = arg; return 1;
+    case 'w': o->subdomains = 1; return 1;
+    case 'r': o->rebinders = arg; return 1;
+    case 'R': o->rebinder = arg; return 1;
+    case 'K': o->rebinder_key = arg; return 1;
+    case 'l': o->last_secure = arg; return 1;
+    }
+    return 0;
+}
+
+
+int
 cli_entry_build(sk_entry_t **e, sk_entry_type_t type,
     const cli_entry_opts_t *o, sk_err_t *err)
 {

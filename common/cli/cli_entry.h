@@ -5,6 +5,8 @@
 #ifndef SK_CLI_ENTRY_H
 #define SK_CLI_ENTRY_H
 
+#include <getopt.h>
+
 #include "cli.h"
 
 /* The fields a registrant's entry takes, as the verbs' flags give them. */
@@ -21,6 +23,22 @@ typedef struct {
     const char  *serial;        /* --serial: CA-Serial of root-CA entries */
     int          subdomains;    /* -w: Includes-Subdomains */
 } cli_entry_opts_t;
+
+/* The long options of those flags, for a verb's option table. */
+#define CLI_ENTRY_LONGOPTS                                           \
+    { "key",          required_argument, NULL, 'k' },                \
+    { "name",         required_argument, NULL, 'n' },                \
+    { "services",     required_argument, NULL, 's' },                \
+    { "chain",        required_argument, NULL, 'c' },                \
+    { "subdomains",   no_argument,       NULL, 'w' },                \
+    { "rebinders",    required_argument, NULL, 'r' },                \
+    { "rebinder",     required_argument, NULL, 'R' },                \
+    { "rebinder-key", required_argument, NULL, 'K' },                \
+    { "last-secure",  required_argument, NULL, 'l' }
+
+/* Take option c with its argument into o: 1 if c is one of
+ * CLI_ENTRY_LONGOPTS, else 0. */
+int cli_entry_option(cli_entry_opts_t *o, int c, const char *arg);
 
 /* Build an entry of type from o and sign it: a registrant's (Bind, Unbind,
  * Rebind, Change-Services) with the SK -k, a root-CA entry with the

@@ -344,15 +344,7 @@ cli_tl_verb(const sk_cmd_t *cmd, sk_entry_type_t type, const char *flags,
     int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "key",          required_argument, NULL, 'k' },
-        { "name",         required_argument, NULL, 'n' },
-        { "services",     required_argument, NULL, 's' },
-        { "chain",        required_argument, NULL, 'c' },
-        { "subdomains",   no_argument,       NULL, 'w' },
-        { "rebinders",    required_argument, NULL, 'r' },
-        { "rebinder",     required_argument, NULL, 'R' },
-        { "rebinder-key", required_argument, NULL, 'K' },
-        { "last-secure",  required_argument, NULL, 'l' },
+        CLI_ENTRY_LONGOPTS,
         CLI_TL_LONGOPTS,
         { NULL, 0, NULL, 0 }
     };
@@ -360,7 +352,6 @@ cli_tl_verb(const sk_cmd_t *cmd, sk_entry_type_t type, const char *flags,
     cli_tl_opts_t      o;
     sk_entry_t        *e;
     sk_err_t           err;
-    const char       **slot;
     int                c, rc;
 
     memset(&eo, 0, sizeof(eo));
@@ -375,17 +366,10 @@ cli_tl_verb(const sk_cmd_t *cmd, sk_entry_type_t type, const char *flags,
             }
             continue;
         }
-        if (c == '?' || strchr(flags, c) == NULL) {
+        if (c == '?' || strchr(flags, c) == NULL
+            || !cli_entry_option(&eo, c, optarg))
+        {
             return cli_usage(cmd, "unknown option");
-        }
-        slot = c == 'k' ? &eo.key : c == 'n' ? &eo.name
-            : c == 's' ? &eo.services : c == 'c' ? &eo.chain
-            : c == 'r' ? &eo.rebinders : c == 'R' ? &eo.rebinder
-            : c == 'K' ? &eo.rebinder_key : c == 'l' ? &eo.last_secure : NULL;
-        if (slot != NULL) {
-            *slot = optarg;
-        } else {
-            eo.subdomains = 1;
         }
     }
     if (optind != argc) {

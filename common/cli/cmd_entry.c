@@ -57,15 +57,7 @@ static int
 sk_entry_make(sk_entry_type_t type, int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "key",          required_argument, NULL, 'k' },
-        { "name",         required_argument, NULL, 'n' },
-        { "services",     required_argument, NULL, 's' },
-        { "chain",        required_argument, NULL, 'c' },
-        { "subdomains",   no_argument,       NULL, 'w' },
-        { "rebinders",    required_argument, NULL, 'r' },
-        { "rebinder",     required_argument, NULL, 'R' },
-        { "rebinder-key", required_argument, NULL, 'K' },
-        { "last-secure",  required_argument, NULL, 'l' },
+        CLI_ENTRY_LONGOPTS,
         { "serial",       required_argument, NULL, 'S' },
         { "out",          required_argument, NULL, 'o' },
         { "json",         no_argument,       NULL, 'j' },
@@ -82,16 +74,10 @@ sk_entry_make(sk_entry_type_t type, int argc, char **argv)
     while ((c = getopt_long(argc, argv, "k:n:s:c:wr:R:K:l:o:", opts, NULL))
            != -1)
     {
+        if (cli_entry_option(&o, c, optarg)) {
+            continue;
+        }
         switch (c) {
-        case 'k': o.key = optarg; break;
-        case 'n': o.name = optarg; break;
-        case 's': o.services = optarg; break;
-        case 'c': o.chain = o.ca = optarg; break;
-        case 'w': o.subdomains = 1; break;
-        case 'r': o.rebinders = optarg; break;
-        case 'R': o.rebinder = optarg; break;
-        case 'K': o.rebinder_key = optarg; break;
-        case 'l': o.last_secure = optarg; break;
         case 'S': o.serial = optarg; break;
         case 'o': out = optarg; break;
         case 'j': json = 1; break;
