@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # sk-timeline: bad input (each the right status, the body naming the
-# field, nothing stored); a clock set back or run far ahead (fake clock);
+# field, nothing stored); keep-alive; a clock set back or run far ahead (fake clock);
 # the global rate limit; and the daemon's /proof endpoints for every tree
 # size up to a few hundred, checked against an RFC 6962 model in Perl,
 # with tampered proofs failing.
@@ -86,6 +86,18 @@ expect(root_entry(cert => "$ca.crt", key => $op, serial => 4), 201,
     qr/^Timestamp: @{[$now + 10]}$/m, 'clock back in bounds');
 my @ts = map { /^Timestamp: (\d+)$/m } parse_entries(slurp("$d/a/entries.log"));
 is_deeply(\@ts, [$now, $now + 10], 'no stamp went back, none jumped ahead');
+
+# Keep-alive: GETs and a POST on one connection, each answered (a handler
+# that answered only a first request left the second hanging).
+$r = run_cmd(['curl', '-sS', '-m', '10', '-w', '%{http_code} %{num_connects}\n',
+    '-o', '/dev/null', "$url/status",
+    '--next', '-s', '-m', '10', '-w', '%{http_code} %{num_connects}\n',
+    '-o', '/dev/null', '--data', 'e=Bind', "$url/append",
+    '--next', '-s', '-m', '10', '-w', '%{http_code} %{num_connects}\n',
+    '-o', '/dev/null', "$url/checkpoint"]);
+is($r->{out}, "200 1\n400 0\n200 0\n",
+    'keep-alive: three requests on one connection, each answered')
+    or diag($r->{out}, $r->{err});
 stop_daemon($t->{pid});
 
 # The global rate limit: 3 new entries per second.
