@@ -44,7 +44,7 @@ is($r->{rc}, 0, 'sk entry bind') or diag($r->{err});
 $r = sk('register', '-i', "$d/bind.e", '-t', $t->{url});
 is($r->{rc}, 0, 'sk register') or diag($r->{out} . $r->{err});
 my ($bind) = grep { /^Bind: / && /^Name: example\.com$/m }
-    parse_entries(slurp("$d/tl/entries.log"));
+    parse_entries(read_log("$d/tl"));
 like($bind // '', qr/^SN: 1$/m, 'the stamped Bind from the timeline');
 stop_daemon($t->{pid});
 

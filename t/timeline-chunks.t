@@ -119,7 +119,7 @@ ok($sig_ok, 'every chunk signature verifies over the .bz2 bytes');
 ok($ent_ok, 'every entry parses, has the next SN, and its timeline '
     . 'signature verifies (sk entry verify)');
 ok($tfm_ok, 'every chunk TFM is signed and its root is the entries\' root');
-is(join('', @all), slurp("$d/entries.log"), 'chunks hold the whole log');
+is(join('', @all), read_log($d), 'chunks hold the whole log');
 
 # Since and between.
 $r = http('GET', "$t->{url}/chunks/since/7");

@@ -2,7 +2,9 @@
 # sk-timeline durability: several clients append while the daemon is
 # killed with SIGKILL at random moments and restarted.  Every entry that got
 # 201 must be on disk, SNs contiguous, and every checkpoint seen must match
-# the root recomputed from the log.
+# the root recomputed from the log.  Each client also binds names with
+# chains through its own intermediate CA, so certs.log gets its new lines
+# during the storm and the log on disk holds references to them.
 
 use strict;
 use warnings;
@@ -34,11 +36,22 @@ is(append($t, root_entry(cert => "$ca.crt", key => $op))->{code}, 201,
 is(append($t, bind_entry(name => 'example.com', key => $sk,
     chain => [$crt]))->{code}, 201, 'name bound');
 
-# Entries made before the storm, so clients only POST.
+# Entries made before the storm, so clients only POST: [tag, entry], the
+# tag (a Services or Name value) found in the stored entry.
 my @work = map {
     my $c = $_;
-    [map { cs_entry(name => 'example.com', services => "https:"
-        . (1000 + $c * 100 + $_), key => $sk) } 1 .. $PER_CLIENT]
+    my $inter = make_intermediate($d, $ca, "inter$c");
+    my @cs = map { my $s = 'https:' . (1000 + $c * 100 + $_);
+        [$s, cs_entry(name => 'example.com', services => $s, key => $sk)] }
+        1 .. $PER_CLIENT;
+    for my $i (0 .. 2) {
+        my $name = "n$i.c$c.example";
+        my $nk = ed25519_key($d, "n$i.c$c");
+        my $nc = issue($d, $inter, $nk, $name, "$d/$name");
+        splice @cs, $i * 10, 0, [$name, bind_entry(name => $name, key => $nk,
+            chain => [$nc, "$inter.crt"])];
+    }
+    \@cs
 } 0 .. $CLIENTS - 1;
 
 my @kids;
@@ -46,18 +59,20 @@ for my $c (0 .. $CLIENTS - 1) {
     my $pid = fork // die "fork: $!";
     if ($pid == 0) {
         open my $out, '>', "$d/acked.$c" or _exit(1);
-        for my $e (@{$work[$c]}) {
+        for my $w (@{$work[$c]}) {
+            my ($tag, $e) = @$w;
             for my $try (1 .. 50) {
                 my $r = append($t, $e);
                 if ($r->{code} == 201) {
                     my ($sn) = $r->{body} =~ /^SN: (\d+)$/m;
-                    print $out "$sn\n";
+                    print $out "$sn $tag\n";
                     last;
                 }
                 # Stored before a kill cut the 201 off: a retry is a replay.
-                if ($r->{code} == 403 && $r->{body} =~ /: a replay$/m) {
-                    my ($s) = $e =~ /^Services: (\S+)$/m;
-                    print $out "replayed $s\n";
+                if ($r->{code} == 403
+                    && $r->{body} =~ /: a replay$|already has a Bind/m)
+                {
+                    print $out "replayed $tag\n";
                     last;
                 }
                 sleep 0.05;     # daemon down: retry
@@ -84,7 +99,7 @@ my $r = http('GET', "$t->{url}/checkpoint");
 push @checkpoints, $r->{body};
 stop_daemon($t->{pid});
 
-my @entries = parse_entries(slurp("$d/entries.log"));
+my @entries = parse_entries(read_log("$d"));
 my @leaves = map { leaf_hash($_) } @entries;
 my $contiguous = 1;
 for my $i (0 .. $#entries) {
@@ -96,14 +111,20 @@ my (%acked, %stored);
 for my $c (0 .. $CLIENTS - 1) {
     $acked{$_} = $c for split /\n/, slurp("$d/acked.$c");
 }
-$stored{$_}++ for map { /^Services: (https:1\d\d\d)$/m ? $1 : () } @entries;
+$stored{$_}++ for map { /^Services: (https:1\d\d\d)$/m ? $1
+    : /^Name: (n\d\.c\d\.example)$/m ? $1 : () } @entries;
 my $present = 1;
 for my $a (keys %acked) {
-    $present &&= $a =~ /^replayed (\S+)$/ ? $stored{$1}
-        : defined $entries[$a] && $entries[$a] =~ /^Services: https:1\d\d\d$/m;
+    my ($sn, $tag) = split / /, $a;
+    $present &&= $sn eq 'replayed' ? $stored{$tag}
+        : defined $entries[$sn] && $entries[$sn] =~ /^(Services|Name): \Q$tag\E$/m;
 }
 ok($present, scalar(keys %acked) . ' acknowledged entries all on disk');
-cmp_ok(scalar(keys %acked), '==', $CLIENTS * $PER_CLIENT,
+is(scalar(() = slurp("$d/entries.log") =~ /,@/g), 3 * $CLIENTS,
+    'each Bind refers to its intermediate in certs.log');
+is(scalar(() = slurp("$d/certs.log") =~ /\n/g), $CLIENTS,
+    '... which holds each intermediate once');
+cmp_ok(scalar(keys %acked), '==', $CLIENTS * ($PER_CLIENT + 3),
     'every client entry was eventually acknowledged (201, or refused as a '
     . 'replay of itself)');
 ok(!grep({ $_ > 1 } values %stored), 'none stored twice');

@@ -84,7 +84,7 @@ expect(root_entry(cert => "$ca.crt", key => $op, serial => 3), 503,
 spew("$d/clock", ($now + 10) . "\n");
 expect(root_entry(cert => "$ca.crt", key => $op, serial => 4), 201,
     qr/^Timestamp: @{[$now + 10]}$/m, 'clock back in bounds');
-my @ts = map { /^Timestamp: (\d+)$/m } parse_entries(slurp("$d/a/entries.log"));
+my @ts = map { /^Timestamp: (\d+)$/m } parse_entries(read_log("$d/a"));
 is_deeply(\@ts, [$now, $now + 10], 'no stamp went back, none jumped ahead');
 
 # Keep-alive: GETs and a POST on one connection, each answered (a handler
@@ -135,7 +135,7 @@ for my $i (0 .. $N - 1) {
 # One curl for all: the appends share a connection.
 my $ok = run_cmd(\@cmd)->{out} eq "201\n" x $N;
 ok($ok, "$N entries stored");
-my @leaves = map { leaf_hash($_) } parse_entries(slurp("$d/c/entries.log"));
+my @leaves = map { leaf_hash($_) } parse_entries(read_log("$d/c"));
 is(scalar @leaves, $N, "$N entries on disk");
 my @root = (undef, map { mth(@leaves[0 .. $_ - 1]) } 1 .. $N);
 

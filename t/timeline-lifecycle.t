@@ -129,7 +129,7 @@ like($r->{body}, qr/^Tree-Size: $size$/m, 'bad input stored nothing');
 like($r->{body}, qr/^Max-SN: 7$/m, 'TFM Max-SN');
 
 # Checkpoint and proofs against a model computed from the log on disk.
-my @entries = parse_entries(slurp("$d/entries.log"));
+my @entries = parse_entries(read_log("$d"));
 is(scalar @entries, $size, 'log holds every accepted entry');
 my @leaves = map { leaf_hash($_) } @entries;
 $r = http('GET', "$t->{url}/checkpoint");

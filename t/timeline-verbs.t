@@ -136,7 +136,7 @@ for my $v (qw(revoke rebind services)) {
 
 # 202: the clock is set back.  The POST answers after reply_ms with a
 # token; the append goes on, and stamps once the clock catches up.
-my @e = parse_entries(slurp("$d/a/entries.log"));
+my @e = parse_entries(read_log("$d/a"));
 my ($last) = $e[-1] =~ /^Timestamp: (\d+)$/m;
 spew("$d/clock", ($last - 50) . "\n");
 my $cs = cs_entry(name => 'heir.com', services => 'https:1', key => $sk{heir});

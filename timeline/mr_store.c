@@ -415,24 +415,6 @@ mr_store_close(mr_tl_t *t)
 }
 
 
-static int
-mr_store_write_all(int fd, const char *p, size_t len)
-{
-    ssize_t  n;
-
-    while (len > 0) {
-        n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return -1;
-        }
-        p += n;
-        len -= (size_t) n;
-    }
-    return 0;
-}
 
 
 int
@@ -453,7 +435,7 @@ mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
     {
         return -1;
     }
-    if (b->n > 0 && (mr_store_write_all(t->fd, b->text.p, b->text.len) != 0
+    if (b->n > 0 && (sk_file_write_all(t->fd, b->text.p, b->text.len) != 0
                      || fdatasync(t->fd) != 0))
     {
         return sk_err_sys(err, "%s/entries: write", t->dir);

@@ -143,6 +143,13 @@ typedef struct {
     char              msg[SK_ERR_MSG_MAX];  /* otherwise: the reason */
 } tl_token_t;
 
+/* A CA certificate the log stores once (tl_calog.c). */
+typedef struct {
+    unsigned char     hash[SK_SHA256_BYTES];    /* of its base64url text */
+    char             *text;         /* NULL: a free slot */
+    size_t            len;
+} tl_calog_ent_t;
+
 typedef struct {
     tl_conf_t         conf;
     tl_ocsp_t        *ocsp;         /* the answer cache, own lock */
@@ -180,6 +187,11 @@ typedef struct {
     size_t            ncopies, copies_cap;
     off_t             inc_end;
 
+    pthread_rwlock_t  calog_lock;   /* calog; added to under lock too */
+    int               calog_fd;     /* certs.log, O_APPEND */
+    tl_calog_ent_t   *calog;        /* open addressing by hash */
+    size_t            ncalog, calog_slots;
+
     pthread_mutex_t   certs_lock;   /* certs */
     tl_cert_t         certs[TL_CERT_CACHE];
 
@@ -198,6 +210,17 @@ typedef struct {
     int               chunker_up;
     pthread_t         chunker;
 } tl_timeline_t;
+
+/* tl_calog.c: CA certificates stored once, in data_dir/certs.log. */
+int tl_calog_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+void tl_calog_close(tl_timeline_t *tl);
+/* With tl->lock held: the stored form of one canonical entry (a new CA
+ * certificate is synced to certs.log first). */
+int tl_calog_pack(tl_timeline_t *tl, char **out, size_t *outlen,
+    const char *text, size_t len, sk_err_t *err) SK_WUR;
+/* The canonical text of stored entries. */
+int tl_calog_unpack(tl_timeline_t *tl, char **out, size_t *outlen,
+    const char *stored, size_t len, sk_err_t *err) SK_WUR;
 
 /* tl_store.c: open and check the log, append durably, read back. */
 int tl_store_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;

@@ -62,6 +62,7 @@ tl_main_run(tl_timeline_t *tl)
             && sk_key_load_public(&tl->operator_key, tl->conf.operator_key,
                    &err) != 0)
         || tl_inc_open(tl, &err) != 0
+        || tl_calog_open(tl, &err) != 0
         || tl_store_open(tl, &err) != 0 || tl_chunk_open(tl, &err) != 0
         || tl_ocsp_init(tl, &err) != 0 || tl_token_init(tl, &err) != 0)
     {
@@ -106,6 +107,8 @@ main(int argc, char **argv)
     pthread_cond_init(&tl.jobs_done, NULL);
     pthread_mutex_init(&tl.chunk_lock, NULL);
     pthread_mutex_init(&tl.certs_lock, NULL);
+    pthread_rwlock_init(&tl.calog_lock, NULL);
+    tl.calog_fd = -1;
     pthread_cond_init(&tl.chunk_wake, NULL);
     if (tl_conf_load(&tl.conf, conf, &err) != 0) {
         fprintf(stderr, "%s: configuration error: %s\n", TL_PROG, err.msg);
@@ -121,6 +124,7 @@ main(int argc, char **argv)
     tl_ocsp_free(&tl);
     tl_token_free(&tl);
     tl_store_close(&tl);
+    tl_calog_close(&tl);
     tl_inc_close(&tl);
     tl_state_free(&tl);
     tl_validate_free(&tl);

@@ -1,7 +1,8 @@
 /*
- * tl_store.c -- the append-only log: one file of canonical stamped entries,
- * back to back, SN 0 first.  Nothing is ever rewritten; the only change to
- * old bytes is cutting a torn tail at start.
+ * tl_store.c -- the append-only log: one file of stamped entries, back to
+ * back, SN 0 first, each canonical but for the CA certificates of its
+ * chain, which are stored once (tl_calog.c).  Nothing is ever rewritten;
+ * the only change to old bytes is cutting a torn tail at start.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,10 +39,11 @@ tl_store_grow(tl_timeline_t *tl, sk_err_t *err)
 }
 
 
-/* Record entry bytes [off, off+len) with stamp ts as the next SN. */
+/* Record the next SN: canonical text buf[0..len), stored in slen bytes
+ * at the end of the log, stamped ts. */
 static int
-tl_store_index(tl_timeline_t *tl, const char *buf, size_t len, int64_t ts,
-    sk_err_t *err)
+tl_store_index(tl_timeline_t *tl, const char *buf, size_t len, size_t slen,
+    int64_t ts, sk_err_t *err)
 {
     sk_merkle_hash_t  leaf;
 
@@ -54,7 +56,7 @@ tl_store_index(tl_timeline_t *tl, const char *buf, size_t len, int64_t ts,
         return -1;
     }
     tl->ts[tl->size] = ts;
-    tl->off[tl->size + 1] = tl->off[tl->size] + (off_t) len;
+    tl->off[tl->size + 1] = tl->off[tl->size] + (off_t) slen;
     tl->size++;
     tl->last_ts = ts;
     return 0;
@@ -121,40 +123,72 @@ tl_store_slurp(char **buf, size_t *len, int fd, sk_err_t *err)
 }
 
 
-/* A tail holding no whole entry (no blank line) is a write cut short. */
-int
-tl_store_torn(const char *p, size_t len)
+/* The stored entry at p: its length up to and with its blank line, or 0
+ * if no whole entry is left. */
+static size_t
+tl_store_entry_len(const char *p, size_t len)
 {
     size_t  i;
 
     for (i = 1; i < len; i++) {
         if (p[i] == '\n' && p[i - 1] == '\n') {
-            return 0;
+            return i + 1;
         }
     }
-    return 1;
+    return 0;
+}
+
+
+/* A tail holding no whole entry (no blank line) is a write cut short. */
+int
+tl_store_torn(const char *p, size_t len)
+{
+    return tl_store_entry_len(p, len) == 0;
+}
+
+
+/* One stored entry of slen bytes at p, replayed as the next SN. */
+static int
+tl_store_replay_one(tl_timeline_t *tl, const char *p, size_t slen, int last,
+    sk_err_t *err)
+{
+    sk_entry_t  *e;
+    char        *text;
+    size_t       len, used;
+    int64_t      ts;
+    int          rc;
+
+    if (tl_calog_unpack(tl, &text, &len, p, slen, err) != 0) {
+        return -1;
+    }
+    if (sk_entry_parse_next(&e, &used, text, len, err) != 0) {
+        free(text);
+        return -1;
+    }
+    rc = used != len ? sk_err_set(err, SK_ERR_FORMAT, "bytes after the "
+            "entry's blank line")
+        : tl_store_check(tl, e, &ts, tl->conf.verify_on_start || last, err);
+    sk_entry_free(e);
+    if (rc == 0) {
+        rc = tl_store_index(tl, text, len, slen, ts, err);
+    }
+    free(text);
+    return rc;
 }
 
 
 static int
 tl_store_replay(tl_timeline_t *tl, const char *path, sk_err_t *err)
 {
-    sk_entry_t  *e;
-    char        *buf = NULL;
-    size_t       len = 0, pos = 0, used;
-    int64_t      ts;
-    int          rc;
+    char    *buf = NULL;
+    size_t   len = 0, pos = 0, slen;
 
     if (tl_store_slurp(&buf, &len, tl->fd, err) != 0) {
         return sk_err_prefix(err, "%s", path);
     }
     while (pos < len) {
-        if (sk_entry_parse_next(&e, &used, buf + pos, len - pos, err) != 0) {
-            if (!tl_store_torn(buf + pos, len - pos)) {
-                free(buf);
-                return sk_err_prefix(err, "%s: offset %zu (SN %" PRIu64 ")",
-                    path, pos, tl->size);
-            }
+        slen = tl_store_entry_len(buf + pos, len - pos);
+        if (slen == 0) {
             tl_log("%s: truncating a torn tail of %zu bytes at offset %zu "
                 "(SN %" PRIu64 ")", path, len - pos, pos, tl->size);
             if (ftruncate(tl->fd, (off_t) pos) != 0 || fsync(tl->fd) != 0) {
@@ -163,15 +197,14 @@ tl_store_replay(tl_timeline_t *tl, const char *path, sk_err_t *err)
             }
             break;
         }
-        rc = tl_store_check(tl, e, &ts,
-            tl->conf.verify_on_start || pos + used == len, err);
-        sk_entry_free(e);
-        if (rc != 0 || tl_store_index(tl, buf + pos, used, ts, err) != 0) {
+        if (tl_store_replay_one(tl, buf + pos, slen, pos + slen == len, err)
+            != 0)
+        {
             free(buf);
             return sk_err_prefix(err, "%s: offset %zu (SN %" PRIu64 ")",
                 path, pos, tl->size);
         }
-        pos += used;
+        pos += slen;
     }
     free(buf);
     tl->durable = tl->size;
@@ -220,28 +253,26 @@ int
 tl_store_write(tl_timeline_t *tl, const char *buf, size_t len, int64_t ts,
     sk_err_t *err)
 {
-    size_t   done = 0;
-    ssize_t  n;
+    char    *stored;
+    size_t   slen;
 
     if (tl->failed) {
         return sk_err_set(err, SK_ERR_SYSTEM, "log: an earlier write failed");
     }
-    while (done < len) {
-        n = write(tl->fd, buf + done, len - done);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            sk_err_sys(err, "log: write");
-            /* Cut what got out, so the log stays whole entries. */
-            if (ftruncate(tl->fd, tl->off[tl->size]) != 0) {
-                tl->failed = 1;
-            }
-            return -1;
-        }
-        done += (size_t) n;
+    if (tl_calog_pack(tl, &stored, &slen, buf, len, err) != 0) {
+        return -1;
     }
-    if (tl_store_index(tl, buf, len, ts, err) != 0) {
+    if (sk_file_write_all(tl->fd, stored, slen) != 0) {
+        sk_err_sys(err, "log: write");
+        free(stored);
+        /* Cut what got out, so the log stays whole entries. */
+        if (ftruncate(tl->fd, tl->off[tl->size]) != 0) {
+            tl->failed = 1;
+        }
+        return -1;
+    }
+    free(stored);
+    if (tl_store_index(tl, buf, len, slen, ts, err) != 0) {
         tl->failed = 1;
         return -1;
     }
@@ -296,28 +327,31 @@ tl_store_wait(tl_timeline_t *tl, uint64_t sn, uint64_t until_ms,
 }
 
 
+/* The canonical text of the stored bytes [a, b). */
 static int
 tl_store_pread(tl_timeline_t *tl, char **out, size_t *len, off_t a, off_t b,
     sk_err_t *err)
 {
-    size_t   got = 0;
+    size_t   got = 0, slen = (size_t) (b - a);
     ssize_t  n;
+    char    *stored;
+    int      rc;
 
-    *len = (size_t) (b - a);
-    *out = malloc(*len + 1);
-    if (*out == NULL) {
+    stored = malloc(slen + 1);
+    if (stored == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "log read");
     }
-    while (got < *len) {
-        n = pread(tl->fd, *out + got, *len - got, a + (off_t) got);
+    while (got < slen) {
+        n = pread(tl->fd, stored + got, slen - got, a + (off_t) got);
         if (n <= 0) {
-            free(*out);
+            free(stored);
             return sk_err_sys(err, "log: read");
         }
         got += (size_t) n;
     }
-    (*out)[*len] = '\0';
-    return 0;
+    rc = tl_calog_unpack(tl, out, len, stored, slen, err);
+    free(stored);
+    return rc;
 }
 
 

@@ -77,8 +77,8 @@ fail:
 }
 
 
-static int
-sk_write_all(int fd, const void *buf, size_t len)
+int
+sk_file_write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
     ssize_t     n;
@@ -141,7 +141,7 @@ sk_file_write_atomic(const char *path, const void *buf, size_t len,
         free(tmp);
         return -1;
     }
-    if (fchmod(fd, mode) == -1 || sk_write_all(fd, buf, len) == -1
+    if (fchmod(fd, mode) == -1 || sk_file_write_all(fd, buf, len) == -1
         || fsync(fd) == -1)
     {
         sk_err_sys(err, "%s: cannot write", tmp);
@@ -186,7 +186,7 @@ sk_file_write_new(const char *path, const void *buf, size_t len,
         return sk_err_sys(err, "%s: cannot create", path);
     }
     /* The umask may have narrowed mode; set exactly what was asked. */
-    if (fchmod(fd, mode) == -1 || sk_write_all(fd, buf, len) == -1
+    if (fchmod(fd, mode) == -1 || sk_file_write_all(fd, buf, len) == -1
         || fsync(fd) == -1 || close(fd) == -1)
     {
         sk_err_sys(err, "%s: cannot write", path);

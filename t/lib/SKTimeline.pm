@@ -35,7 +35,8 @@ use SKTest;
 our @EXPORT = qw(start_timeline restart_timeline http append ed25519_key
     spki_b64 make_ca issue der_b64 canon sign_entry bind_entry unbind_entry
     cs_entry rebind_entry root_entry incorporate_entry mth leaf_hash
-    verify_inclusion verify_consistency parse_entries b64url);
+    verify_inclusion verify_consistency parse_entries b64url make_intermediate
+    read_log);
 
 our $TL = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-timeline';
 
@@ -75,7 +76,10 @@ sub restart_timeline {
     my ($t) = @_;
     write_conf($t);
     $t->{pid} = run_daemon([$TL, '-c', "$t->{dir}/tl.conf"], $t->{log});
-    $t->{up} = wait_for_port($t->{port}, 10);
+    # Up once it listens; a daemon that refused to start is not waited for.
+    wait_until(sub { wait_for_port($t->{port}, 0)
+        || !daemon_alive($t->{pid}) }, 10);
+    $t->{up} = wait_for_port($t->{port}, 0);
     return $t;
 }
 
@@ -128,6 +132,20 @@ sub make_ca {
         '-out', "$dir/$name.crt", '-days', '3650', '-subj', "/CN=$name",
         '-addext', 'basicConstraints=critical,CA:TRUE',
         '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
+    return "$dir/$name";
+}
+
+# An intermediate CA under $ca (both "$dir/$name" paths without suffix).
+sub make_intermediate {
+    my ($dir, $ca, $name) = @_;
+    ossl('req', '-new', '-newkey', 'ec', '-pkeyopt',
+        'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', "$dir/$name.key",
+        '-subj', "/CN=$name", '-out', "$dir/$name.csr");
+    spew("$dir/$name.ext", "basicConstraints=critical,CA:TRUE\n"
+        . "keyUsage=critical,keyCertSign,cRLSign\n");
+    ossl('x509', '-req', '-in', "$dir/$name.csr", '-CA', "$ca.crt", '-CAkey',
+        "$ca.key", '-CAcreateserial', '-days', '365', '-extfile',
+        "$dir/$name.ext", '-out', "$dir/$name.crt");
     return "$dir/$name";
 }
 
@@ -222,6 +240,22 @@ sub incorporate_entry {
     my ($sn) = $ref =~ /^SN: (\d+)$/m;
     return canon('Incorporate', { 'Incorporated-Hash' => b64url(sha256($ref)),
         'Incorporated-SN' => $sn, 'Incorporated-TID' => $tid, stamp_na() });
+}
+
+# The canonical log of a timeline's data directory, read the way
+# docs/timeline.md describes the files (not through the daemon): each
+# "@<SHA-256 of the text, base64url>" in a CA-Cert-Chain replaced by the
+# line of certs.log it names.
+sub read_log {
+    my ($dir) = @_;
+    my %cert = map { ('@' . b64url(sha256($_)) => $_) }
+        split /\n/, (-e "$dir/certs.log" ? slurp("$dir/certs.log") : '');
+    my $log = slurp("$dir/entries.log");
+    $log =~ s{^(CA-Cert-Chain: )(.*)$}{
+        $1 . join(',', map { /^@/ ? $cert{$_} // die("no $_ in certs.log")
+            : $_ } split(/,/, $2))
+    }gme;
+    return $log;
 }
 
 sub parse_entries {

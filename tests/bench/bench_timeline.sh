@@ -70,7 +70,7 @@ until curl -s "http://127.0.0.1:$port/status" | grep -q "^Max-Published-SN: $N\$
 done
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 root_len=$(head -c 100000 "$d/entries.log" | awk 'BEGIN { RS = "\n\n" } NR == 1 { print length($0) + 2 }')
-log=$(($(stat -c %s "$d/entries.log") - root_len))
+log=$(($(stat -c %s "$d/entries.log") + $(stat -c %s "$d/certs.log") - root_len))
 chunks=$(cat "$d"/chunks/*.bz2 | wc -c)
 log_per=$((log / N))
 chunk_per=$((chunks / (N + 1)))

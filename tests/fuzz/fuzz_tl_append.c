@@ -28,7 +28,7 @@ static void
 fuzz_cleanup(void)
 {
     static const char *const  files[] = { TL_LOG_FILE, TL_INC_FILE,
-                                          "peer.pub" };
+                                          "certs.log", "peer.pub" };
     char                      path[128];
     size_t                    i;
 
@@ -72,6 +72,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     pthread_cond_init(&tl.jobs_done, NULL);
     pthread_mutex_init(&tl.chunk_lock, NULL);
     pthread_mutex_init(&tl.certs_lock, NULL);
+    pthread_rwlock_init(&tl.calog_lock, NULL);
+    tl.calog_fd = -1;
     pthread_cond_init(&tl.chunk_wake, NULL);
     tl.conf.data_dir = dir;
     tl.conf.tid = 7;
@@ -90,7 +92,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
         || sk_key_save_public(k, path, &err) != 0
         || sk_key_generate(&tl.key, SK_KEY_ED25519, 0, &err) != 0
         || sk_key_generate(&tl.operator_key, SK_KEY_ED25519, 0, &err) != 0
-        || tl_inc_open(&tl, &err) != 0 || tl_store_open(&tl, &err) != 0
+        || tl_inc_open(&tl, &err) != 0 || tl_calog_open(&tl, &err) != 0
+        || tl_store_open(&tl, &err) != 0
         || tl_token_init(&tl, &err) != 0)
     {
         fuzz_die(&err);

@@ -13,6 +13,9 @@
 int sk_file_read(char **buf, size_t *len, const char *path, size_t max,
     sk_err_t *err) SK_WUR;
 
+/* write(2) all of buf to fd, again after EINTR; -1 with errno set. */
+int sk_file_write_all(int fd, const void *buf, size_t len) SK_WUR;
+
 /* Atomic replace: temp file in the same directory, write, fsync, chmod
  * mode, rename over path, fsync the directory.  Readers see the old or the
  * new content, never a part. */
