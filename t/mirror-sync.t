@@ -79,6 +79,11 @@ spew("$d/m/bad.conf", "listen = 127.0.0.1:1\ndata_dir = $d/m\n"
     . "timeline = 7 ftp://x $keys{7}[0]\n");
 like(run_cmd([$SKMirror::MR, '-n', '-c', "$d/m/bad.conf"])->{err},
     qr/line 3: "timeline": URL "ftp:\/\/x" is not http/, 'a bad timeline URL');
+spew("$d/m/bad.conf", "listen = 127.0.0.1\ndata_dir = $d/m\n"
+    . "timeline = 7 $t{7}{url} $keys{7}[0]\n");
+$r = run_cmd([$SKMirror::MR, '-n', '-c', "$d/m/bad.conf"]);
+is($r->{rc}, 78, 'a listen address without a port: a configuration error');
+like($r->{err}, qr/listen "127\.0\.0\.1": want ADDRESS:PORT/, '... naming it');
 
 # Before anything is published, the mirror starts from nothing.
 my $m = start_mirror("$d/m", [map { [$_, $t{$_}{url}, @{$keys{$_}}] }

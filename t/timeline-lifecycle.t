@@ -198,5 +198,14 @@ $r = run_cmd([$SKTimeline::TL, '-n', '-c', "$d/bad.conf"]);
 is($r->{rc}, 78, 'bad config: EX_CONFIG');
 like($r->{err}, qr/bad.conf: line 4: unrecognized parameter "sockett"/,
     'bad config: names the line');
+for my $listen ('garbage', '127.0.0.1:99999', 'localhost:8470') {
+    spew("$d/bad.conf", "listen = $listen\ndata_dir = $d\ntid = 1\n");
+    $r = run_cmd([$SKTimeline::TL, '-n', '-c', "$d/bad.conf"]);
+    is($r->{rc}, 78, "-n refuses listen = $listen");
+    like($r->{err}, qr/listen "\Q$listen\E"/, '... naming it');
+}
+spew("$d/bad.conf", "listen = [::1]:8470\ndata_dir = $d\ntid = 1\n");
+is(run_cmd([$SKTimeline::TL, '-n', '-c', "$d/bad.conf"])->{rc}, 0,
+    '-n accepts an IPv6 listen address');
 
 done_testing();

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sk/addr.h>
 #include <sk/conf.h>
 
 #include "mr.h"
@@ -143,6 +144,12 @@ mr_conf_set(void *arg, const sk_conf_def_t *d, char *v, sk_err_t *err)
 static int
 mr_conf_finish(mr_conf_t *conf, sk_err_t *err)
 {
+    struct sockaddr_storage  ss;
+
+    /* Here, not at bind time, so that -n catches it (exit 78). */
+    if (sk_addr_parse(&ss, conf->listen, err) != 0) {
+        return -1;
+    }
     if (conf->poll_interval == 0 || conf->retry_min == 0
         || conf->retry_max < conf->retry_min || conf->fetch_timeout_ms == 0
         || conf->threads == 0 || conf->connections == 0

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sk/addr.h>
 #include <sk/conf.h>
 
 #include "tl.h"
@@ -86,8 +87,13 @@ tl_conf_set(void *conf, const sk_conf_def_t *d, char *v, sk_err_t *err)
 static int
 tl_conf_finish(tl_conf_t *conf, sk_err_t *err)
 {
-    char  buf[64];
+    struct sockaddr_storage  ss;
+    char                     buf[64];
 
+    /* Here, not at bind time, so that -n catches it (exit 78). */
+    if (sk_addr_parse(&ss, conf->listen, err) != 0) {
+        return -1;
+    }
     if (conf->tid == 0) {
         return sk_err_set(err, SK_ERR_FORMAT, "\"tid\": must be above 0");
     }
