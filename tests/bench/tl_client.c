@@ -1,11 +1,12 @@
 /*
  * tl_client.c -- load client for tests/bench/bench_timeline.sh.
  *
- *   tl_client HOST PORT OPERATOR.key SK.key ROOT.crt INTER.crt EE.crt N C
+ *   tl_client HOST PORT OPERATOR.key SK.key ROOT.crt INTER.crt INTER.key N C
  *
  * Posts the root as an Add-Root-CA (signed by the operator), builds N
- * Binds for n<i>.bench.example (CA-Cert-Chain EE + intermediate, EE a
- * wildcard certificate for the Ed25519 SK), then:
+ * Binds for n<i>.bench.example (CA-Cert-Chain EE + intermediate; each EE
+ * its own certificate for that name and the Ed25519 SK, issued here by the
+ * intermediate, as a CA issues one per customer), then:
  *
  *   1. the crypto the timeline's checks need for each of them, on as many
  *      threads as there are cores: the SK-Signature verify, the two RSA
@@ -31,6 +32,7 @@
 
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include <sk/sk.h>
 
@@ -40,6 +42,7 @@ typedef struct {
     char        *text;      /* the entry */
     size_t       tlen;
     sk_entry_t  *e;         /* parsed, for the crypto loop */
+    X509        *ee;        /* its end-entity certificate */
 } bench_entry_t;
 
 typedef struct {
@@ -49,7 +52,10 @@ typedef struct {
     int              port;
     size_t           ok;
     sk_key_t        *sk, *stamp;
-    X509            *root, *inter, *ee;
+    X509            *root, *inter;
+    EVP_PKEY        *inter_key;
+    const char      *hostport;
+    const char      *inter_b64;
 } bench_job_t;
 
 
@@ -97,6 +103,48 @@ cert_b64(X509 *x)
 
     OPENSSL_free(der);
     return b;
+}
+
+
+/* The intermediate's certificate for name and the SK's key. */
+static X509 *
+make_ee(const bench_job_t *j, const char *name, long serial)
+{
+    X509_EXTENSION  *ext;
+    X509V3_CTX       ctx;
+    X509            *x = X509_new();
+    X509_NAME       *subj = X509_NAME_new();
+    char             san[80];
+
+    snprintf(san, sizeof(san), "DNS:%s", name);
+    if (x == NULL || subj == NULL || X509_set_version(x, 2) != 1
+        || ASN1_INTEGER_set(X509_get_serialNumber(x), serial) != 1
+        || X509_set_issuer_name(x, X509_get_subject_name(j->inter)) != 1
+        || X509_NAME_add_entry_by_txt(subj, "CN", MBSTRING_ASC,
+               (const unsigned char *) name, -1, -1, 0) != 1
+        || X509_set_subject_name(x, subj) != 1
+        || X509_gmtime_adj(X509_getm_notBefore(x), -3600) == NULL
+        || X509_gmtime_adj(X509_getm_notAfter(x), 30L * 86400) == NULL
+        || X509_set_pubkey(x, sk_key_get0_pkey(j->sk)) != 1)
+    {
+        die("end-entity certificate", NULL);
+    }
+    X509_NAME_free(subj);
+    X509V3_set_ctx(&ctx, j->inter, x, NULL, NULL, 0);
+    ext = X509V3_EXT_conf_nid(NULL, &ctx, NID_subject_alt_name, san);
+    if (ext == NULL || X509_add_ext(x, ext, -1) != 1) {
+        die("end-entity certificate: subjectAltName", NULL);
+    }
+    X509_EXTENSION_free(ext);
+    ext = X509V3_EXT_conf_nid(NULL, &ctx, NID_basic_constraints, "CA:FALSE");
+    if (ext == NULL || X509_add_ext(x, ext, -1) != 1) {
+        die("end-entity certificate: basicConstraints", NULL);
+    }
+    X509_EXTENSION_free(ext);
+    if (X509_sign(x, j->inter_key, EVP_sha256()) == 0) {
+        die("end-entity certificate: signing", NULL);
+    }
+    return x;
 }
 
 
@@ -227,7 +275,7 @@ bench_crypto(void *arg)
 
     for (i = j->first; i < j->first + j->n; i++) {
         if (sk_entry_verify(j->e[i].e, SK_SIG_SK, j->sk, &err) != 0
-            || X509_verify(j->ee, X509_get0_pubkey(j->inter)) != 1
+            || X509_verify(j->e[i].ee, X509_get0_pubkey(j->inter)) != 1
             || X509_verify(j->inter, X509_get0_pubkey(j->root)) != 1
             || sk_key_sign(&sig, &siglen, j->stamp,
                    (const unsigned char *) j->e[i].text, j->e[i].tlen,
@@ -282,22 +330,67 @@ bench_set(sk_entry_t *e, const char *f, const char *v)
 }
 
 
+/* Binds [first, first + n): each with its own end-entity certificate. */
+static void *
+bench_build(void *arg)
+{
+    bench_job_t    *j = arg;
+    bench_entry_t  *be;
+    sk_entry_t     *e;
+    sk_err_t        err;
+    size_t          i;
+    char            name[64], *eb, *chain;
+
+    for (i = j->first; i < j->first + j->n; i++) {
+        be = &j->e[i];
+        snprintf(name, sizeof(name), "n%zu.bench.example", i);
+        be->ee = make_ee(j, name, (long) i + 2);
+        eb = cert_b64(be->ee);
+        chain = malloc(strlen(eb) + strlen(j->inter_b64) + 2);
+        if (eb == NULL || chain == NULL
+            || sk_entry_new(&e, SK_ENTRY_BIND, &err) != 0)
+        {
+            die("bind entry", NULL);
+        }
+        sprintf(chain, "%s,%s", eb, j->inter_b64);
+        bench_set(e, "Name", name);
+        bench_set(e, "Includes-Subdomains", "0");
+        bench_set(e, "Services", "https");
+        bench_set(e, "Rebinder-Names", "none");
+        bench_set(e, "CA-Cert-Chain", chain);
+        free(chain);
+        free(eb);
+        if (sk_entry_sign(e, SK_SIG_SK, j->sk, &err) != 0
+            || sk_entry_format(&be->text, &be->tlen, e, &err) != 0)
+        {
+            die("bind entry", &err);
+        }
+        be->e = e;
+        bench_request(be, j->hostport);
+        j->ok++;
+    }
+    return NULL;
+}
+
+
 int
 main(int argc, char **argv)
 {
-    bench_entry_t   root, *es;
+    bench_entry_t   root;
     bench_job_t     proto;
     sk_key_t       *op, *sk, *stamp;
     sk_entry_t     *e;
     sk_err_t        err;
-    size_t          n, clients, i, ok;
+    size_t          n, clients, ok, ncpu = (size_t) sysconf(
+                                              _SC_NPROCESSORS_ONLN);
     double          crypto, rate;
-    char           *chain, *rb, *ib, *eb, name[64], hostport[64];
+    char           *rb, hostport[64];
+    FILE           *f;
     int             fd;
 
     if (argc != 10) {
         fprintf(stderr, "usage: tl_client HOST PORT OPERATOR.key SK.key "
-            "ROOT.crt INTER.crt EE.crt N CLIENTS\n");
+            "ROOT.crt INTER.crt INTER.key N CLIENTS\n");
         return 2;
     }
     n = strtoul(argv[8], NULL, 10);
@@ -306,6 +399,7 @@ main(int argc, char **argv)
     memset(&proto, 0, sizeof(proto));
     proto.host = argv[1];
     proto.port = atoi(argv[2]);
+    proto.hostport = hostport;
     if (sk_key_load_private(&op, argv[3], &err) != 0
         || sk_key_load_private(&sk, argv[4], &err) != 0
         || sk_key_generate(&stamp, SK_KEY_ED25519, 0, &err) != 0)
@@ -314,12 +408,19 @@ main(int argc, char **argv)
     }
     proto.root = load_cert(argv[5]);
     proto.inter = load_cert(argv[6]);
-    proto.ee = load_cert(argv[7]);
+    f = fopen(argv[7], "r");
+    proto.inter_key = f != NULL ? PEM_read_PrivateKey(f, NULL, NULL, NULL)
+                                : NULL;
+    if (f != NULL) {
+        fclose(f);
+    }
+    if (proto.inter_key == NULL) {
+        die(argv[7], NULL);
+    }
     proto.sk = sk;
     proto.stamp = stamp;
     rb = cert_b64(proto.root);
-    ib = cert_b64(proto.inter);
-    eb = cert_b64(proto.ee);
+    proto.inter_b64 = cert_b64(proto.inter);
 
     /* The root, from the operator. */
     if (sk_entry_new(&e, SK_ENTRY_ADD_ROOT_CA, &err) != 0) {
@@ -340,37 +441,18 @@ main(int argc, char **argv)
     }
     close(fd);
 
-    chain = malloc(strlen(eb) + strlen(ib) + 2);
-    sprintf(chain, "%s,%s", eb, ib);
-    es = calloc(n, sizeof(*es));
-    for (i = 0; i < n; i++) {
-        snprintf(name, sizeof(name), "n%zu.bench.example", i);
-        if (sk_entry_new(&e, SK_ENTRY_BIND, &err) != 0) {
-            die("entry", &err);
-        }
-        bench_set(e, "Name", name);
-        bench_set(e, "Includes-Subdomains", "0");
-        bench_set(e, "Services", "https");
-        bench_set(e, "Rebinder-Names", "none");
-        bench_set(e, "CA-Cert-Chain", chain);
-        if (sk_entry_sign(e, SK_SIG_SK, sk, &err) != 0
-            || sk_entry_format(&es[i].text, &es[i].tlen, e, &err) != 0)
-        {
-            die("bind entry", &err);
-        }
-        es[i].e = e;
-        bench_request(&es[i], hostport);
+    proto.e = calloc(n, sizeof(*proto.e));
+    if (proto.e == NULL) {
+        die("entries", NULL);
     }
-    proto.e = es;
-
-    crypto = bench_run(bench_crypto, &proto, n, (size_t) sysconf(
-        _SC_NPROCESSORS_ONLN), &ok);
+    (void) bench_run(bench_build, &proto, n, ncpu, &ok);
+    crypto = bench_run(bench_crypto, &proto, n, ncpu, &ok);
     rate = bench_run(bench_post, &proto, n, clients, &ok);
     if (ok != n) {
         fprintf(stderr, "tl_client: %zu of %zu appends got 201\n", ok, n);
         return 1;
     }
     printf("appends %.0f\ncrypto %.0f\nentry_bytes %zu\n", rate, crypto,
-        es[0].tlen);
+        proto.e[0].tlen);
     return 0;
 }
