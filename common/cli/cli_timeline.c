@@ -158,8 +158,6 @@ cli_tl_fetch(cli_tl_result_t *r, const char *path, const char *form,
 }
 
 
-/* GET /status/<token> until its first line is no longer "202 ...": then
- * that line's status is the outcome and the rest the answer. */
 /* Monotonic milliseconds: a clock set back must not stretch a timeout. */
 static long long
 cli_tl_now_ms(void)
@@ -171,6 +169,8 @@ cli_tl_now_ms(void)
 }
 
 
+/* GET /status/<token> until its first line is no longer "202 ...": then
+ * that line's status is the outcome and the rest the answer. */
 static void
 cli_tl_poll(cli_tl_result_t *r, long long deadline)
 {

@@ -17,11 +17,22 @@ sk_chain_decode(STACK_OF(X509) **chain, const char *v, sk_err_t *err)
 }
 
 
+/* The default sk_chain_d2i_fn: OpenSSL's own decoder. */
+static X509 *
+sk_chain_d2i_der(void *arg, const unsigned char *der, size_t len, int i)
+{
+    const unsigned char  *p = der;
+
+    (void) arg;
+    (void) i;
+    return d2i_X509(NULL, &p, (long) len);
+}
+
+
 int
 sk_chain_decode_by(STACK_OF(X509) **chain, const char *v,
     sk_chain_d2i_fn d2i, void *arg, sk_err_t *err)
 {
-    const unsigned char  *p;
     const char           *comma;
     unsigned char        *der;
     size_t                n, len;
@@ -37,9 +48,8 @@ sk_chain_decode_by(STACK_OF(X509) **chain, const char *v,
         if (sk_b64_decode(&der, &n, v, len, err) != 0) {
             return -1;
         }
-        p = der;
-        x = d2i != NULL ? d2i(arg, der, n, sk_X509_num(*chain))
-                        : d2i_X509(NULL, &p, (long) n);
+        x = (d2i != NULL ? d2i : sk_chain_d2i_der)(arg, der, n,
+            sk_X509_num(*chain));
         free(der);
         if (x == NULL || sk_X509_push(*chain, x) == 0) {
             X509_free(x);
@@ -65,16 +75,13 @@ typedef struct {
 static X509 *
 sk_chain_d2i_parsed(void *arg, const unsigned char *der, size_t len, int i)
 {
-    const unsigned char  *p = der;
-    sk_chain_src_t       *src = arg;
+    sk_chain_src_t  *src = arg;
 
     if (i == 0 && src->ee != NULL) {
         return X509_up_ref(src->ee) == 1 ? src->ee : NULL;
     }
-    if (src->d2i != NULL) {
-        return src->d2i(src->arg, der, len, i);
-    }
-    return d2i_X509(NULL, &p, (long) len);
+    return (src->d2i != NULL ? src->d2i : sk_chain_d2i_der)(src->arg, der,
+        len, i);
 }
 
 
