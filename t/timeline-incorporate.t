@@ -155,7 +155,8 @@ is(slurp("$d/b/incorporated.log"), $bad, 'the damaged file left as it was');
 spew("$d/b/incorporated.log", $inc);
 
 # A peer key that is not there refuses to start, naming it.
-spew("$d/bad.conf", "listen = 127.0.0.1:1\ndata_dir = $d/c\ntid = 9\n"
+mkdir "$d/d";
+spew("$d/bad.conf", "listen = 127.0.0.1:1\ndata_dir = $d/d\ntid = 9\n"
     . "peer = 7 $d/nonesuch.pub\n");
 $r = run_cmd([$SKTimeline::TL, '-c', "$d/bad.conf"]);
 is($r->{rc}, 78, 'a missing peer key: EX_CONFIG');

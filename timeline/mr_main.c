@@ -51,7 +51,8 @@ mr_main_key(mr_mirror_t *m, sk_err_t *err)
     int   created;
 
     snprintf(pub, sizeof(pub), "%s/%s", m->conf.data_dir, MR_PUB_FILE);
-    if (sk_keyfile_open(&m->key, &created, m->conf.key_file, pub, err) != 0)
+    if (sk_keyfile_open(&m->key, &created, m->conf.key_file, pub, 1, err)
+        != 0)
     {
         return -1;
     }

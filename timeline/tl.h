@@ -11,7 +11,9 @@
 #define SK_TL_H
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -23,6 +25,8 @@
 #define TL_KEY_FILE    "timeline.key"
 #define TL_PUB_FILE    "timeline.pub"
 #define TL_INC_FILE    "incorporated.log"
+#define TL_CALOG_FILE  "certs.log"
+#define TL_SIGNED_FILE "signed-head"
 
 /* A key that may repeat ("peer = ..." lines), in file order. */
 typedef struct {
@@ -150,20 +154,69 @@ typedef struct {
     size_t            len;
 } tl_calog_ent_t;
 
+/* What the process is for: serving, or the offline --check / --repair. */
+typedef enum {
+    TL_RUN = 0,
+    TL_CHECK,               /* read only, every signature checked */
+    TL_REPAIR               /* stop at damage instead of refusing */
+} tl_mode_t;
+
+typedef struct tl_timeline_s tl_timeline_t;
+
+/* An append-only file of whole records (tl_file.c). */
 typedef struct {
+    int               fd;
+    off_t             end;          /* its whole records end here */
+    off_t             size;         /* bytes at start: end + a torn tail */
+    int               cut;          /* a failed append is still to be cut */
+    const char       *name;         /* e.g. "certs.log" */
+    char              path[4096];
+    char              note[200];    /* what tl_file_trim will cut, and why */
+} tl_file_t;
+
+int tl_file_open(tl_file_t *f, const tl_timeline_t *tl, const char *name,
+    sk_err_t *err) SK_WUR;
+void tl_file_close(tl_file_t *f);
+/* The bytes the file had at start (size), malloc()ed and NUL-ended. */
+int tl_file_read(tl_file_t *f, char **buf, size_t *len, sk_err_t *err)
+    SK_WUR;
+/* Whole records end at end; the rest is cut by tl_file_trim, which logs
+ * the note (printf-style). */
+void tl_file_torn(tl_file_t *f, off_t end, const char *fmt, ...)
+    SK_PRINTF(3, 4);
+int tl_file_trim(tl_file_t *f, sk_err_t *err) SK_WUR;
+/* Append one record (and fdatasync it if sync); on failure the file is
+ * cut back to its last whole record. */
+int tl_file_append(tl_file_t *f, const void *buf, size_t len, int sync,
+    sk_err_t *err) SK_WUR;
+
+struct tl_timeline_s {
     tl_conf_t         conf;
+    tl_mode_t         mode;
+    int               dir_fd;       /* data_dir, flock()ed: one user */
     tl_ocsp_t        *ocsp;         /* the answer cache, own lock */
     sk_key_t         *key;          /* the timeline's Ed25519 key */
     sk_key_t         *operator_key; /* NULL: no root-CA entries accepted */
 
     pthread_mutex_t   lock;         /* everything below */
-    pthread_cond_t    synced;       /* durable moved, or failed (its
+    pthread_cond_t    synced;       /* durable moved, or a sync ended (its
                                        clock is CLOCK_MONOTONIC) */
-    int               fd;           /* the log, O_APPEND */
+    tl_file_t         log;          /* entries.log */
     uint64_t          size;         /* entries written */
-    uint64_t          durable;      /* entries fsynced */
-    int               syncing;      /* one writer is in fdatasync */
-    int               failed;       /* a write failed: refuse appends */
+    uint64_t          logged;       /* entries fdatasync()ed */
+    uint64_t          durable;      /* entries signed-head covers: all
+                                       that may be shown */
+    int               log_syncing;  /* a writer is in the log's fdatasync */
+    int               head_syncing; /* a writer is writing signed-head */
+    int               failed;       /* the log's sync failed: refuse
+                                       appends until a restart */
+    char              failed_msg[SK_ERR_MSG_MAX];   /* why */
+
+    int               signed_fd;    /* signed-head (tl_signed.c) */
+    unsigned          signed_slot;  /* the slot written next */
+    uint64_t          signed_size;  /* what it holds: the largest tree */
+    sk_merkle_hash_t  signed_root;  /* anything was signed about */
+    int               signed_have;  /* 0: no file (a new data_dir) */
     off_t            *off;          /* off[sn]: offset; off[size]: end */
     int64_t          *ts;           /* ts[sn] */
     uint64_t          cap;
@@ -182,13 +235,13 @@ typedef struct {
 
     tl_peer_t        *peers;        /* next_sn under lock */
     size_t            npeers;
-    int               inc_fd;       /* incorporated.log, O_APPEND */
+    tl_file_t         inc;          /* incorporated.log */
     tl_copy_t        *copies;       /* its entries, in file order */
     size_t            ncopies, copies_cap;
-    off_t             inc_end;
 
     pthread_rwlock_t  calog_lock;   /* calog; added to under lock too */
-    int               calog_fd;     /* certs.log, O_APPEND */
+    tl_file_t         calog_file;   /* certs.log */
+    size_t            calog_bad;    /* --repair: lines skipped as bad */
     tl_calog_ent_t   *calog;        /* open addressing by hash */
     size_t            ncalog, calog_slots;
 
@@ -209,7 +262,7 @@ typedef struct {
     int               stopping;
     int               chunker_up;
     pthread_t         chunker;
-} tl_timeline_t;
+};
 
 /* tl_calog.c: CA certificates stored once, in data_dir/certs.log. */
 int tl_calog_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
@@ -222,11 +275,35 @@ int tl_calog_pack(tl_timeline_t *tl, char **out, size_t *outlen,
 int tl_calog_unpack(tl_timeline_t *tl, char **out, size_t *outlen,
     const char *stored, size_t len, sk_err_t *err) SK_WUR;
 
+/* tl_signed.c: data_dir/signed-head, what the timeline has signed. */
+/* Read it (tl->signed_*); a new data_dir gets one, of the empty tree. */
+int tl_signed_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* After the log's replay: it holds every entry the head covers, with
+ * the head's root; the error names the file, offset and SN. */
+int tl_signed_verify(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* Record (size, root), synced, in the slot not holding the current head. */
+int tl_signed_write(tl_timeline_t *tl, uint64_t size,
+    const sk_merkle_hash_t root, sk_err_t *err) SK_WUR;
+/* Write the whole file anew (both slots), atomically. */
+int tl_signed_create(tl_timeline_t *tl, uint64_t size,
+    const sk_merkle_hash_t root, sk_err_t *err) SK_WUR;
+void tl_signed_close(tl_timeline_t *tl);
+
 /* tl_store.c: open and check the log, append durably, read back. */
 int tl_store_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 void tl_store_close(tl_timeline_t *tl);
-/* Whether the len bytes at p hold no whole entry: a write cut short. */
-int tl_store_torn(const char *p, size_t len);
+/* The length of the stored entry at p, up to and with its blank line;
+ * 0 if no whole entry is left (a write cut short). */
+size_t tl_store_entry_len(const char *p, size_t len);
+/* After every start check: cut the logs' torn tails, sync the logs, and
+ * make signed-head cover every entry on disk. */
+int tl_store_settle(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* Under tl->lock: refuse appends from now on, saying why (logged). */
+void tl_store_fail(tl_timeline_t *tl, const char *fmt, ...) SK_PRINTF(2, 3);
+/* --repair: check the canonical entry (its signature too) as SN
+ * tl->size, then write it. */
+int tl_store_restore(tl_timeline_t *tl, const char *text, size_t len,
+    sk_err_t *err) SK_WUR;
 /* Under tl->lock: write one stamped entry as SN tl->size. */
 int tl_store_write(tl_timeline_t *tl, const char *buf, size_t len,
     int64_t ts, sk_err_t *err) SK_WUR;
@@ -338,6 +415,9 @@ int tl_chunk_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 /* The index's text (NUL-terminated, changed in place), path in errors. */
 int tl_chunk_load(tl_timeline_t *tl, const char *path, char *buf,
     sk_err_t *err) SK_WUR;
+/* Replace data_dir/chunks/index by cs[0..n) and, if not NULL, c. */
+int tl_chunk_save_index(tl_timeline_t *tl, const tl_chunk_t *cs, size_t n,
+    const tl_chunk_t *c, sk_err_t *err) SK_WUR;
 int tl_chunk_start(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 /* Stop the publisher thread and free the list. */
 void tl_chunk_stop(tl_timeline_t *tl);
@@ -351,12 +431,43 @@ int tl_chunk_exists(tl_timeline_t *tl, uint64_t first, uint64_t last);
 int tl_chunk_open_file(const tl_timeline_t *tl, uint64_t first,
     uint64_t last);
 uint64_t tl_chunk_published(tl_timeline_t *tl);
+/* A chunk file: its bytes, and its text (entries, then the TFM)
+ * unpacked, both malloc()ed; nothing checked. */
+int tl_chunk_unpack(const char *path, char **bz, size_t *bzlen, char **text,
+    size_t *len, sk_err_t *err) SK_WUR;
+/* The same for chunk [first, last] of this timeline. */
+int tl_chunk_read(const tl_timeline_t *tl, uint64_t first, uint64_t last,
+    char **bz, size_t *bzlen, char **text, size_t *len, sk_err_t *err)
+    SK_WUR;
+
+/* tl_open.c: the data directory, for serving, --check or --repair. */
+void tl_init(tl_timeline_t *tl, tl_mode_t mode);
+void tl_free(tl_timeline_t *tl);
+/* Take data_dir for this process alone (shared for --check). */
+int tl_open_lock(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* The timeline key; made only when serving a data_dir holding nothing. */
+int tl_open_key(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* Lock, key, every file, its start checks; serving: cut torn tails and
+ * bring signed-head up to the log (tl_store_settle). */
+int tl_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+
+/* tl_check.c, tl_repair.c: the offline commands; exit codes. */
+int tl_check(tl_timeline_t *tl);
+/* Chunk file c against the log: its entries the log's, its TFM signed
+ * over the log's root; and the index's signature over it, or with
+ * c->sig NULL the signature made (malloc()ed into c->sig). */
+int tl_check_chunk(tl_timeline_t *tl, tl_chunk_t *c, sk_err_t *err) SK_WUR;
+int tl_repair(tl_timeline_t *tl, char **from, size_t nfrom);
 
 /* tl_http.c */
 struct MHD_Daemon;
 int tl_http_start(tl_timeline_t *tl, struct MHD_Daemon **d, sk_err_t *err)
     SK_WUR;
 
+/* tl_log.c: "sk-timeline: ..." lines; tl_say to stdout (--check,
+ * --repair). */
 void tl_log(const char *fmt, ...) SK_PRINTF(1, 2);
+void tl_say(const char *fmt, ...) SK_PRINTF(1, 2);
+void tl_vlog(FILE *f, const char *fmt, va_list ap);
 
 #endif

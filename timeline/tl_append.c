@@ -160,7 +160,7 @@ tl_append_locked(tl_timeline_t *tl, sk_entry_t *e, const sk_entry_t *ref,
 
     if (!w->stamped) {
         if (tl->failed) {
-            sk_err_set(err, SK_ERR_SYSTEM, "log: an earlier write failed");
+            sk_err_set(err, SK_ERR_SYSTEM, "%s", tl->failed_msg);
             return TL_FAULT;
         }
         if ((v = tl_append_clock(tl, &now, w, err)) != TL_OK
@@ -187,8 +187,8 @@ tl_append_locked(tl_timeline_t *tl, sk_entry_t *e, const sk_entry_t *ref,
         if ((ref != NULL ? tl_inc_apply(tl, e, ref, now, err)
                          : tl_state_apply(tl, e, now, err)) != 0)
         {
-            tl->failed = 1;
-            tl_log("state: %s; refusing further appends", err->msg);
+            tl_store_fail(tl, "state: %s; appends refused until a restart",
+                err->msg);
         }
     } else {
         *out = NULL;

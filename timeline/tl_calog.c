@@ -13,7 +13,9 @@
  * refers to it is written, so an entry on disk whose certificate is
  * missing from certs.log is damage, not a crash: the timeline refuses to
  * start.  A torn last line of certs.log (a crash mid-write, before any
- * entry could refer to it) is cut.
+ * entry could refer to it) is cut, but only once the log has been read
+ * back whole without it.  A write that fails (a full disk) is cut back at
+ * once and nothing refers to it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +31,6 @@
 
 #include "tl.h"
 
-#define TL_CALOG_FILE   "certs.log"
 #define TL_CALOG_FIELD  "CA-Cert-Chain: "
 #define TL_CALOG_REF    44      /* '@' and 43 base64url characters */
 #define TL_CALOG_MIN    200     /* shorter elements are kept in place */
@@ -116,45 +117,43 @@ tl_calog_find(const tl_timeline_t *tl, const unsigned char hash[SK_SHA256_BYTES]
 int
 tl_calog_open(tl_timeline_t *tl, sk_err_t *err)
 {
-    char           path[4096], *buf = NULL;
     unsigned char  hash[SK_SHA256_BYTES], *der;
     const char    *nl;
+    char          *buf = NULL;
     size_t         len = 0, pos = 0, line = 1, n, dlen;
     int            rc = -1;
 
-    snprintf(path, sizeof(path), "%s/%s", tl->conf.data_dir, TL_CALOG_FILE);
-    tl->calog_fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC
-        | O_NOFOLLOW, 0644);
-    if (tl->calog_fd < 0) {
-        return sk_err_sys(err, "%s: open", path);
-    }
-    if (sk_file_read(&buf, &len, path, SIZE_MAX / 2, err) != 0) {
+    if (tl_file_open(&tl->calog_file, tl, TL_CALOG_FILE, err) != 0
+        || (tl->calog_file.fd >= 0
+            && tl_file_read(&tl->calog_file, &buf, &len, err) != 0))
+    {
         return -1;
     }
     for (; pos < len; pos = (size_t) (nl - buf) + 1, line++) {
         nl = memchr(buf + pos, '\n', len - pos);
         if (nl == NULL) {
-            tl_log("%s: truncating a torn last line of %zu bytes (line %zu)",
-                path, len - pos, line);
-            if (ftruncate(tl->calog_fd, (off_t) pos) != 0
-                || fsync(tl->calog_fd) != 0)
-            {
-                sk_err_sys(err, "%s: truncate", path);
-                goto done;
-            }
+            /* Cut once the log was read: no entry may refer to it. */
+            tl_file_torn(&tl->calog_file, (off_t) pos, "truncating a torn "
+                "last line of %zu bytes (line %zu)", len - pos, line);
             break;
         }
         n = (size_t) (nl - buf) - pos;
         if (n == 0 || sk_b64_decode(&der, &dlen, buf + pos, n, err) != 0) {
             sk_err_set(err, SK_ERR_FORMAT, "%s: line %zu: not a base64url "
-                "certificate", path, line);
-            goto done;
+                "certificate", tl->calog_file.path, line);
+            if (tl->mode != TL_REPAIR) {
+                goto done;
+            }
+            /* --repair writes the file anew without it. */
+            tl_log("%s", err->msg);
+            tl->calog_bad++;
+            continue;
         }
         free(der);
         if (tl_calog_hash(hash, buf + pos, n) != 0
             || tl_calog_add(tl, hash, buf + pos, n, err) != 0)
         {
-            sk_err_prefix(err, "%s: line %zu", path, line);
+            sk_err_prefix(err, "%s: line %zu", tl->calog_file.path, line);
             goto done;
         }
     }
@@ -170,9 +169,7 @@ tl_calog_close(tl_timeline_t *tl)
 {
     size_t  i;
 
-    if (tl->calog_fd >= 0) {
-        close(tl->calog_fd);
-    }
+    tl_file_close(&tl->calog_file);
     for (i = 0; i < tl->calog_slots; i++) {
         free(tl->calog[i].text);
     }
@@ -273,22 +270,21 @@ tl_calog_pack(tl_timeline_t *tl, char **out, size_t *outlen,
         known = tl_calog_find(tl, hash) != NULL;
         pthread_rwlock_unlock(&tl->calog_lock);
         if (!known) {
-            /* On disk before any entry that refers to it. */
+            /* On disk before any entry that refers to it; a failed
+             * write is cut back, so the next append just tries again. */
             line = malloc(elen + 1);
             if (line == NULL) {
                 goto nomem;
             }
             memcpy(line, el, elen);
             line[elen] = '\n';
-            if (sk_file_write_all(tl->calog_fd, line, elen + 1) != 0
-                || fdatasync(tl->calog_fd) != 0)
+            if (tl_file_append(&tl->calog_file, line, elen + 1, 1, err)
+                != 0)
             {
                 free(line);
                 free(*out);
                 *out = NULL;
-                tl->failed = 1;     /* certs.log may end in a torn line */
-                return sk_err_set(err, SK_ERR_SYSTEM, "certs.log: %s",
-                    strerror(errno));
+                return -1;
             }
             free(line);
             pthread_rwlock_wrlock(&tl->calog_lock);

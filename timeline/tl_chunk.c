@@ -60,6 +60,56 @@ tl_chunk_open_file(const tl_timeline_t *tl, uint64_t first, uint64_t last)
 }
 
 
+int
+tl_chunk_unpack(const char *path, char **bz, size_t *bzlen, char **text,
+    size_t *len, sk_err_t *err)
+{
+    unsigned  cap, n = 0;
+    int       rc;
+
+    *text = NULL;
+    if (sk_file_read(bz, bzlen, path, UINT32_MAX / 64, err) != 0) {
+        return -1;
+    }
+    /* Grow the buffer until the whole text fits (bzip2 says so). */
+    for (cap = (unsigned) *bzlen * 8 + 4096;; cap *= 2) {
+        *text = malloc(cap);
+        if (*text == NULL) {
+            rc = BZ_MEM_ERROR;
+            break;
+        }
+        n = cap - 1;
+        rc = BZ2_bzBuffToBuffDecompress(*text, &n, *bz, (unsigned) *bzlen,
+            0, 0);
+        if (rc != BZ_OUTBUFF_FULL || cap > UINT32_MAX / 4) {
+            break;
+        }
+        free(*text);
+    }
+    if (rc != BZ_OK) {
+        free(*text);
+        free(*bz);
+        *text = *bz = NULL;
+        return sk_err_set(err, SK_ERR_FORMAT, "%s: not bzip2 data (%d)", path,
+            rc);
+    }
+    (*text)[n] = '\0';
+    *len = n;
+    return 0;
+}
+
+
+int
+tl_chunk_read(const tl_timeline_t *tl, uint64_t first, uint64_t last,
+    char **bz, size_t *bzlen, char **text, size_t *len, sk_err_t *err)
+{
+    char  path[4096];
+
+    tl_chunk_path(path, sizeof(path), tl, first, last);
+    return tl_chunk_unpack(path, bz, bzlen, text, len, err);
+}
+
+
 /* Entries [first, last] and their TFM, compressed. */
 static int
 tl_chunk_compress(tl_timeline_t *tl, char **bz, unsigned *bzlen,
@@ -137,7 +187,7 @@ tl_chunk_make(tl_timeline_t *tl, tl_chunk_t *c, sk_err_t *err)
 
 
 /* The index holding cs[0..n) and then, if not NULL, c. */
-static int
+int
 tl_chunk_save_index(tl_timeline_t *tl, const tl_chunk_t *cs, size_t n,
     const tl_chunk_t *c, sk_err_t *err)
 {
@@ -192,6 +242,9 @@ tl_chunk_commit(tl_timeline_t *tl, tl_chunk_t *c, size_t drop, sk_err_t *err)
     char        path[4096];
 
     if (tl_chunk_save_index(tl, tl->chunks, keep, c, err) != 0) {
+        /* Unlisted, it would only wait for the retry to replace it. */
+        tl_chunk_path(path, sizeof(path), tl, c->first, c->last);
+        (void) unlink(path);
         return -1;
     }
     pthread_mutex_lock(&tl->chunk_lock);
@@ -358,7 +411,7 @@ tl_chunk_open(tl_timeline_t *tl, sk_err_t *err)
     int     rc;
 
     snprintf(dir, sizeof(dir), "%s/%s", tl->conf.data_dir, TL_CHUNK_DIR);
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    if (tl->mode != TL_CHECK && mkdir(dir, 0755) != 0 && errno != EEXIST) {
         return sk_err_sys(err, "%s: mkdir", dir);
     }
     snprintf(path, sizeof(path), "%s/%s", dir, TL_CHUNK_INDEX);

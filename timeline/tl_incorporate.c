@@ -14,7 +14,8 @@
  *
  * The copy goes to data_dir/incorporated.log (synced) before the
  * Incorporate is written to the log, so a stamped Incorporate always has
- * its copy; a copy left without one by a crash is ignored.
+ * its copy; a copy left without one by a crash, or by an append that
+ * failed after it, is ignored.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -112,44 +113,35 @@ tl_inc_index(tl_timeline_t *tl, const sk_entry_t *copy, off_t off,
     c->off = off;
     c->len = len;
     tl->ncopies++;
-    tl->inc_end = off + (off_t) len;
     return 0;
 }
 
 
-/* Index incorporated.log; a torn tail (a crash while a copy was written,
- * before its Incorporate could be) is cut, anything worse refuses. */
+/* Index incorporated.log.  A torn tail (a crash while a copy was written,
+ * before its Incorporate could be) is noted, and cut only once the log has
+ * been read back without it; anything worse refuses (for --repair: is
+ * such a tail, to be replaced). */
 static int
-tl_inc_replay(tl_timeline_t *tl, const char *path, sk_err_t *err)
+tl_inc_replay(tl_timeline_t *tl, sk_err_t *err)
 {
-    struct stat   st;
     sk_entry_t   *e;
-    size_t        pos = 0, used, len;
-    char         *buf;
+    size_t        pos = 0, used, len = 0;
+    char         *buf = NULL;
     int           rc = 0;
 
-    if (fstat(tl->inc_fd, &st) != 0) {
-        return sk_err_sys(err, "%s: fstat", path);
-    }
-    len = (size_t) st.st_size;
-    buf = malloc(len + 1);
-    if (buf == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "%s", path);
-    }
-    if (pread(tl->inc_fd, buf, len, 0) != (ssize_t) len) {
-        free(buf);
-        return sk_err_sys(err, "%s: read", path);
+    if (tl->inc.fd >= 0 && tl_file_read(&tl->inc, &buf, &len, err) != 0) {
+        return -1;
     }
     while (pos < len && rc == 0) {
         if (sk_entry_parse_next(&e, &used, buf + pos, len - pos, err) != 0) {
-            if (!tl_store_torn(buf + pos, len - pos)) {
-                rc = sk_err_prefix(err, "%s: offset %zu", path, pos);
-                break;
-            }
-            tl_log("%s: truncating a torn tail of %zu bytes at offset %zu",
-                path, len - pos, pos);
-            if (ftruncate(tl->inc_fd, (off_t) pos) != 0) {
-                rc = sk_err_sys(err, "%s: truncate", path);
+            if (tl_store_entry_len(buf + pos, len - pos) == 0) {
+                tl_file_torn(&tl->inc, (off_t) pos, "truncating a torn tail "
+                    "of %zu bytes at offset %zu", len - pos, pos);
+            } else if (tl->mode == TL_REPAIR) {
+                sk_err_prefix(err, "%s: offset %zu", tl->inc.path, pos);
+                tl_file_torn(&tl->inc, (off_t) pos, "%s", err->msg);
+            } else {
+                rc = sk_err_prefix(err, "%s: offset %zu", tl->inc.path, pos);
             }
             break;
         }
@@ -165,22 +157,17 @@ tl_inc_replay(tl_timeline_t *tl, const char *path, sk_err_t *err)
 int
 tl_inc_open(tl_timeline_t *tl, sk_err_t *err)
 {
-    char    path[4096];
     size_t  i;
 
-    tl->inc_fd = -1;
     for (i = 0; i < tl->conf.peers.n; i++) {
         if (tl_inc_peer(tl, tl->conf.peers.v[i], err) != 0) {
             return -1;
         }
     }
-    snprintf(path, sizeof(path), "%s/%s", tl->conf.data_dir, TL_INC_FILE);
-    tl->inc_fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC
-        | O_NOFOLLOW, 0644);
-    if (tl->inc_fd < 0) {
-        return sk_err_sys(err, "%s: open", path);
+    if (tl_file_open(&tl->inc, tl, TL_INC_FILE, err) != 0) {
+        return -1;
     }
-    return tl_inc_replay(tl, path, err);
+    return tl_inc_replay(tl, err);
 }
 
 
@@ -194,9 +181,7 @@ tl_inc_close(tl_timeline_t *tl)
     }
     free(tl->peers);
     free(tl->copies);
-    if (tl->inc_fd >= 0) {
-        close(tl->inc_fd);
-    }
+    tl_file_close(&tl->inc);
 }
 
 
@@ -315,35 +300,17 @@ tl_inc_validate_state(tl_timeline_t *tl, const sk_entry_t *ref, int64_t now,
 int
 tl_inc_write(tl_timeline_t *tl, const sk_entry_t *ref, sk_err_t *err)
 {
-    size_t   len, done = 0;
-    ssize_t  n;
+    size_t   len;
+    off_t    at = tl->inc.end;
     char    *text;
-    int      rc = -1;
+    int      rc;
 
     if (sk_entry_format(&text, &len, ref, err) != 0) {
         return -1;
     }
-    while (done < len) {
-        n = write(tl->inc_fd, text + done, len - done);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            sk_err_sys(err, "%s: write", TL_INC_FILE);
-            if (ftruncate(tl->inc_fd, tl->inc_end) != 0) {
-                tl->failed = 1;
-            }
-            goto done;
-        }
-        done += (size_t) n;
-    }
-    if (fdatasync(tl->inc_fd) != 0) {
-        tl->failed = 1;
-        sk_err_sys(err, "%s: fdatasync", TL_INC_FILE);
-        goto done;
-    }
-    rc = tl_inc_index(tl, ref, tl->inc_end, len, err);
-done:
+    /* Synced, or cut back: never a part of a copy behind. */
+    rc = tl_file_append(&tl->inc, text, len, 1, err) != 0 ? -1
+        : tl_inc_index(tl, ref, at, len, err);
     free(text);
     return rc;
 }
@@ -379,7 +346,7 @@ tl_inc_load(tl_timeline_t *tl, const tl_copy_t *c, char **out, sk_err_t *err)
     if (*out == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "%s", TL_INC_FILE);
     }
-    if (pread(tl->inc_fd, *out, c->len, c->off) != (ssize_t) c->len) {
+    if (pread(tl->inc.fd, *out, c->len, c->off) != (ssize_t) c->len) {
         free(*out);
         return sk_err_sys(err, "%s: read", TL_INC_FILE);
     }

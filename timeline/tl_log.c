@@ -1,6 +1,7 @@
 /*
  * tl_log.c -- sk-timeline's log lines: "sk-timeline: ..." on stderr (run
- * it under systemd or a supervisor, which keeps stderr).
+ * it under systemd or a supervisor, which keeps stderr); the reports of
+ * --check and --repair go to stdout in the same form.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,13 +10,32 @@
 
 
 void
+tl_vlog(FILE *f, const char *fmt, va_list ap)
+{
+    char  msg[1024];
+
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    fprintf(f, "%s: %s\n", TL_PROG, msg);
+}
+
+
+void
 tl_log(const char *fmt, ...)
 {
     va_list  ap;
-    char     msg[1024];
 
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    tl_vlog(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s: %s\n", TL_PROG, msg);
+}
+
+
+void
+tl_say(const char *fmt, ...)
+{
+    va_list  ap;
+
+    va_start(ap, fmt);
+    tl_vlog(stdout, fmt, ap);
+    va_end(ap);
 }

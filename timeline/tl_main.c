@@ -1,19 +1,20 @@
 /*
- * tl_main.c -- sk-timeline: flags, key, log, HTTP, signals.
+ * tl_main.c -- sk-timeline: flags, then serve, check or repair.
  *
- *   sk-timeline -c FILE        run in the foreground until SIGTERM/SIGINT
- *   sk-timeline -n -c FILE     check the configuration and exit
+ *   sk-timeline -c FILE                    serve until SIGTERM/SIGINT
+ *   sk-timeline -n -c FILE                 check the configuration, exit
+ *   sk-timeline --check -c FILE            check every file, offline
+ *   sk-timeline --repair -c FILE [FROM...] restore what is lost, offline
  */
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
-#include <time.h>
 
 #include <microhttpd.h>
 #include <sk/daemon.h>
-#include <sk/keyfile.h>
 
 #include "tl.h"
 
@@ -21,29 +22,10 @@
 static int
 tl_usage(void)
 {
-    fprintf(stderr, "usage: %s [-n] -c FILE\n", TL_PROG);
+    fprintf(stderr, "usage: %s [-n] -c FILE\n"
+        "       %s --check -c FILE\n"
+        "       %s --repair -c FILE [FROM...]\n", TL_PROG, TL_PROG, TL_PROG);
     return EX_USAGE;
-}
-
-
-/* The timeline key: load it, or make one (0600) on first start. */
-static int
-tl_main_key(tl_timeline_t *tl, sk_err_t *err)
-{
-    char  pub[4096], fp[SK_FINGERPRINT_SIZE];
-    int   created;
-
-    snprintf(pub, sizeof(pub), "%s/%s", tl->conf.data_dir, TL_PUB_FILE);
-    if (sk_keyfile_open(&tl->key, &created, tl->conf.key_file, pub, err)
-        != 0)
-    {
-        return -1;
-    }
-    if (created) {
-        sk_key_fingerprint(fp, tl->key);
-        tl_log("%s: new timeline key %s", tl->conf.key_file, fp);
-    }
-    return 0;
 }
 
 
@@ -57,14 +39,8 @@ tl_main_run(tl_timeline_t *tl)
     /* Signals are taken by sigwait here, never by the HTTP threads. */
     sk_daemon_block(&set);
 
-    if (tl_main_key(tl, &err) != 0
-        || (tl->conf.operator_key != NULL
-            && sk_key_load_public(&tl->operator_key, tl->conf.operator_key,
-                   &err) != 0)
-        || tl_inc_open(tl, &err) != 0
-        || tl_calog_open(tl, &err) != 0
-        || tl_store_open(tl, &err) != 0 || tl_chunk_open(tl, &err) != 0
-        || tl_ocsp_init(tl, &err) != 0 || tl_token_init(tl, &err) != 0)
+    if (tl_open(tl, &err) != 0 || tl_ocsp_init(tl, &err) != 0
+        || tl_token_init(tl, &err) != 0)
     {
         tl_log("%s", err.msg);
         return EX_CONFIG;
@@ -86,30 +62,42 @@ tl_main_run(tl_timeline_t *tl)
 int
 main(int argc, char **argv)
 {
-    pthread_condattr_t  ca;
-    tl_timeline_t       tl;
-    const char         *conf = NULL;
-    sk_err_t            err;
-    int                 check, rc;
+    static const struct option  longs[] = {
+        { "check", no_argument, NULL, 'C' },
+        { "repair", no_argument, NULL, 'R' },
+        { NULL, 0, NULL, 0 }
+    };
+    tl_timeline_t  tl;
+    const char    *conf = NULL;
+    sk_err_t       err;
+    tl_mode_t      mode = TL_RUN;
+    int            check = 0, c, rc;
 
-    if (sk_daemon_args(argc, argv, &conf, &check) != 0) {
+    while ((c = getopt_long(argc, argv, "c:n", longs, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            conf = optarg;
+            break;
+        case 'n':
+            check = 1;
+            break;
+        case 'C':
+        case 'R':
+            if (mode != TL_RUN) {
+                return tl_usage();
+            }
+            mode = c == 'C' ? TL_CHECK : TL_REPAIR;
+            break;
+        default:
+            return tl_usage();
+        }
+    }
+    if (conf == NULL || (check && mode != TL_RUN)
+        || (optind != argc && mode != TL_REPAIR))
+    {
         return tl_usage();
     }
-    memset(&tl, 0, sizeof(tl));
-    tl.fd = -1;
-    tl.inc_fd = -1;
-    pthread_mutex_init(&tl.lock, NULL);
-    /* Appends wait for a sync with a deadline on the monotonic clock. */
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&tl.synced, &ca);
-    pthread_condattr_destroy(&ca);
-    pthread_cond_init(&tl.jobs_done, NULL);
-    pthread_mutex_init(&tl.chunk_lock, NULL);
-    pthread_mutex_init(&tl.certs_lock, NULL);
-    pthread_rwlock_init(&tl.calog_lock, NULL);
-    tl.calog_fd = -1;
-    pthread_cond_init(&tl.chunk_wake, NULL);
+    tl_init(&tl, mode);
     if (tl_conf_load(&tl.conf, conf, &err) != 0) {
         fprintf(stderr, "%s: configuration error: %s\n", TL_PROG, err.msg);
         return EX_CONFIG;
@@ -119,17 +107,10 @@ main(int argc, char **argv)
         tl_conf_free(&tl.conf);
         return EX_OK;
     }
-    rc = tl_main_run(&tl);
-    tl_chunk_stop(&tl);
-    tl_ocsp_free(&tl);
-    tl_token_free(&tl);
-    tl_store_close(&tl);
-    tl_calog_close(&tl);
-    tl_inc_close(&tl);
-    tl_state_free(&tl);
-    tl_validate_free(&tl);
-    sk_key_free(tl.key);
-    sk_key_free(tl.operator_key);
-    tl_conf_free(&tl.conf);
+    rc = mode == TL_CHECK ? tl_check(&tl)
+        : mode == TL_REPAIR ? tl_repair(&tl, argv + optind,
+                                  (size_t) (argc - optind))
+        : tl_main_run(&tl);
+    tl_free(&tl);
     return rc;
 }

@@ -2,11 +2,14 @@
  * tl_store.c -- the append-only log: one file of stamped entries, back to
  * back, SN 0 first, each canonical but for the CA certificates of its
  * chain, which are stored once (tl_calog.c).  Nothing is ever rewritten;
- * the only change to old bytes is cutting a torn tail at start.
+ * the only change to old bytes is cutting, at start, a torn tail that lies
+ * past everything signed-head covers (tl_signed.c), i.e. a write that was
+ * never acknowledged.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,38 +97,9 @@ tl_store_check(tl_timeline_t *tl, const sk_entry_t *e, int64_t *ts,
 }
 
 
-static int
-tl_store_slurp(char **buf, size_t *len, int fd, sk_err_t *err)
-{
-    struct stat  st;
-    ssize_t      n;
-    size_t       got = 0;
-
-    if (fstat(fd, &st) != 0) {
-        return sk_err_sys(err, "fstat");
-    }
-    *len = (size_t) st.st_size;
-    *buf = malloc(*len + 1);
-    if (*buf == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "reading the log");
-    }
-    while (got < *len) {
-        n = pread(fd, *buf + got, *len - got, (off_t) got);
-        if (n <= 0) {
-            free(*buf);
-            return n < 0 ? sk_err_sys(err, "read")
-                         : sk_err_set(err, SK_ERR_FORMAT, "log shrank");
-        }
-        got += (size_t) n;
-    }
-    (*buf)[*len] = '\0';
-    return 0;
-}
-
-
 /* The stored entry at p: its length up to and with its blank line, or 0
  * if no whole entry is left. */
-static size_t
+size_t
 tl_store_entry_len(const char *p, size_t len)
 {
     size_t  i;
@@ -139,11 +113,23 @@ tl_store_entry_len(const char *p, size_t len)
 }
 
 
-/* A tail holding no whole entry (no blank line) is a write cut short. */
-int
-tl_store_torn(const char *p, size_t len)
+/* The canonical entry text[0..len), checked as the next SN. */
+static int
+tl_store_take(tl_timeline_t *tl, const char *text, size_t len, int verify,
+    int64_t *ts, sk_err_t *err)
 {
-    return tl_store_entry_len(p, len) == 0;
+    sk_entry_t  *e;
+    size_t       used;
+    int          rc;
+
+    if (sk_entry_parse_next(&e, &used, text, len, err) != 0) {
+        return -1;
+    }
+    rc = used != len ? sk_err_set(err, SK_ERR_FORMAT, "bytes after the "
+            "entry's blank line")
+        : tl_store_check(tl, e, ts, verify, err);
+    sk_entry_free(e);
+    return rc;
 }
 
 
@@ -152,23 +138,16 @@ static int
 tl_store_replay_one(tl_timeline_t *tl, const char *p, size_t slen, int last,
     sk_err_t *err)
 {
-    sk_entry_t  *e;
-    char        *text;
-    size_t       len, used;
-    int64_t      ts;
-    int          rc;
+    char     *text;
+    size_t    len;
+    int64_t   ts;
+    int       rc;
 
     if (tl_calog_unpack(tl, &text, &len, p, slen, err) != 0) {
         return -1;
     }
-    if (sk_entry_parse_next(&e, &used, text, len, err) != 0) {
-        free(text);
-        return -1;
-    }
-    rc = used != len ? sk_err_set(err, SK_ERR_FORMAT, "bytes after the "
-            "entry's blank line")
-        : tl_store_check(tl, e, &ts, tl->conf.verify_on_start || last, err);
-    sk_entry_free(e);
+    rc = tl_store_take(tl, text, len, tl->conf.verify_on_start || last, &ts,
+        err);
     if (rc == 0) {
         rc = tl_store_index(tl, text, len, slen, ts, err);
     }
@@ -177,75 +156,126 @@ tl_store_replay_one(tl_timeline_t *tl, const char *p, size_t slen, int last,
 }
 
 
+int
+tl_store_restore(tl_timeline_t *tl, const char *text, size_t len,
+    sk_err_t *err)
+{
+    int64_t  ts;
+
+    return tl_store_take(tl, text, len, 1, &ts, err) != 0 ? -1
+        : tl_store_write(tl, text, len, ts, err);
+}
+
+
+/* Index the log.  A tail that holds no whole entry is only noted here
+ * (tl_file_trim cuts it once every check passed): after a crash it is a
+ * write never acknowledged, since it lies past every entry signed-head
+ * covers (tl_signed_verify checks that).  For --repair anything from the
+ * first entry that does not read back on is such a tail, to be replaced. */
 static int
-tl_store_replay(tl_timeline_t *tl, const char *path, sk_err_t *err)
+tl_store_replay(tl_timeline_t *tl, sk_err_t *err)
 {
     char    *buf = NULL;
     size_t   len = 0, pos = 0, slen;
+    int      rc = 0;
 
-    if (tl_store_slurp(&buf, &len, tl->fd, err) != 0) {
-        return sk_err_prefix(err, "%s", path);
+    if (tl->log.fd >= 0 && tl_file_read(&tl->log, &buf, &len, err) != 0) {
+        return -1;
     }
     while (pos < len) {
         slen = tl_store_entry_len(buf + pos, len - pos);
         if (slen == 0) {
-            tl_log("%s: truncating a torn tail of %zu bytes at offset %zu "
-                "(SN %" PRIu64 ")", path, len - pos, pos, tl->size);
-            if (ftruncate(tl->fd, (off_t) pos) != 0 || fsync(tl->fd) != 0) {
-                free(buf);
-                return sk_err_sys(err, "%s: truncate", path);
-            }
+            tl_file_torn(&tl->log, (off_t) pos, "truncating a torn tail of "
+                "%zu bytes at offset %zu (SN %" PRIu64 ")", len - pos, pos,
+                tl->size);
             break;
         }
         if (tl_store_replay_one(tl, buf + pos, slen, pos + slen == len, err)
             != 0)
         {
-            free(buf);
-            return sk_err_prefix(err, "%s: offset %zu (SN %" PRIu64 ")",
-                path, pos, tl->size);
+            sk_err_prefix(err, "%s: offset %zu (SN %" PRIu64 ")",
+                tl->log.path, pos, tl->size);
+            if (tl->mode == TL_REPAIR) {
+                tl_file_torn(&tl->log, (off_t) pos, "%s", err->msg);
+            } else {
+                rc = -1;
+            }
+            break;
         }
         pos += slen;
     }
     free(buf);
-    tl->durable = tl->size;
-    return 0;
+    tl->logged = tl->durable = tl->size;
+    return rc;
 }
 
 
 int
 tl_store_open(tl_timeline_t *tl, sk_err_t *err)
 {
-    char  path[4096];
-
-    snprintf(path, sizeof(path), "%s/%s", tl->conf.data_dir, TL_LOG_FILE);
     if (sk_merkle_tree_new(&tl->tree, err) != 0
         || tl_store_grow(tl, err) != 0)
     {
         return -1;
     }
     tl->off[0] = 0;
-    tl->fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
-        0644);
-    if (tl->fd < 0) {
-        return sk_err_sys(err, "%s: open", path);
-    }
-    if (tl_store_replay(tl, path, err) != 0) {
+    if (tl_file_open(&tl->log, tl, TL_LOG_FILE, err) != 0
+        || tl_store_replay(tl, err) != 0)
+    {
         return -1;
     }
-    tl_log("%s: %" PRIu64 " entries", path, tl->size);
-    return 0;
+    tl_log("%s: %" PRIu64 " entries", tl->log.path, tl->size);
+    return tl->mode == TL_REPAIR ? 0 : tl_signed_verify(tl, err);
+}
+
+
+int
+tl_store_settle(tl_timeline_t *tl, sk_err_t *err)
+{
+    sk_merkle_hash_t  root;
+
+    if (tl_file_trim(&tl->calog_file, err) != 0
+        || tl_file_trim(&tl->inc, err) != 0
+        || tl_file_trim(&tl->log, err) != 0)
+    {
+        return -1;
+    }
+    /* Whole entries past the head were written but never shown: after a
+     * crash they may still be only in the page cache.  On disk first. */
+    if (fdatasync(tl->log.fd) != 0 || fdatasync(tl->calog_file.fd) != 0
+        || fdatasync(tl->inc.fd) != 0)
+    {
+        return sk_err_sys(err, "%s: sync", tl->conf.data_dir);
+    }
+    if (tl->size == tl->signed_size && tl->signed_have) {
+        return 0;
+    }
+    return sk_merkle_tree_root(root, tl->tree, tl->size, err) != 0 ? -1
+        : tl->signed_have ? tl_signed_write(tl, tl->size, root, err)
+        : tl_signed_create(tl, tl->size, root, err);
 }
 
 
 void
 tl_store_close(tl_timeline_t *tl)
 {
-    if (tl->fd >= 0) {
-        close(tl->fd);
-    }
+    tl_file_close(&tl->log);
     free(tl->off);
     free(tl->ts);
     sk_merkle_tree_free(tl->tree);
+}
+
+
+void
+tl_store_fail(tl_timeline_t *tl, const char *fmt, ...)
+{
+    va_list  ap;
+
+    va_start(ap, fmt);
+    vsnprintf(tl->failed_msg, sizeof(tl->failed_msg), fmt, ap);
+    va_end(ap);
+    tl->failed = 1;
+    tl_log("%s", tl->failed_msg);
 }
 
 
@@ -255,28 +285,78 @@ tl_store_write(tl_timeline_t *tl, const char *buf, size_t len, int64_t ts,
 {
     char    *stored;
     size_t   slen;
+    int      rc;
 
     if (tl->failed) {
-        return sk_err_set(err, SK_ERR_SYSTEM, "log: an earlier write failed");
+        return sk_err_set(err, SK_ERR_SYSTEM, "%s", tl->failed_msg);
     }
     if (tl_calog_pack(tl, &stored, &slen, buf, len, err) != 0) {
         return -1;
     }
-    if (sk_file_write_all(tl->fd, stored, slen) != 0) {
-        sk_err_sys(err, "log: write");
-        free(stored);
-        /* Cut what got out, so the log stays whole entries. */
-        if (ftruncate(tl->fd, tl->off[tl->size]) != 0) {
-            tl->failed = 1;
-        }
+    rc = tl_file_append(&tl->log, stored, slen, 0, err);
+    free(stored);
+    if (rc != 0) {
         return -1;
     }
-    free(stored);
     if (tl_store_index(tl, buf, len, slen, ts, err) != 0) {
-        tl->failed = 1;
+        tl_store_fail(tl, "%s: %s; appends refused until a restart",
+            tl->log.path, err->msg);
         return -1;
     }
     return 0;
+}
+
+
+/* Lead one fdatasync of the log for everything written so far. */
+static void
+tl_store_sync_log(tl_timeline_t *tl)
+{
+    uint64_t  target = tl->size;
+    int       rc;
+
+    tl->log_syncing = 1;
+    pthread_mutex_unlock(&tl->lock);
+    if (tl->conf.sync_delay_ms != 0) {
+        usleep((useconds_t) (tl->conf.sync_delay_ms * 1000));
+    }
+    rc = fdatasync(tl->log.fd);
+    pthread_mutex_lock(&tl->lock);
+    tl->log_syncing = 0;
+    if (rc != 0) {
+        /* Linux may have dropped the pages it could not write and will
+         * not say so twice: only a fresh read tells what is on disk. */
+        tl_store_fail(tl, "%s: fdatasync: %s; appends refused until a "
+            "restart reads back what is on disk", tl->log.path,
+            strerror(errno));
+    } else if (target > tl->logged) {
+        tl->logged = target;
+    }
+    pthread_cond_broadcast(&tl->synced);
+}
+
+
+/* Lead one write of signed-head for everything the log has synced; only
+ * then may those entries be shown. */
+static int
+tl_store_sign(tl_timeline_t *tl, sk_err_t *err)
+{
+    sk_merkle_hash_t  root;
+    uint64_t          target = tl->logged;
+    int               rc;
+
+    if (sk_merkle_tree_root(root, tl->tree, target, err) != 0) {
+        return -1;
+    }
+    tl->head_syncing = 1;
+    pthread_mutex_unlock(&tl->lock);
+    rc = tl_signed_write(tl, target, root, err);
+    pthread_mutex_lock(&tl->lock);
+    tl->head_syncing = 0;
+    if (rc == 0 && target > tl->durable) {
+        tl->durable = target;
+    }
+    pthread_cond_broadcast(&tl->synced);
+    return rc;
 }
 
 
@@ -285,43 +365,31 @@ tl_store_wait(tl_timeline_t *tl, uint64_t sn, uint64_t until_ms,
     sk_err_t *err)
 {
     struct timespec  at;
-    uint64_t         target;
-    int              rc;
 
     at.tv_sec = (time_t) (until_ms / 1000);
     at.tv_nsec = (long) (until_ms % 1000) * 1000000L;
+    /* Two stages, each led by one writer for all waiting at the time
+     * (group commit): the log's sync, then signed-head's.  While one
+     * group's head is written, the next group's log sync can run. */
     while (tl->durable <= sn && !tl->failed) {
-        if (tl->syncing) {
-            if (until_ms == UINT64_MAX) {
-                pthread_cond_wait(&tl->synced, &tl->lock);
-            } else if (pthread_cond_timedwait(&tl->synced, &tl->lock, &at)
-                       != 0 && tl->syncing && tl->durable <= sn)
-            {
-                return 1;
+        if (tl->logged > sn && !tl->head_syncing) {
+            if (tl_store_sign(tl, err) != 0) {
+                /* Stored, but not shown: the next head write covers it. */
+                return -1;
             }
-            continue;
+        } else if (tl->logged <= sn && !tl->log_syncing) {
+            tl_store_sync_log(tl);
+        } else if (until_ms == UINT64_MAX) {
+            pthread_cond_wait(&tl->synced, &tl->lock);
+        } else if (pthread_cond_timedwait(&tl->synced, &tl->lock, &at) != 0
+                   && (tl->log_syncing || tl->head_syncing)
+                   && tl->durable <= sn)
+        {
+            return 1;
         }
-        /* Lead one sync for everything written so far. */
-        tl->syncing = 1;
-        target = tl->size;
-        pthread_mutex_unlock(&tl->lock);
-        if (tl->conf.sync_delay_ms != 0) {
-            usleep((useconds_t) (tl->conf.sync_delay_ms * 1000));
-        }
-        rc = fdatasync(tl->fd);
-        pthread_mutex_lock(&tl->lock);
-        tl->syncing = 0;
-        if (rc != 0) {
-            tl->failed = 1;
-            tl_log("log: fdatasync: %s; refusing further appends",
-                strerror(errno));
-        } else if (target > tl->durable) {
-            tl->durable = target;
-        }
-        pthread_cond_broadcast(&tl->synced);
     }
     if (tl->durable <= sn) {
-        return sk_err_set(err, SK_ERR_SYSTEM, "log: sync failed");
+        return sk_err_set(err, SK_ERR_SYSTEM, "%s", tl->failed_msg);
     }
     return 0;
 }
@@ -342,7 +410,7 @@ tl_store_pread(tl_timeline_t *tl, char **out, size_t *len, off_t a, off_t b,
         return sk_err_set(err, SK_ERR_NOMEM, "log read");
     }
     while (got < slen) {
-        n = pread(tl->fd, stored + got, slen - got, a + (off_t) got);
+        n = pread(tl->log.fd, stored + got, slen - got, a + (off_t) got);
         if (n <= 0) {
             free(stored);
             return sk_err_sys(err, "log: read");

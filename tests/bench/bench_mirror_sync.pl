@@ -34,6 +34,11 @@ ed25519_key("$d/tl", 'timeline');
 my $r = run_cmd([$gen, 'gen', "$d/tl/timeline.key", 1, $count, $sk,
     "$ca.crt", $ee, "$d/tl/entries.log"]);
 die "bench_mirror_sync: gen: $r->{err}" if $r->{rc} != 0;
+# A log made offline: --repair checks it and writes the signed head a
+# timeline keeps of what it signed (docs/timeline.md, "Damage").
+spew("$d/tl/tl.conf", "listen = 127.0.0.1:1\ndata_dir = $d/tl\ntid = 1\n");
+$r = run_cmd([$SKTimeline::TL, '--repair', '-c', "$d/tl/tl.conf"]);
+die "bench_mirror_sync: --repair: $r->{out}$r->{err}" if $r->{rc} != 0;
 
 my $t0 = time;
 my $t = start_timeline("$d/tl", tid => 1, chunk_interval => 1,

@@ -28,7 +28,8 @@ static void
 fuzz_cleanup(void)
 {
     static const char *const  files[] = { TL_LOG_FILE, TL_INC_FILE,
-                                          "certs.log", "peer.pub" };
+                                          TL_CALOG_FILE, TL_SIGNED_FILE,
+                                          "peer.pub" };
     char                      path[128];
     size_t                    i;
 
@@ -52,7 +53,6 @@ int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     static char   peer[64], *peers[1];
-    pthread_condattr_t  ca;
     char          path[128];
     sk_key_t     *k;
     sk_err_t      err;
@@ -63,18 +63,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
         abort();
     }
     atexit(fuzz_cleanup);
-    memset(&tl, 0, sizeof(tl));
-    tl.fd = tl.inc_fd = -1;
-    pthread_mutex_init(&tl.lock, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&tl.synced, &ca);     /* as sk-timeline's main() */
-    pthread_cond_init(&tl.jobs_done, NULL);
-    pthread_mutex_init(&tl.chunk_lock, NULL);
-    pthread_mutex_init(&tl.certs_lock, NULL);
-    pthread_rwlock_init(&tl.calog_lock, NULL);
-    tl.calog_fd = -1;
-    pthread_cond_init(&tl.chunk_wake, NULL);
+    tl_init(&tl, TL_RUN);     /* as sk-timeline's main() */
     tl.conf.data_dir = dir;
     tl.conf.tid = 7;
     tl.conf.threads = 4;
@@ -92,6 +81,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
         || sk_key_save_public(k, path, &err) != 0
         || sk_key_generate(&tl.key, SK_KEY_ED25519, 0, &err) != 0
         || sk_key_generate(&tl.operator_key, SK_KEY_ED25519, 0, &err) != 0
+        || tl_signed_open(&tl, &err) != 0
         || tl_inc_open(&tl, &err) != 0 || tl_calog_open(&tl, &err) != 0
         || tl_store_open(&tl, &err) != 0
         || tl_token_init(&tl, &err) != 0)

@@ -59,7 +59,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&tl, 0, sizeof(tl));
     pthread_rwlock_init(&tl.calog_lock, NULL);
     tl.conf.data_dir = dir;
-    tl.calog_fd = -1;
+    tl.calog_file.fd = -1;
     if (tl_calog_open(&tl, &err) == 0 && nul != NULL) {
         if (tl_calog_unpack(&tl, &text, &len, (const char *) nul + 1,
                 size - clen - 1, &err) == 0)

@@ -6,6 +6,8 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include <sk/keyfile.h>
+
 #include "testutil.h"
 
 typedef struct {
@@ -175,6 +177,70 @@ test_files_and_permissions(void **state)
 }
 
 
+/* A daemon's key file: made once, its public half never replaced. */
+static void
+test_keyfile(void **state)
+{
+    char      *dir = tu_tmpdir(), *priv = tu_path(dir, "d.key"),
+              *pub = tu_path(dir, "d.pub"), *pem, *again;
+    char       fp1[SK_FINGERPRINT_SIZE], fp2[SK_FINGERPRINT_SIZE];
+    size_t     len;
+    sk_key_t  *key, *other;
+    sk_err_t   err;
+    int        created;
+
+    (void) state;
+    /* Not allowed to make one: nothing made. */
+    tu_assert_err(sk_keyfile_open(&key, &created, priv, pub, 0, &err), &err,
+        SK_ERR_NOT_FOUND, "d.key: missing");
+    assert_int_equal(tu_count_entries(dir), 0);
+
+    tu_assert_ok(sk_keyfile_open(&key, &created, priv, pub, 1, &err), &err);
+    assert_int_equal(created, 1);
+    tu_assert_ok(sk_file_read(&pem, &len, pub, 4096, &err), &err);
+    sk_key_fingerprint(fp1, key);
+    sk_key_free(key);
+
+    /* Loaded again, not made. */
+    tu_assert_ok(sk_keyfile_open(&key, &created, priv, pub, 1, &err), &err);
+    assert_int_equal(created, 0);
+    sk_key_fingerprint(fp2, key);
+    assert_string_equal(fp1, fp2);
+    sk_key_free(key);
+
+    /* The key lost: no new one while its public half is there. */
+    assert_int_equal(unlink(priv), 0);
+    tu_assert_err(sk_keyfile_open(&key, &created, priv, pub, 1, &err), &err,
+        SK_ERR_NOT_FOUND, "holds its public half");
+    assert_int_equal(access(priv, F_OK), -1);
+    tu_assert_ok(sk_file_read(&again, &len, pub, 4096, &err), &err);
+    assert_string_equal(again, pem);
+    free(again);
+
+    /* Another key: refused, the public file left as it was. */
+    tu_assert_ok(sk_key_generate(&other, SK_KEY_ED25519, 0, &err), &err);
+    tu_assert_ok(sk_key_save_private(other, priv, &err), &err);
+    sk_key_free(other);
+    tu_assert_err(sk_keyfile_open(&key, &created, priv, pub, 1, &err), &err,
+        SK_ERR_KEY_MISMATCH, "not the public half of");
+    tu_assert_ok(sk_file_read(&again, &len, pub, 4096, &err), &err);
+    assert_string_equal(again, pem);
+    free(again);
+
+    /* A lost public half is written again from the key. */
+    assert_int_equal(unlink(pub), 0);
+    tu_assert_ok(sk_keyfile_open(&key, &created, priv, pub, 0, &err), &err);
+    assert_int_equal(created, 0);
+    assert_int_equal(access(pub, F_OK), 0);
+    sk_key_free(key);
+
+    free(pem);
+    free(priv);
+    free(pub);
+    tu_rmtree(dir);
+}
+
+
 static void
 test_spki_strict(void **state)
 {
@@ -288,6 +354,7 @@ main(void)
         cmocka_unit_test(test_rfc8032_vectors),
         cmocka_unit_test(test_sign_verify_each_alg),
         cmocka_unit_test(test_files_and_permissions),
+        cmocka_unit_test(test_keyfile),
         cmocka_unit_test(test_spki_strict),
         cmocka_unit_test(test_spki_ed25519_fast_path),
         cmocka_unit_test(test_alg_names),
