@@ -1,6 +1,8 @@
 #!/bin/sh
 # Every test: unit tests, a short run of each fuzz target, integration
-# tests (t/, real daemons).  Prints one summary line per stage and a total.
+# tests (t/, real daemons), and fault injection (t/fault/: kill -9, torn
+# files, a full disk, lost keys, dead backends) against the ASan+UBSan
+# build of every daemon.  Prints one summary line per stage and a total.
 set -u
 BUILD=${BUILD:-build}
 FUZZ_SMOKE=${FUZZ_SMOKE:-10}
@@ -17,6 +19,15 @@ stage unit tests/run-unit.sh "$BUILD"
 stage fuzz env FUZZ_TIME="$FUZZ_SMOKE" tests/fuzz/run.sh build-fuzz
 stage integration env SK_BIN="$PWD/$BUILD/sk" BUILD="$BUILD" \
     prove -I t/lib t/
+
+# Whatever BUILD the caller uses, faults run on build-san (made here if
+# need be; its own make, so a parent's variables do not leak in).
+faults() {
+    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s SAN=1 BUILD=build-san \
+        all && env SK_BIN="$PWD/build-san/sk" BUILD=build-san \
+        prove -I t/lib t/fault/
+}
+stage faults faults
 
 echo "stages: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

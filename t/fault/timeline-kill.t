@@ -1,15 +1,18 @@
 #!/usr/bin/perl
-# sk-timeline durability: several clients append while the daemon is
-# killed with SIGKILL at random moments and restarted.  Every entry that got
-# 201 must be on disk, SNs contiguous, and every checkpoint seen must match
-# the root recomputed from the log.  Each client also binds names with
-# chains through its own intermediate CA, so certs.log gets its new lines
-# during the storm and the log on disk holds references to them.
+# sk-timeline under kill -9: many clients append while the daemon is
+# killed with SIGKILL at random moments and restarted, and a watcher keeps
+# reading /checkpoint and /status.  Every entry that got 201 must be on
+# disk as acknowledged, SNs contiguous, every restart must succeed (a torn
+# tail past signed-head is cut, nothing else), and no two signed heads may
+# contradict: each checkpoint and TFM seen matches the root recomputed from
+# the log at its size.  Each client also binds names with chains through
+# its own intermediate CA, so certs.log gets its new lines during the storm
+# and the log on disk holds references to them.  --check passes at the end.
 
 use strict;
 use warnings;
 use FindBin;
-use lib "$FindBin::Bin/lib";
+use lib "$FindBin::Bin/../lib";
 use Test::More;
 use MIME::Base64 qw(decode_base64);
 use POSIX qw(_exit);
@@ -20,7 +23,7 @@ use SKTimeline;
 plan skip_all => 'sk-timeline not built' unless -x $SKTimeline::TL;
 plan skip_all => 'no openssl or curl' unless has_cmd('openssl') && has_cmd('curl');
 
-my ($CLIENTS, $PER_CLIENT, $KILLS) = (4, 30, 3);
+my ($CLIENTS, $PER_CLIENT, $KILLS) = (8, 20, 5);
 
 my $d = tmpdir();
 my $op = ed25519_key($d, 'operator');
@@ -66,6 +69,7 @@ for my $c (0 .. $CLIENTS - 1) {
                 if ($r->{code} == 201) {
                     my ($sn) = $r->{body} =~ /^SN: (\d+)$/m;
                     print $out "$sn $tag\n";
+                    spew("$d/ack.$sn", $r->{body});
                     last;
                 }
                 # Stored before a kill cut the 201 off: a retry is a replay.
@@ -84,20 +88,34 @@ for my $c (0 .. $CLIENTS - 1) {
     push @kids, $pid;
 }
 
-my @checkpoints;
+# The watcher: every signed head it is shown, one file each.
+my $watcher = fork // die "fork: $!";
+if ($watcher == 0) {
+    for (my $i = 0; !-e "$d/stop"; $i++) {
+        for my $what (qw(checkpoint status)) {
+            my $r = http('GET', "$t->{url}/$what");
+            spew("$d/$what.$i", $r->{body}) if $r->{code} == 200;
+        }
+        sleep 0.05;
+    }
+    _exit(0);
+}
+
 for my $k (1 .. $KILLS) {
     sleep 0.3 + rand(0.7);
-    my $r = http('GET', "$t->{url}/checkpoint");
-    push @checkpoints, $r->{body} if $r->{code} == 200;
     kill 'KILL', $t->{pid};
     stop_daemon($t->{pid});
     restart_timeline($t);
     ok($t->{up}, "restart $k after SIGKILL") or diag(slurp($t->{log}));
 }
 waitpid($_, 0) for @kids;
+spew("$d/stop", '');
+waitpid($watcher, 0);
 my $r = http('GET', "$t->{url}/checkpoint");
-push @checkpoints, $r->{body};
+my @checkpoints = ($r->{body});
 stop_daemon($t->{pid});
+unlike(slurp($t->{log}), qr/refus|Sanitizer|runtime error/,
+    'no refusal, no sanitizer report');
 
 my @entries = parse_entries(read_log("$d"));
 my @leaves = map { leaf_hash($_) } @entries;
@@ -129,14 +147,37 @@ cmp_ok(scalar(keys %acked), '==', $CLIENTS * ($PER_CLIENT + 3),
     . 'replay of itself)');
 ok(!grep({ $_ > 1 } values %stored), 'none stored twice');
 
-my $roots_ok = 1;
-for my $cp (@checkpoints) {
-    my ($origin, $size, $root) = split /\n/, $cp;
+opendir my $dh, $d or die;
+my @seen = grep { /^(checkpoint|status|ack)\.\d+$/ } readdir $dh;
+my ($roots_ok, $heads, $acks) = (1, 0, 0);
+for my $f (@seen) {
+    my $body = slurp("$d/$f");
+    my ($size, $root);
+    if ($f =~ /^checkpoint/) {
+        (undef, $size, $root) = split /\n/, $body;
+        $root = decode_base64($root);
+    } elsif ($f =~ /^status/) {
+        ($size) = $body =~ /^Tree-Size: (\d+)$/m;
+        ($root) = $body =~ /^Root-Hash: (\S+)$/m;
+        $root = decode_base64(($root =~ tr{-_}{+/}r) . '=');
+    } else {
+        # A stamped entry shown in a 201 is signed too: the log's, byte
+        # for byte, at its SN.
+        my ($sn) = $f =~ /(\d+)$/;
+        $roots_ok &&= defined $entries[$sn] && $entries[$sn] eq $body;
+        $acks++;
+        next;
+    }
+    $heads++;
     $roots_ok &&= $size <= @leaves
-        && decode_base64($root) eq mth(@leaves[0 .. $size - 1]);
+        && $root eq mth(@leaves[0 .. $size - 1]);
+    diag("$f contradicts the log") if !$roots_ok;
 }
-ok($roots_ok, scalar(@checkpoints) . ' checkpoints match the roots on disk');
+ok($roots_ok && $heads > 0, "$heads signed heads and $acks 201s seen during "
+    . 'the storm: all match the log on disk, none contradicts another');
 my ($last_size) = (split /\n/, $checkpoints[-1])[1];
 is($last_size, scalar @entries, 'last checkpoint covers the whole log');
+$r = run_cmd([$SKTimeline::TL, '--check', '-c', "$d/tl.conf"]);
+is($r->{rc}, 0, '--check passes') or diag($r->{out});
 
 done_testing();

@@ -1,0 +1,94 @@
+package SKFault;
+
+# SKFault -- what the fault-injection tests (t/fault/*.t) share: a small
+# filesystem of their own to fill up.
+#
+#   tmpfs(SIZE)          a fresh tmpfs of SIZE (mount's size=, e.g. '2m')
+#                        on a new directory; unmounted (lazily, so even with
+#                        a daemon still in it) and removed at exit, also
+#                        when the test dies.  undef and $SKFault::why when
+#                        it cannot be mounted (not root, no tmpfs)
+#   fill(DIR)            fill DIR's filesystem to the last page: one big
+#                        file, then one-page files; returns how many pages
+#                        the latter took
+#   free_pages(DIR, N)   give back N pages (0: all the filler)
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use File::Temp qw(tempdir);
+use SKTest;
+
+our @EXPORT = qw(tmpfs fill free_pages);
+our $why = '';
+
+my @mounts;
+
+sub tmpfs {
+    my ($size) = @_;
+    if ($> != 0) {
+        $why = 'not root: cannot mount a tmpfs';
+        return undef;
+    }
+    my $dir = tempdir('sk-fault.XXXXXX', TMPDIR => 1, CLEANUP => 0);
+    my $r = run_cmd(['mount', '-t', 'tmpfs', '-o', "size=$size,mode=0755",
+        'sk-fault', $dir]);
+    if ($r->{rc} != 0) {
+        rmdir $dir;
+        $why = "mount -t tmpfs: $r->{err}";
+        return undef;
+    }
+    push @mounts, $dir;
+    return $dir;
+}
+
+# Before SKTest's END (which stops the daemons): a lazy unmount detaches
+# the tree at once and frees it when the last file in it is closed.
+END {
+    my $rc = $?;
+    for my $dir (@mounts) {
+        run_cmd(['umount', '-l', $dir]);
+        rmdir $dir;
+    }
+    $? = $rc;
+}
+
+sub fill {
+    my ($dir) = @_;
+    my $big = "$dir/.fill";
+    open my $f, '>', $big or die "fill: $big: $!";
+    my $block = "\0" x 65536;
+    while (syswrite($f, $block)) { }
+    close $f;
+    # The last 64 pages again as files of a page each, to give back singly.
+    my $size = -s $big;
+    truncate $big, $size > 262144 ? $size - 262144 : 0;
+    my $n = 0;
+    while (1) {
+        open my $p, '>', "$dir/.fill.$n" or last;
+        my $w = syswrite($p, "\0" x 4096);
+        close $p;
+        if (!defined $w || $w < 4096) {
+            unlink "$dir/.fill.$n";
+            last;
+        }
+        $n++;
+    }
+    return $n;
+}
+
+sub free_pages {
+    my ($dir, $n) = @_;
+    opendir my $d, $dir or die "free_pages: $dir: $!";
+    my @pages = sort grep { /^\.fill\.\d+$/ } readdir $d;
+    closedir $d;
+    if (!$n) {
+        unlink "$dir/.fill", map { "$dir/$_" } @pages;
+        return;
+    }
+    die "free_pages: only " . @pages . " page files" if @pages < $n;
+    unlink map { "$dir/$_" } @pages[0 .. $n - 1];
+}
+
+1;
