@@ -186,6 +186,15 @@ $(SKM_BIN): $(SKM_OBJS) $(LIBSK)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(SKM_OBJS) $(LIBSK) \
 	    -lmilter -lhiredis -lssl -lcrypto -lresolv -lpthread
 
+# Unit tests of the milter's I/O-free parts (tests/unit/test_milter_*.c)
+# link the milter objects they test.
+SKM_UNIT_OBJS = $(BUILD)/sk_milter/skm_ar.o
+
+$(BUILD)/tests/test_milter_%: tests/unit/test_milter_%.c $(SKM_UNIT_OBJS) $(LIBSK)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(SKM_UNIT_OBJS) \
+	    $(LIBSK) $(LIBS) -lcmocka
+
 # sk-mirror (timeline/mr_*.c): replicates timelines, answers name queries.
 MR_SRCS = $(sort $(wildcard timeline/mr_*.c))
 MR_OBJS = $(MR_SRCS:%.c=$(BUILD)/%.o)
@@ -224,3 +233,8 @@ $(BUILD)/bench/mirror_gen: tests/bench/mirror_gen.c $(LIBSK)
 $(FUZZ_BUILD)/fuzz_socketmap: tests/fuzz/fuzz_socketmap.c $(FUZZ_BUILD)/sk_milter/skm_netstring.o $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_BUILD)/sk_milter/skm_netstring.o $(FUZZ_OBJS) $(LIBS)
 $(FUZZ_BUILD)/sk_milter/skm_netstring.o: sk_milter/skm.h
+
+# The Authentication-Results parser's target links the milter's skm_ar.o.
+$(FUZZ_BUILD)/fuzz_milter_ar: tests/fuzz/fuzz_milter_ar.c $(FUZZ_BUILD)/sk_milter/skm_ar.o $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_BUILD)/sk_milter/skm_ar.o $(FUZZ_OBJS) $(LIBS)
+$(FUZZ_BUILD)/sk_milter/skm_ar.o: sk_milter/skm.h

@@ -7,6 +7,7 @@
  * skm_chain.c   the chain files Postfix serves, reload, self-probe
  * skm_policy.c  the smtp_tls_policy_maps socketmap server (outbound)
  * skm_netstring.c  the socketmap wire format, no I/O (fuzzed)
+ * skm_ar.c      Authentication-Results values, no I/O (fuzzed)
  * skm_ccert.c   inbound client certificates (policy delegation notes)
  * skm_main.c    options, daemon, signals, privilege drop
  */
@@ -221,6 +222,28 @@ int skm_ccert_crosssigned(const skm_ccert_t *cc, const sk_key_t *sk,
 size_t skm_hash(const char *s, size_t buckets);
 /* "AB:CD:..." of 32 bytes into out; -1 otherwise. */
 int skm_fpr_parse(unsigned char out[32], const char *s);
+
+/* Authentication-Results values (skm_ar.c, RFC 8601 section 2.2). */
+#define SKM_AR_ID_MAX   255             /* longest authserv-id kept */
+
+typedef struct {
+    char      id[SKM_AR_ID_MAX + 1];    /* authserv-id, unquoted, cut at
+                                           SKM_AR_ID_MAX */
+    size_t    idlen;                    /* its whole length */
+    int       hasid;                    /* 1 once the authserv-id was read */
+    long      version;                  /* authres-version, -1 if absent */
+    unsigned  nresults;                 /* method=result entries */
+    int       none;                     /* "; none" */
+} skm_ar_t;
+
+/* 0 if value follows the grammar; -1 if not, with why and off (the byte
+ * where it failed), ar filled as far as it got (hasid: the id was read). */
+int skm_ar_parse(skm_ar_t *ar, const char *value, size_t len, size_t *off,
+    const char **why);
+/* 1 if the field claims to be ours: its authserv-id, unquoted, is
+ * authservid (ASCII case-insensitively, a trailing "." and white space
+ * inside quotes ignored), or it has no authserv-id one could read. */
+int skm_ar_is_ours(const char *value, size_t len, const char *authservid);
 
 /* Onion: the HiddenServiceDir and torrc, if OnionDir is set. */
 int skm_onion_setup(const skm_conf_t *conf);

@@ -409,12 +409,20 @@ skm_conf_check(skm_loader_t *ld, sk_err_t *err)
             return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
         }
     }
+    /* RFC 2045 token, as RFC 8601 writes it unquoted */
     for (a = c->authservid; *a != '\0'; a++) {
-        if (!isgraph((unsigned char) *a) || *a == ';' || *a == '(') {
-            return skm_conf_where(ld, "AuthservID", err, "illegal value "
-                "\"%.64s\" for \"AuthservID\" (a token: no space, \";\" "
-                "or \"(\")", c->authservid);
+        if (!isgraph((unsigned char) *a)
+            || strchr("()<>@,;:\\\"/[]?=", *a) != NULL)
+        {
+            break;
         }
+    }
+    if (*a != '\0' || a == c->authservid || a - c->authservid > SKM_AR_ID_MAX)
+    {
+        return skm_conf_where(ld, "AuthservID", err, "illegal value "
+            "\"%.64s\" for \"AuthservID\" (a token of at most %d "
+            "characters: no space or ()<>@,;:\\\"/[]?=)", c->authservid,
+            SKM_AR_ID_MAX);
     }
 
     if (c->refresh < 1) {

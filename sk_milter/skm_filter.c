@@ -248,36 +248,6 @@ skm_envfrom(SMFICTX *ctx, char **argv)
 }
 
 
-/* 1 if an A-R value's authserv-id is ours. */
-static int
-skm_ar_is_ours(const char *value, const char *authservid)
-{
-    const char  *p;
-    size_t       len;
-    int          depth;
-
-    p = value;
-    for (;;) {                      /* CFWS: spaces and (comments) */
-        while (isspace((unsigned char) *p)) {
-            p++;
-        }
-        if (*p != '(') {
-            break;
-        }
-        for (depth = 0; *p != '\0'; p++) {
-            if (*p == '(') {
-                depth++;
-            } else if (*p == ')' && --depth == 0) {
-                p++;
-                break;
-            }
-        }
-    }
-    len = strcspn(p, " \t\r\n;(");
-    return len == strlen(authservid) && strncasecmp(p, authservid, len) == 0;
-}
-
-
 static sfsistat
 skm_header(SMFICTX *ctx, char *name, char *value)
 {
@@ -296,7 +266,7 @@ skm_header(SMFICTX *ctx, char *name, char *value)
     } else if (strcasecmp(name, SKM_AR) == 0) {
         c->nar++;
         conf = skm_conf_acquire();
-        if (skm_ar_is_ours(value, conf->authservid)) {
+        if (skm_ar_is_ours(value, strlen(value), conf->authservid)) {
             if (c->nforged >= SKM_AR_MAX) {
                 c->toomany = 1;
             } else {

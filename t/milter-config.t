@@ -56,6 +56,10 @@ bad("$good" . "PidFile\n", "$dir/c.conf: line 3: parameter \"PidFile\" "
     . 'needs a value', 'missing value');
 bad("Socket inet:1\@127.0.0.1\n", "$dir/c.conf: required parameter "
     . '"AuthservID" missing (or give a Name)', 'no authserv-id');
+bad("$good" . "AuthservID mx.example.org/1\n", "$dir/c.conf: line 3: "
+    . 'illegal value "mx.example.org/1" for "AuthservID" (a token of at '
+    . 'most 255 characters: no space or ()<>@,;:\\"/[]?=)',
+    'AuthservID not an RFC 2045 token');
 bad("$good" . "Probe ssh 127.0.0.1:22\n", "$dir/c.conf: line 3: illegal "
     . 'value "ssh 127.0.0.1:22" for "Probe" (starttls|tls HOST:PORT)',
     'bad probe');
