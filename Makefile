@@ -184,7 +184,7 @@ $(BUILD)/sk_milter/%.o: sk_milter/%.c sk_milter/skm.h $(wildcard common/include/
 
 $(SKM_BIN): $(SKM_OBJS) $(LIBSK)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(SKM_OBJS) $(LIBSK) \
-	    -lmilter -lhiredis -lssl -lcrypto -lresolv -lpthread
+	    -lhiredis -lssl -lcrypto -lresolv -lpthread
 
 # Unit tests of the milter's I/O-free parts (tests/unit/test_milter_*.c)
 # link the milter objects they test.
