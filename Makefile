@@ -238,3 +238,12 @@ $(FUZZ_BUILD)/sk_milter/skm_netstring.o: sk_milter/skm.h
 $(FUZZ_BUILD)/fuzz_milter_ar: tests/fuzz/fuzz_milter_ar.c $(FUZZ_BUILD)/sk_milter/skm_ar.o $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_BUILD)/sk_milter/skm_ar.o $(FUZZ_OBJS) $(LIBS)
 $(FUZZ_BUILD)/sk_milter/skm_ar.o: sk_milter/skm.h
+
+# The milter session's target drives the per-message logic: every milter
+# object but main's.
+FUZZ_SKM_OBJS = $(filter-out $(FUZZ_BUILD)/sk_milter/skm_main.o, \
+                    $(SKM_SRCS:%.c=$(FUZZ_BUILD)/%.o))
+$(FUZZ_BUILD)/fuzz_milter_session: tests/fuzz/fuzz_milter_session.c $(FUZZ_SKM_OBJS) $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -pthread -o $@ $< \
+	    $(FUZZ_SKM_OBJS) $(FUZZ_OBJS) $(LIBS) -lresolv
+$(FUZZ_SKM_OBJS): sk_milter/skm.h
