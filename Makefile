@@ -184,7 +184,16 @@ $(BUILD)/sk_milter/%.o: sk_milter/%.c sk_milter/skm.h $(wildcard common/include/
 
 $(SKM_BIN): $(SKM_OBJS) $(LIBSK)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(SKM_OBJS) $(LIBSK) \
-	    -lmilter -lhiredis -lssl -lcrypto -lresolv -lpthread
+	    -lhiredis -lssl -lcrypto -lresolv -lpthread
+
+# Unit tests of the milter's I/O-free parts (tests/unit/test_milter_*.c)
+# link the milter objects they test.
+SKM_UNIT_OBJS = $(BUILD)/sk_milter/skm_ar.o
+
+$(BUILD)/tests/test_milter_%: tests/unit/test_milter_%.c $(SKM_UNIT_OBJS) $(LIBSK)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(SKM_UNIT_OBJS) \
+	    $(LIBSK) $(LIBS) -lcmocka
 
 # sk-mirror (timeline/mr_*.c): replicates timelines, answers name queries.
 MR_SRCS = $(sort $(wildcard timeline/mr_*.c))
@@ -224,3 +233,17 @@ $(BUILD)/bench/mirror_gen: tests/bench/mirror_gen.c $(LIBSK)
 $(FUZZ_BUILD)/fuzz_socketmap: tests/fuzz/fuzz_socketmap.c $(FUZZ_BUILD)/sk_milter/skm_netstring.o $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_BUILD)/sk_milter/skm_netstring.o $(FUZZ_OBJS) $(LIBS)
 $(FUZZ_BUILD)/sk_milter/skm_netstring.o: sk_milter/skm.h
+
+# The Authentication-Results parser's target links the milter's skm_ar.o.
+$(FUZZ_BUILD)/fuzz_milter_ar: tests/fuzz/fuzz_milter_ar.c $(FUZZ_BUILD)/sk_milter/skm_ar.o $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_BUILD)/sk_milter/skm_ar.o $(FUZZ_OBJS) $(LIBS)
+$(FUZZ_BUILD)/sk_milter/skm_ar.o: sk_milter/skm.h
+
+# The milter session's target drives the per-message logic: every milter
+# object but main's.
+FUZZ_SKM_OBJS = $(filter-out $(FUZZ_BUILD)/sk_milter/skm_main.o, \
+                    $(SKM_SRCS:%.c=$(FUZZ_BUILD)/%.o))
+$(FUZZ_BUILD)/fuzz_milter_session: tests/fuzz/fuzz_milter_session.c $(FUZZ_SKM_OBJS) $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -pthread -o $@ $< \
+	    $(FUZZ_SKM_OBJS) $(FUZZ_OBJS) $(LIBS) -lresolv
+$(FUZZ_SKM_OBJS): sk_milter/skm.h

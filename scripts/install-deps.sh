@@ -7,7 +7,8 @@ PKGS="build-essential pkg-config clang libclang-rt-14-dev
 libssl-dev openssl libcmocka-dev libhiredis-dev libmilter-dev
 libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev
 nginx nginx-dev redis-server tor postfix miltertest swaks
-gnutls-bin libgnutls28-dev curl python3 perl libio-socket-ssl-perl libtest-simple-perl"
+gnutls-bin libgnutls28-dev curl python3 perl libio-socket-ssl-perl libtest-simple-perl
+valgrind groff-base"
 
 missing=""
 for p in $PKGS; do

@@ -3,11 +3,17 @@
  *
  * skm_config.c  the configuration table, loader and checks
  * skm_trust.c   the TrustFile and KeyCache lookups of a domain's SK
- * skm_filter.c  the milter callbacks (per-message Authentication-Results)
+ * skm_milter.c  an MTA's milter connection: packets in, replies out
+ * skm_session.c the milter protocol's conversation, no I/O (fuzzed)
+ * skm_mproto.c  the milter protocol's wire format, no I/O (fuzzed)
+ * skm_filter.c  per message: Authentication-Results, the verdict
+ * skm_server.c  the listening sockets, a thread per connection
  * skm_chain.c   the chain files Postfix serves, reload, self-probe
  * skm_policy.c  the smtp_tls_policy_maps socketmap server (outbound)
  * skm_netstring.c  the socketmap wire format, no I/O (fuzzed)
+ * skm_ar.c      Authentication-Results values, no I/O (fuzzed)
  * skm_ccert.c   inbound client certificates (policy delegation notes)
+ * skm_log.c     logging to syslog and stderr
  * skm_main.c    options, daemon, signals, privilege drop
  */
 #ifndef SKM_H
@@ -53,6 +59,7 @@ typedef struct {                        /* Probe starttls|tls HOST:PORT */
 typedef struct {
     /* filled from the table (skm_confdefs) */
     char        *socket;                /* Socket */
+    long         socketmode;            /* SocketMode (local: sockets) */
     char        *userid;                /* UserID user[:group] */
     char        *pidfile;               /* PidFile */
     int          syslog;                /* Syslog (boolean) */
@@ -91,6 +98,7 @@ typedef struct {
     skm_probe_t *probev;
     size_t       nprobes;
     skm_trust_t *trust;                 /* NULL: no TrustFile */
+    skm_list_t   warnings;              /* "FILE: line N: warning: ..." */
 } skm_conf_t;
 
 /* Load and check FILE; on failure err holds "FILE: line N: ..." (or
@@ -142,11 +150,6 @@ int skm_sk_from_cache(skm_sk_t *sk, sk_cache_t *cache, const char *domain,
  * cannot be opened at all. */
 int skm_cache_get(sk_cache_t **cache, const skm_conf_t *conf, sk_err_t *err);
 
-/* The filter's smfiDesc, for main. */
-struct smfiDesc;
-extern struct smfiDesc skm_filter;
-int skm_filter_busy(void);              /* messages in progress */
-
 /* Chain files: build every output; 1 if one changed, 0 if none, -1 if
  * one failed (logged; the last good file stays). */
 int skm_chain_refresh(const skm_conf_t *conf, time_t now);
@@ -182,10 +185,14 @@ typedef struct {                        /* a Postfix next-hop */
 /* "domain", "domain:port", "[host]", "[host]:port"; -1 if malformed. */
 int skm_nexthop_parse(skm_nexthop_t *nh, const char *key);
 
-/* Outbound (skm_policy.c): listen on PolicySocket (before the privilege
- * drop), then serve in a thread of its own. */
-int skm_policy_open(const skm_conf_t *conf);
-int skm_policy_start(void);
+/* The listening sockets (skm_server.c): Socket, PolicySocket and
+ * ClientPolicySocket opened before the privilege drop, then served, each
+ * by a thread and a thread per connection running its handler. */
+int skm_servers_open(const skm_conf_t *conf);
+int skm_servers_start(void);
+
+/* Outbound (skm_policy.c): one socketmap connection from Postfix. */
+void skm_sockmap_conn(int fd);
 /* The reply (without netstring framing) to a lookup of key. */
 void skm_policy_answer(char *reply, size_t replylen, const skm_conf_t *conf,
     const char *key);
@@ -221,6 +228,104 @@ int skm_ccert_crosssigned(const skm_ccert_t *cc, const sk_key_t *sk,
 size_t skm_hash(const char *s, size_t buckets);
 /* "AB:CD:..." of 32 bytes into out; -1 otherwise. */
 int skm_fpr_parse(unsigned char out[32], const char *s);
+
+/*
+ * The milter: skm_milter.c serves an MTA connection with the session of
+ * skm_session.c, which reads packets (skm_mproto.c) and runs the
+ * per-message logic (skm_filter.c); all but the first without I/O.
+ */
+#define SKM_MILTER_DATA_MAX (1024 * 1024)   /* longest packet we take */
+#define SKM_EOM_HEADER_MAX  1024            /* our A-R value */
+
+typedef struct {                        /* bytes to send */
+    char    *buf;
+    size_t   len;
+    size_t   cap;
+} skm_obuf_t;
+
+/* One packet at buf: 1 with cmd, data, dlen and used (bytes it takes),
+ * 0 if more bytes are needed, -1 if malformed (why). */
+int skm_mpkt_parse(const char *buf, size_t len, int *cmd, const char **data,
+    size_t *dlen, size_t *used, const char **why);
+/* data as NUL-terminated strings: their number in n; -1 (why) if it is
+ * empty or its last byte is not a NUL. */
+int skm_mpkt_strings(const char *data, size_t dlen, size_t *n,
+    const char **why);
+/* Append a packet to out; -1 if out of memory. */
+int skm_mpkt_format(skm_obuf_t *out, int cmd, const char *data, size_t dlen);
+
+typedef struct {                        /* one message (skm_filter.c) */
+    char         mailfrom[SKM_DOMAIN_MAX + 1];  /* "" if none */
+    char         hdrfrom[SKM_DOMAIN_MAX + 1];
+    unsigned     nfrom;                 /* From: headers seen */
+    char         tls[32];               /* {tls_version}, "" for plaintext */
+    int          macros;                /* the MTA sent any of ours */
+    unsigned     nar;                   /* A-R headers seen */
+    unsigned    *forged;                /* their indexes claiming to be ours */
+    size_t       nforged;
+    int          toomany;
+    int          inmsg;                 /* counted in skm_filter_busy() */
+    skm_ccert_t  ccert;                 /* from ClientPolicySocket, at EOM */
+} skm_msg_t;
+
+typedef enum {
+    SKM_EOM_CONTINUE = 0,               /* edit the headers, deliver */
+    SKM_EOM_REJECT,                     /* reply (5xx) */
+    SKM_EOM_TEMPFAIL                    /* reply (4xx) */
+} skm_eom_action_t;
+
+typedef struct {                        /* what end of message does */
+    skm_eom_action_t   action;
+    char               reply[512];      /* "550 5.7.1 TEXT" */
+    const unsigned    *remove;          /* CONTINUE: the A-R headers to
+                                           remove (1-based, ascending; the
+                                           message's, until skm_msg_end) */
+    size_t             nremove;
+    char               header[SKM_EOM_HEADER_MAX];  /* then this A-R value,
+                                           inserted as the first header */
+} skm_eom_t;
+
+void skm_msg_begin(skm_msg_t *m, const char *sender, const char *tls,
+    int macros);
+void skm_msg_header(skm_msg_t *m, const char *name, const char *value);
+void skm_msg_eom(skm_msg_t *m, const char *qid, skm_eom_t *e);
+void skm_msg_end(skm_msg_t *m);         /* after EOM or an abort */
+int skm_filter_busy(void);              /* messages in progress */
+
+/* One MTA connection's conversation (skm_session.c). */
+typedef struct skm_session_s skm_session_t;
+skm_session_t *skm_session_new(void);
+void skm_session_free(skm_session_t *s);        /* NULL ok */
+/* One packet from the MTA, replies appended to skm_session_out(s): 0 to
+ * go on, 1 when the MTA quit, -1 on a protocol error (why; the
+ * connection must close). */
+int skm_session_input(skm_session_t *s, int cmd, const char *data,
+    size_t dlen, const char **why);
+skm_obuf_t *skm_session_out(skm_session_t *s);
+
+void skm_milter_conn(int fd);           /* serves one MTA connection */
+
+/* Authentication-Results values (skm_ar.c, RFC 8601 section 2.2). */
+#define SKM_AR_ID_MAX   255             /* longest authserv-id kept */
+
+typedef struct {
+    char      id[SKM_AR_ID_MAX + 1];    /* authserv-id, unquoted, cut at
+                                           SKM_AR_ID_MAX */
+    size_t    idlen;                    /* its whole length */
+    int       hasid;                    /* 1 once the authserv-id was read */
+    long      version;                  /* authres-version, -1 if absent */
+    unsigned  nresults;                 /* method=result entries */
+    int       none;                     /* "; none" */
+} skm_ar_t;
+
+/* 0 if value follows the grammar; -1 if not, with why and off (the byte
+ * where it failed), ar filled as far as it got (hasid: the id was read). */
+int skm_ar_parse(skm_ar_t *ar, const char *value, size_t len, size_t *off,
+    const char **why);
+/* 1 if the field claims to be ours: its authserv-id, unquoted, is
+ * authservid (ASCII case-insensitively, a trailing "." and white space
+ * inside quotes ignored), or it has no authserv-id one could read. */
+int skm_ar_is_ours(const char *value, size_t len, const char *authservid);
 
 /* Onion: the HiddenServiceDir and torrc, if OnionDir is set. */
 int skm_onion_setup(const skm_conf_t *conf);

@@ -61,7 +61,7 @@ skm_chain_refresh(const skm_conf_t *conf, time_t now)
         && sk_cache_open(&cache, conf->keycache, (int) conf->lookupms, &err)
            != 0)
     {
-        skm_log(LOG_WARNING, "KeyCache %s: %s", conf->keycache, err.msg);
+        skm_log(LOG_WARNING, "KeyCache: %s", err.msg);   /* names it */
     }
     changed = 0;
     for (i = 0; i < conf->nchains; i++) {
@@ -264,8 +264,7 @@ skm_carrier_find(const skm_conf_t *conf, sk_cache_t *cache,
         EVP_Digest(spki, spki_len, h, NULL, EVP_sha256(), NULL);
         if (sk_cache_get_carrier(&c, cache, h, &err) != 0) {
             if (err.code != SK_ERR_NOT_FOUND && best == NULL) {
-                snprintf(why, whylen, "KeyCache %.40s: %.180s",
-                    sk_cache_spec(cache), err.msg);
+                snprintf(why, whylen, "KeyCache: %.200s", err.msg);
             }
         } else if (skm_carrier_fits(c, spki, spki_len, now, why, whylen,
                        "the KeyCache")

@@ -6,6 +6,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <grp.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -22,6 +24,7 @@ typedef enum {
     SKM_INTEGER,
     SKM_BOOLEAN,
     SKM_MODE,
+    SKM_OCTAL,                  /* file mode bits, 0 to 0777 */
     SKM_LIST,                   /* repeatable; each line appends */
     SKM_INCLUDE
 } skm_type_t;
@@ -37,6 +40,7 @@ typedef struct {
 static const skm_confdef_t  skm_confdefs[] = {
     /* name              type          req offset                         default */
     { "Socket",          SKM_STRING,   1, offsetof(skm_conf_t, socket),     NULL },
+    { "SocketMode",      SKM_OCTAL,    0, offsetof(skm_conf_t, socketmode), "0660" },
     { "UserID",          SKM_STRING,   0, offsetof(skm_conf_t, userid),     NULL },
     { "PidFile",         SKM_STRING,   0, offsetof(skm_conf_t, pidfile),    NULL },
     { "Syslog",          SKM_BOOLEAN,  0, offsetof(skm_conf_t, syslog),     "yes" },
@@ -84,6 +88,10 @@ static int skm_conf_set(skm_loader_t *ld, const skm_confdef_t *d,
 static int skm_conf_check(skm_loader_t *ld, sk_err_t *err);
 static int skm_conf_where(skm_loader_t *ld, const char *key, sk_err_t *err,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int skm_conf_warn(skm_loader_t *ld, const char *key,
+    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int skm_socket_reach(skm_loader_t *ld, const char *key,
+    const char *spec, long mode);
 static int skm_list_add(skm_list_t *l, const char *s);
 static void skm_list_free(skm_list_t *l);
 static int skm_split2(char **a, char **b, const char *s);
@@ -280,6 +288,18 @@ skm_conf_set(skm_loader_t *ld, const skm_confdef_t *d, const char *val,
                 val, d->name);
         }
         break;
+    case SKM_OCTAL:
+        errno = 0;
+        n = strtol(val, &end, 8);
+        if (errno != 0 || *end != '\0' || end == val || val[0] == '-'
+            || val[0] == '+' || n > 0777)
+        {
+            return sk_err_set(err, SK_ERR_FORMAT, "%s: line %u: illegal "
+                "value \"%.64s\" for \"%s\" (octal mode bits, 0 to 0777)",
+                path, line, val, d->name);
+        }
+        *(long *) (void *) base = n;
+        break;
     case SKM_LIST:
         if (skm_list_add((skm_list_t *) (void *) base, val) != 0) {
             return sk_err_set(err, SK_ERR_NOMEM, "%s: out of memory", path);
@@ -351,6 +371,13 @@ skm_conf_check(skm_loader_t *ld, sk_err_t *err)
         return skm_conf_where(ld, "ClientPolicySocket", err,
             "ClientPolicySocket is the PolicySocket");
     }
+    if (skm_socket_reach(ld, "Socket", c->socket, c->socketmode) != 0
+        || skm_socket_reach(ld, "PolicySocket", c->policysocket, 0) != 0
+        || skm_socket_reach(ld, "ClientPolicySocket", c->ccertsocket, 0)
+           != 0)
+    {
+        return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
+    }
     for (a = c->policyname; *a != '\0'; a++) {
         if (!isalnum((unsigned char) *a) && *a != '-' && *a != '_') {
             return skm_conf_where(ld, "PolicyMapName", err, "illegal value "
@@ -409,12 +436,20 @@ skm_conf_check(skm_loader_t *ld, sk_err_t *err)
             return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
         }
     }
+    /* RFC 2045 token, as RFC 8601 writes it unquoted */
     for (a = c->authservid; *a != '\0'; a++) {
-        if (!isgraph((unsigned char) *a) || *a == ';' || *a == '(') {
-            return skm_conf_where(ld, "AuthservID", err, "illegal value "
-                "\"%.64s\" for \"AuthservID\" (a token: no space, \";\" "
-                "or \"(\")", c->authservid);
+        if (!isgraph((unsigned char) *a)
+            || strchr("()<>@,;:\\\"/[]?=", *a) != NULL)
+        {
+            break;
         }
+    }
+    if (*a != '\0' || a == c->authservid || a - c->authservid > SKM_AR_ID_MAX)
+    {
+        return skm_conf_where(ld, "AuthservID", err, "illegal value "
+            "\"%.64s\" for \"AuthservID\" (a token of at most %d "
+            "characters: no space or ()<>@,;:\\\"/[]?=)", c->authservid,
+            SKM_AR_ID_MAX);
     }
 
     if (c->refresh < 1) {
@@ -501,6 +536,89 @@ skm_socket_ok(const char *s)
         return strchr(s, '/') != NULL;
     }
     return 0;
+}
+
+
+/*
+ * Warn when spec (NULL: not set) can be reached by more than the MTA: an
+ * inet socket on an address that is not loopback (127.0.0.0/8, ::1), a
+ * local one made with mode (non-zero: the milter Socket's SocketMode)
+ * writable by everyone.  A peer on the milter socket decides the verdicts
+ * of the mail it sends there; on the policy sockets it can make the
+ * milter probe hosts or note client keys.  -1 if out of memory.
+ */
+static int
+skm_socket_reach(skm_loader_t *ld, const char *key, const char *spec,
+    long mode)
+{
+    struct addrinfo   hints, *res, *ai;
+    const char       *host;
+    unsigned char    *a;
+    int               wide;
+
+    if (spec == NULL) {
+        return 0;
+    }
+    if (strncmp(spec, "inet", 4) != 0) {
+        if (mode & 0002) {
+            return skm_conf_warn(ld, key, "%s %s with SocketMode %04lo: "
+                "any local user can connect to the milter and pass or fail "
+                "the mail it sends there; make it 0660 and give Postfix the "
+                "group, or keep it in a directory only Postfix can enter",
+                key, spec, mode);
+        }
+        return 0;
+    }
+    host = strchr(spec, '@') + 1;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = spec[4] == '6' ? AF_INET6 : AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, NULL, &hints, &res) != 0) {
+        return skm_conf_warn(ld, key, "%s %s: cannot resolve \"%s\": it "
+            "will not open", key, spec, host);
+    }
+    wide = 0;
+    for (ai = res; ai != NULL; ai = ai->ai_next) {
+        if (ai->ai_family == AF_INET) {
+            a = (unsigned char *) &((struct sockaddr_in *) (void *)
+                                    ai->ai_addr)->sin_addr;
+            wide |= a[0] != 127;
+        } else {
+            wide |= !IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *) (void *)
+                                            ai->ai_addr)->sin6_addr);
+        }
+    }
+    freeaddrinfo(res);
+    if (wide) {
+        return skm_conf_warn(ld, key, "%s %s listens beyond loopback: "
+            "other hosts can connect to it%s; bind it to 127.0.0.1 (or use "
+            "local:) unless a firewall keeps them out", key, spec,
+            strcmp(key, "Socket") == 0 ? " and pass or fail the mail they "
+            "send there" : "");
+    }
+    return 0;
+}
+
+
+/* A warning "FILE: line N: warning: MSG" for the line that set key. */
+static int
+skm_conf_warn(skm_loader_t *ld, const char *key, const char *fmt, ...)
+{
+    char     msg[SK_ERR_MSG_MAX], line[SK_ERR_MSG_MAX + 64];
+    va_list  ap;
+    size_t   i;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    snprintf(line, sizeof(line), "%s: warning: %s", ld->conf->file, msg);
+    for (i = 0; i < SKM_NDEFS; i++) {
+        if (strcmp(skm_confdefs[i].name, key) == 0 && ld->line[i] != 0) {
+            snprintf(line, sizeof(line), "%s: line %u: warning: %s",
+                ld->file[i], ld->line[i], msg);
+        }
+    }
+    return skm_list_add(&ld->conf->warnings, line);
 }
 
 
@@ -618,6 +736,7 @@ skm_conf_free(skm_conf_t *c)
             skm_list_free((skm_list_t *) (void *) base);
         }
     }
+    skm_list_free(&c->warnings);
     for (i = 0; i < c->nchains; i++) {
         free(c->chains[i].source);
         free(c->chains[i].output);

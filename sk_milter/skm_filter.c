@@ -1,14 +1,16 @@
 /*
  * skm_filter.c -- the per-message half: an Authentication-Results verdict
  * "sk=pass|fail|none|permerror" for the sending domains, forged results
- * under our authserv-id removed, and in Mode reject a 5.7.1 refusal.
- * A client certificate's key comes from ClientPolicySocket's note for
- * the queue id (skm_ccert.c): Postfix gives milters no client key.
+ * under our authserv-id found (skm_ar.c) for removal, and in Mode reject
+ * a 5.7.1 refusal.  A client certificate's key comes from
+ * ClientPolicySocket's note for the queue id (skm_ccert.c): Postfix gives
+ * milters no client key.
  *
- * Negotiation asks only for MAIL, headers and end of message, no replies
- * for MAIL and headers, and the macros it reads at MAIL (so the admin's
- * milter_*_macros defaults do not matter to Postfix >= 2.6): per message
- * one round trip, end of message (docs/benchmarks.md, "Milter").
+ * No I/O but the SK lookups (TrustFile, KeyCache): the session
+ * (skm_session.c) feeds it MAIL, headers and end of message and turns
+ * what it decides into replies, so the fuzzer drives it without a socket.
+ * Whatever the MTA sends lands only in fixed buffers, and what goes back
+ * into a header or a reply is ours or checked (domains, the TLS version).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -17,13 +19,10 @@
 #include <strings.h>
 #include <syslog.h>
 
-#include <libmilter/mfapi.h>
 #include <sk/name.h>
 
 #include "skm.h"
 
-#define SKM_MAIL_MACROS "{tls_version} {cipher} {cert_subject} " \
-    "{cert_issuer} {auth_authen} {client_name} {client_addr} {daemon_name}"
 #define SKM_AR          "Authentication-Results"
 #define SKM_AR_MAX      1000        /* forged headers we will remove */
 
@@ -34,100 +33,18 @@ typedef enum {                      /* worst last: combining takes max */
     SKM_R_FAIL
 } skm_result_t;
 
-static int          skm_busy;      /* messages in progress (atomic) */
-
-static const char  *skm_result_names[] = { "none", "pass", "permerror",
-                                           "fail" };
-
-typedef struct {
-    int        nr_hdr;              /* MTA takes no reply to headers */
-    int        nr_mail;
-    /* the message */
-    char       mailfrom[SKM_DOMAIN_MAX + 1];    /* "" if none */
-    char       hdrfrom[SKM_DOMAIN_MAX + 1];
-    unsigned   nfrom;               /* From: headers seen */
-    char       tls[64];             /* {tls_version}, "" for plaintext */
-    int        macros;              /* the MTA sent any of ours */
-    unsigned   nar;                 /* A-R headers seen */
-    unsigned  *forged;              /* their indexes with our authserv-id */
-    size_t     nforged;
-    int        toomany;
-    int        inmsg;               /* counted in skm_busy */
-    skm_ccert_t ccert;              /* from ClientPolicySocket, at EOM */
-} skm_ctx_t;
-
 typedef struct {
     skm_result_t  result;
     char          reason[160];
 } skm_verdict_t;
 
-static sfsistat skm_negotiate(SMFICTX *ctx, unsigned long f0,
-    unsigned long f1, unsigned long f2, unsigned long f3,
-    unsigned long *pf0, unsigned long *pf1, unsigned long *pf2,
-    unsigned long *pf3);
-static sfsistat skm_envfrom(SMFICTX *ctx, char **argv);
-static sfsistat skm_data(SMFICTX *ctx);
-static sfsistat skm_header(SMFICTX *ctx, char *name, char *value);
-static sfsistat skm_eom(SMFICTX *ctx);
-static sfsistat skm_abort(SMFICTX *ctx);
-static sfsistat skm_close(SMFICTX *ctx);
-static int skm_verdict_ccert(skm_verdict_t *vd, const skm_ctx_t *c,
+static int          skm_busy;      /* messages in progress (atomic) */
+
+static const char  *skm_result_names[] = { "none", "pass", "permerror",
+                                           "fail" };
+
+static int skm_verdict_ccert(skm_verdict_t *vd, const skm_msg_t *m,
     skm_sk_t *sk, sk_cache_t *cache, const char *domain, sk_err_t *err);
-
-struct smfiDesc  skm_filter = {
-    SKM_PROG,                       /* filter name */
-    SMFI_VERSION,
-    SMFIF_ADDHDRS | SMFIF_CHGHDRS,  /* we add ours, remove forged ones */
-    NULL,                           /* connect */
-    NULL,                           /* helo */
-    skm_envfrom,
-    NULL,                           /* envrcpt */
-    skm_header,
-    NULL,                           /* eoh */
-    NULL,                           /* body */
-    skm_eom,
-    skm_abort,
-    skm_close,
-    NULL,                           /* unknown */
-    skm_data,
-    skm_negotiate
-};
-
-
-static sfsistat
-skm_negotiate(SMFICTX *ctx, unsigned long f0, unsigned long f1,
-    unsigned long f2, unsigned long f3, unsigned long *pf0,
-    unsigned long *pf1, unsigned long *pf2, unsigned long *pf3)
-{
-    skm_ctx_t      *c;
-    unsigned long   want;
-
-    (void) f2;
-    (void) f3;
-    if ((f0 & (SMFIF_ADDHDRS | SMFIF_CHGHDRS))
-        != (SMFIF_ADDHDRS | SMFIF_CHGHDRS))
-    {
-        skm_log(LOG_ERR, "MTA cannot add and change headers: refusing");
-        return SMFIS_REJECT;
-    }
-    c = calloc(1, sizeof(*c));
-    if (c == NULL) {
-        return SMFIS_TEMPFAIL;
-    }
-    want = SMFIP_NOCONNECT | SMFIP_NOHELO | SMFIP_NORCPT | SMFIP_NOBODY
-           | SMFIP_NOEOH | SMFIP_NOUNKNOWN | SMFIP_NR_HDR
-           | SMFIP_NR_MAIL;
-    *pf0 = SMFIF_ADDHDRS | SMFIF_CHGHDRS;
-    *pf1 = want & f1;
-    *pf2 = 0;
-    *pf3 = 0;
-    c->nr_hdr = (*pf1 & SMFIP_NR_HDR) != 0;
-    c->nr_mail = (*pf1 & SMFIP_NR_MAIL) != 0;
-    smfi_setpriv(ctx, c);
-    (void) smfi_setsymlist(ctx, SMFIM_ENVFROM, SKM_MAIL_MACROS);
-    (void) smfi_setsymlist(ctx, SMFIM_EOM, "i");
-    return SMFIS_CONTINUE;
-}
 
 
 /* The domain of an address ("<a@b>", "Name <a@b>", "a@b (c)"),
@@ -187,138 +104,77 @@ skm_filter_busy(void)
 }
 
 
-static void
-skm_ctx_reset(skm_ctx_t *c)
+void
+skm_msg_end(skm_msg_t *m)
 {
-    if (c->inmsg) {
+    if (m->inmsg) {
         __atomic_sub_fetch(&skm_busy, 1, __ATOMIC_SEQ_CST);
-        c->inmsg = 0;
     }
-    free(c->forged);
-    c->forged = NULL;
-    c->nforged = 0;
-    c->toomany = 0;
-    c->nar = 0;
-    c->nfrom = 0;
-    c->mailfrom[0] = '\0';
-    c->hdrfrom[0] = '\0';
-    c->tls[0] = '\0';
-    c->macros = 0;
-    memset(&c->ccert, 0, sizeof(c->ccert));
+    free(m->forged);
+    memset(m, 0, sizeof(*m));
 }
 
 
 /*
- * DATA has nothing to decide, but it is answered on purpose: Postfix sends
- * the DATA macros even for a skipped event, and over TCP the first header
- * packet then waited under Nagle for our delayed ACK of them, ~40 ms a
- * message (docs/benchmarks.md, "Milter").  The reply carries the ACK.
+ * MAIL FROM: sender is its address, tls the {tls_version} macro (NULL if
+ * not sent), macros whether the MTA sent any of ours.  A TLS version
+ * goes into the header's comment: anything but letters, digits and
+ * "._-" is named plainly "TLS".
  */
-static sfsistat
-skm_data(SMFICTX *ctx)
+void
+skm_msg_begin(skm_msg_t *m, const char *sender, const char *tls, int macros)
 {
-    (void) ctx;
-    return SMFIS_CONTINUE;
-}
+    size_t  n;
 
-
-static sfsistat
-skm_envfrom(SMFICTX *ctx, char **argv)
-{
-    skm_ctx_t   *c;
-    const char  *v;
-
-    c = smfi_getpriv(ctx);
-    if (c == NULL) {
-        return SMFIS_TEMPFAIL;
-    }
-    skm_ctx_reset(c);
-    c->inmsg = 1;
+    skm_msg_end(m);
+    m->inmsg = 1;
     __atomic_add_fetch(&skm_busy, 1, __ATOMIC_SEQ_CST);
-    if (argv[0] != NULL) {
-        skm_addr_domain(c->mailfrom, argv[0]);
+    skm_addr_domain(m->mailfrom, sender);
+    if (tls != NULL && tls[0] != '\0') {
+        n = strspn(tls, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                        "0123456789._-");
+        snprintf(m->tls, sizeof(m->tls), "%s",
+            tls[n] == '\0' && n < sizeof(m->tls) ? tls : "TLS");
     }
-    v = smfi_getsymval(ctx, "{tls_version}");
-    if (v != NULL && v[0] != '\0') {
-        snprintf(c->tls, sizeof(c->tls), "%s", v);
-    }
-    c->macros = v != NULL || smfi_getsymval(ctx, "{daemon_name}") != NULL
-                || smfi_getsymval(ctx, "{client_addr}") != NULL;
-    return c->nr_mail ? SMFIS_NOREPLY : SMFIS_CONTINUE;
+    m->macros = macros;
 }
 
 
-/* 1 if an A-R value's authserv-id is ours. */
-static int
-skm_ar_is_ours(const char *value, const char *authservid)
+void
+skm_msg_header(skm_msg_t *m, const char *name, const char *value)
 {
-    const char  *p;
-    size_t       len;
-    int          depth;
-
-    p = value;
-    for (;;) {                      /* CFWS: spaces and (comments) */
-        while (isspace((unsigned char) *p)) {
-            p++;
-        }
-        if (*p != '(') {
-            break;
-        }
-        for (depth = 0; *p != '\0'; p++) {
-            if (*p == '(') {
-                depth++;
-            } else if (*p == ')' && --depth == 0) {
-                p++;
-                break;
-            }
-        }
-    }
-    len = strcspn(p, " \t\r\n;(");
-    return len == strlen(authservid) && strncasecmp(p, authservid, len) == 0;
-}
-
-
-static sfsistat
-skm_header(SMFICTX *ctx, char *name, char *value)
-{
-    skm_ctx_t   *c;
     skm_conf_t  *conf;
     unsigned    *v;
 
-    c = smfi_getpriv(ctx);
-    if (c == NULL) {
-        return SMFIS_TEMPFAIL;
-    }
     if (strcasecmp(name, "From") == 0) {
-        if (c->nfrom++ == 0) {
-            skm_addr_domain(c->hdrfrom, value);
+        if (m->nfrom++ == 0) {
+            skm_addr_domain(m->hdrfrom, value);
         }
     } else if (strcasecmp(name, SKM_AR) == 0) {
-        c->nar++;
+        m->nar++;
         conf = skm_conf_acquire();
-        if (skm_ar_is_ours(value, conf->authservid)) {
-            if (c->nforged >= SKM_AR_MAX) {
-                c->toomany = 1;
+        if (skm_ar_is_ours(value, strlen(value), conf->authservid)) {
+            if (m->nforged >= SKM_AR_MAX) {
+                m->toomany = 1;
             } else {
-                v = realloc(c->forged, (c->nforged + 1) * sizeof(*v));
+                v = realloc(m->forged, (m->nforged + 1) * sizeof(*v));
                 if (v == NULL) {
-                    c->toomany = 1;
+                    m->toomany = 1;
                 } else {
-                    c->forged = v;
-                    c->forged[c->nforged++] = c->nar;
+                    m->forged = v;
+                    m->forged[m->nforged++] = m->nar;
                 }
             }
         }
         skm_conf_release(conf);
     }
-    return c->nr_hdr ? SMFIS_NOREPLY : SMFIS_CONTINUE;
 }
 
 
 /* The verdict for one domain; -1 on a lookup failure (err set). */
 static int
 skm_verdict_domain(skm_verdict_t *vd, const skm_conf_t *conf,
-    const skm_ctx_t *c, const char *domain, sk_err_t *err)
+    const skm_msg_t *c, const char *domain, sk_err_t *err)
 {
     skm_sk_t     sk;
     sk_cache_t  *cache;
@@ -362,7 +218,7 @@ skm_verdict_domain(skm_verdict_t *vd, const skm_conf_t *conf,
 /* TLS with a client certificate: its key must be one the SK cross-signs.
  * Frees sk. */
 static int
-skm_verdict_ccert(skm_verdict_t *vd, const skm_ctx_t *c, skm_sk_t *sk,
+skm_verdict_ccert(skm_verdict_t *vd, const skm_msg_t *c, skm_sk_t *sk,
     sk_cache_t *cache, const char *domain, sk_err_t *err)
 {
     skm_sk_t         rec;
@@ -398,7 +254,7 @@ skm_verdict_ccert(skm_verdict_t *vd, const skm_ctx_t *c, skm_sk_t *sk,
 
 /* Both domains, the worse result wins. */
 static int
-skm_verdict(skm_verdict_t *vd, const skm_conf_t *conf, const skm_ctx_t *c,
+skm_verdict(skm_verdict_t *vd, const skm_conf_t *conf, const skm_msg_t *c,
     sk_err_t *err)
 {
     skm_verdict_t  hv;
@@ -428,116 +284,58 @@ skm_verdict(skm_verdict_t *vd, const skm_conf_t *conf, const skm_ctx_t *c,
 }
 
 
-static sfsistat
-skm_eom(SMFICTX *ctx)
+void
+skm_msg_eom(skm_msg_t *m, const char *qid, skm_eom_t *e)
 {
-    skm_ctx_t      *c;
     skm_conf_t     *conf;
     skm_verdict_t   vd;
     sk_err_t        err;
-    const char     *qid;
-    char            hdr[1024];
-    size_t          i;
-    sfsistat        rc;
 
-    c = smfi_getpriv(ctx);
-    if (c == NULL) {
-        return SMFIS_TEMPFAIL;
-    }
-    qid = smfi_getsymval(ctx, "i");
-    if (qid == NULL) {
-        qid = "NOQUEUE";
-    }
+    memset(e, 0, sizeof(*e));
     conf = skm_conf_acquire();
-    rc = SMFIS_CONTINUE;
-
-    if (c->toomany) {
+    if (m->toomany) {
         skm_log(LOG_NOTICE, "%s: more than %d forged %s headers",
             qid, SKM_AR_MAX, SKM_AR);
-        smfi_setreply(ctx, "550", "5.7.1", "sk-milter: too many forged "
-            SKM_AR " headers");
-        rc = SMFIS_REJECT;
+        e->action = SKM_EOM_REJECT;
+        snprintf(e->reply, sizeof(e->reply), "550 5.7.1 sk-milter: too many "
+            "forged " SKM_AR " headers");
         goto done;
     }
     if (conf->ccertsocket != NULL) {
-        skm_ccert_take(&c->ccert, qid);
+        skm_ccert_take(&m->ccert, qid);
     }
-    if (skm_verdict(&vd, conf, c, &err) != 0) {
+    if (skm_verdict(&vd, conf, m, &err) != 0) {
         skm_log(LOG_WARNING, "%s: sovereign key lookup failed: %s", qid,
             err.msg);
-        smfi_setreply(ctx, "451", "4.7.0", "sk-milter: sovereign key "
-            "lookup failed, try again later");
-        rc = SMFIS_TEMPFAIL;
+        e->action = SKM_EOM_TEMPFAIL;
+        snprintf(e->reply, sizeof(e->reply), "451 4.7.0 sk-milter: "
+            "sovereign key lookup failed, try again later");
         goto done;
     }
     skm_log(LOG_INFO, "%s: sk=%s (%s) smtp.mailfrom=%s header.from=%s", qid,
         skm_result_names[vd.result], vd.reason,
-        c->mailfrom[0] ? c->mailfrom : "-", c->hdrfrom[0] ? c->hdrfrom : "-");
+        m->mailfrom[0] ? m->mailfrom : "-", m->hdrfrom[0] ? m->hdrfrom : "-");
 
     if (conf->mode == SKM_MODE_REJECT && vd.result == SKM_R_FAIL) {
-        snprintf(hdr, sizeof(hdr), "sk-milter: sovereign key policy: %s",
-            vd.reason);
-        smfi_setreply(ctx, "550", "5.7.1", hdr);
-        rc = SMFIS_REJECT;
+        e->action = SKM_EOM_REJECT;
+        snprintf(e->reply, sizeof(e->reply), "550 5.7.1 sk-milter: "
+            "sovereign key policy: %s", vd.reason);
         goto done;
     }
     if (conf->mode == SKM_MODE_REJECT && vd.result == SKM_R_PERMERROR) {
-        snprintf(hdr, sizeof(hdr), "sk-milter: cannot check: %s", vd.reason);
-        smfi_setreply(ctx, "451", "4.7.0", hdr);
-        rc = SMFIS_TEMPFAIL;
+        e->action = SKM_EOM_TEMPFAIL;
+        snprintf(e->reply, sizeof(e->reply), "451 4.7.0 sk-milter: cannot "
+            "check: %s", vd.reason);
         goto done;
     }
-
-    /* Remove forged results last first, so earlier indexes still hold. */
-    for (i = c->nforged; i > 0; i--) {
-        if (smfi_chgheader(ctx, SKM_AR, (int) c->forged[i - 1], NULL)
-            != MI_SUCCESS)
-        {
-            skm_log(LOG_ERR, "%s: cannot remove a forged %s header", qid,
-                SKM_AR);
-            rc = SMFIS_TEMPFAIL;
-            goto done;
-        }
-    }
-    snprintf(hdr, sizeof(hdr), "%s;\n\tsk=%s (%s)%s%s%s%s",
+    e->action = SKM_EOM_CONTINUE;
+    e->remove = m->forged;
+    e->nremove = m->nforged;
+    snprintf(e->header, sizeof(e->header), "%s;\n\tsk=%s (%s)%s%s%s%s",
         conf->authservid, skm_result_names[vd.result], vd.reason,
-        c->mailfrom[0] ? "\n\tsmtp.mailfrom=" : "", c->mailfrom,
-        c->hdrfrom[0] ? "\n\theader.from=" : "", c->hdrfrom);
-    if (smfi_insheader(ctx, 1, SKM_AR, hdr) != MI_SUCCESS) {
-        skm_log(LOG_ERR, "%s: cannot add the %s header", qid, SKM_AR);
-        rc = SMFIS_TEMPFAIL;
-    }
+        m->mailfrom[0] ? "\n\tsmtp.mailfrom=" : "", m->mailfrom,
+        m->hdrfrom[0] ? "\n\theader.from=" : "", m->hdrfrom);
 
 done:
     skm_conf_release(conf);
-    skm_ctx_reset(c);
-    return rc;
-}
-
-
-static sfsistat
-skm_abort(SMFICTX *ctx)
-{
-    skm_ctx_t  *c;
-
-    c = smfi_getpriv(ctx);
-    if (c != NULL) {
-        skm_ctx_reset(c);
-    }
-    return SMFIS_CONTINUE;
-}
-
-
-static sfsistat
-skm_close(SMFICTX *ctx)
-{
-    skm_ctx_t  *c;
-
-    c = smfi_getpriv(ctx);
-    if (c != NULL) {
-        skm_ctx_reset(c);
-        free(c);
-        smfi_setpriv(ctx, NULL);
-    }
-    return SMFIS_CONTINUE;
 }

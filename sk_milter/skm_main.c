@@ -1,13 +1,11 @@
 /*
  * skm_main.c -- sk-milter: options, daemon, signals, privilege drop.
  *
- * Threads: libmilter's (smfi_main runs in its own thread), a refresher
- * that rebuilds the chain files on a timer and reloads the configuration,
- * a listener per policy socket with a thread per Postfix connection
- * (skm_policy.c), and the main thread, which only waits for signals.
- * libmilter's own signal thread would stop the milter on SIGHUP; the
- * main thread is the process's first thread and waits in sigwaitinfo, so
- * Linux delivers process signals to it and SIGHUP means reload.
+ * Threads: a listener per socket (milter, policy) with a thread per
+ * connection (skm_server.c), a refresher that rebuilds the chain files on
+ * a timer and reloads the configuration, and the main thread, which only
+ * waits for signals: it blocks them before any other thread exists, so
+ * every thread inherits the mask and sigwaitinfo here takes them all.
  */
 #include <errno.h>
 #include <grp.h>
@@ -16,28 +14,19 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sysexits.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <libmilter/mfapi.h>
 #include <sk/file.h>
 
 #include "skm.h"
 
 #define SKM_DEFAULT_CONF "/etc/sk-milter.conf"
-
-static int              skm_use_syslog;
-static int              skm_use_stderr;
 
 static pthread_mutex_t  skm_rf_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t   skm_rf_cond = PTHREAD_COND_INITIALIZER;
@@ -50,39 +39,8 @@ static int skm_privdrop(const skm_conf_t *conf);
 static int skm_pidfile_write(const char *path);
 static int skm_daemonize(void);
 static void *skm_refresher(void *arg);
-static void *skm_milter_thread(void *arg);
 static void skm_refresh_once(void);
-static void *skm_stopper(void *arg);
-static void skm_socket_nodelay(void);
-
-
-void
-skm_log_init(int use_syslog, int use_stderr)
-{
-    skm_use_syslog = use_syslog;
-    skm_use_stderr = use_stderr;
-    if (use_syslog) {
-        openlog(SKM_PROG, LOG_PID, LOG_MAIL);
-    }
-}
-
-
-void
-skm_log(int prio, const char *fmt, ...)
-{
-    va_list  ap;
-    char     msg[1024];
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (skm_use_syslog) {
-        syslog(prio, "%s", msg);
-    }
-    if (skm_use_stderr) {
-        fprintf(stderr, "%s: %s\n", SKM_PROG, msg);
-    }
-}
+static void skm_log_warnings(const skm_conf_t *conf);
 
 
 static void
@@ -103,7 +61,7 @@ main(int argc, char **argv)
     sk_err_t     err;
     sigset_t     set;
     siginfo_t    si;
-    pthread_t    rf, mt, st;
+    pthread_t    rf;
     int          ch, check, fg, sig, rc, i;
 
     skm_conf_file = SKM_DEFAULT_CONF;
@@ -133,6 +91,9 @@ main(int argc, char **argv)
         return EX_CONFIG;
     }
     if (check) {
+        for (i = 0; i < (int) conf->warnings.n; i++) {
+            fprintf(stderr, "%s: %s\n", SKM_PROG, conf->warnings.v[i]);
+        }
         skm_conf_free(conf);
         return EX_OK;
     }
@@ -140,21 +101,11 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     skm_log_init(conf->syslog, fg);
 
-    if (smfi_setconn(conf->socket) != MI_SUCCESS
-        || smfi_register(skm_filter) != MI_SUCCESS)
-    {
-        skm_log(LOG_ERR, "%s: cannot set up the milter", conf->socket);
-        return EX_SOFTWARE;
-    }
+    skm_log_warnings(conf);
     if (!fg && skm_daemonize() != 0) {
         return EX_OSERR;
     }
-    if (smfi_opensocket(1) != MI_SUCCESS) {
-        skm_log(LOG_ERR, "%s: cannot open the milter socket", conf->socket);
-        return EX_UNAVAILABLE;
-    }
-    skm_socket_nodelay();
-    if (skm_policy_open(conf) != 0) {
+    if (skm_servers_open(conf) != 0) {
         return EX_UNAVAILABLE;
     }
     if (conf->pidfile != NULL && skm_pidfile_write(conf->pidfile) != 0) {
@@ -172,13 +123,11 @@ main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
-    if (pthread_create(&rf, NULL, skm_refresher, NULL) != 0
-        || pthread_create(&mt, NULL, skm_milter_thread, NULL) != 0)
-    {
+    if (pthread_create(&rf, NULL, skm_refresher, NULL) != 0) {
         skm_log(LOG_ERR, "cannot start threads");
         return EX_OSERR;
     }
-    if (skm_policy_start() != 0) {
+    if (skm_servers_start() != 0) {
         return EX_OSERR;
     }
     skm_log(LOG_INFO, "started on %s (mode %s)", conf->socket,
@@ -201,12 +150,8 @@ main(int argc, char **argv)
     skm_rf_stop = 1;
     pthread_cond_signal(&skm_rf_cond);
     pthread_mutex_unlock(&skm_rf_lock);
-    /* smfi_stop() waits for libmilter's listener to leave its poll (up
-     * to seconds): let a thread of its own wait, and here wait only for
-     * the messages in progress. */
-    if (pthread_create(&st, NULL, skm_stopper, NULL) == 0) {
-        pthread_detach(st);
-    }
+    /* The listeners and connections end with the process: wait only
+     * for the messages in progress. */
     pthread_join(rf, NULL);
     for (i = 0; i < 100 && skm_filter_busy() > 0; i++) {
         usleep(100000);
@@ -225,27 +170,6 @@ main(int argc, char **argv)
     skm_conf_install(NULL);
     skm_log(LOG_INFO, "stopped");
     return rc;
-}
-
-
-static void *
-skm_stopper(void *arg)
-{
-    (void) arg;
-    (void) smfi_stop();
-    return NULL;
-}
-
-
-static void *
-skm_milter_thread(void *arg)
-{
-    (void) arg;
-    if (smfi_main() != MI_SUCCESS) {
-        skm_log(LOG_ERR, "milter loop failed");
-        kill(getpid(), SIGTERM);
-    }
-    return NULL;
 }
 
 
@@ -286,6 +210,7 @@ skm_refresher(void *arg)
                 skm_log(LOG_ERR, "reload failed, keeping the running "
                     "configuration: %s", err.msg);
             } else {
+                skm_log_warnings(conf);
                 skm_conf_install(conf);
                 skm_log(LOG_INFO, "reloaded %s", skm_conf_file);
             }
@@ -295,6 +220,18 @@ skm_refresher(void *arg)
     }
     pthread_mutex_unlock(&skm_rf_lock);
     return NULL;
+}
+
+
+/* What the checks found worth a warning (sockets others can reach). */
+static void
+skm_log_warnings(const skm_conf_t *conf)
+{
+    size_t  i;
+
+    for (i = 0; i < conf->warnings.n; i++) {
+        skm_log(LOG_WARNING, "%s", conf->warnings.v[i]);
+    }
 }
 
 
@@ -309,43 +246,6 @@ skm_refresh_once(void)
         (void) skm_chain_reload_postfix(conf);
     }
     skm_conf_release(conf);
-}
-
-
-/*
- * TCP_NODELAY on libmilter's listening socket, which accepted sockets
- * inherit (Linux, the BSDs).  libmilter sets only SO_KEEPALIVE, so its
- * replies go out under Nagle: at end of message the header edits and the
- * final reply are written back to back, and the second waited for the
- * MTA's delayed ACK, about 40 ms a message.  libmilter does not expose
- * its socket; at start-up it is our only listening one.
- */
-static void
-skm_socket_nodelay(void)
-{
-    int        fd, on, domain;
-    socklen_t  len;
-
-    for (fd = 0; fd < 1024; fd++) {
-        len = sizeof(on);
-        if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) != 0
-            || !on)
-        {
-            continue;
-        }
-        len = sizeof(domain);
-        if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0
-            || (domain != AF_INET && domain != AF_INET6))
-        {
-            continue;
-        }
-        on = 1;
-        if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) != 0)
-        {
-            skm_log(LOG_WARNING, "TCP_NODELAY on the milter socket: %s",
-                strerror(errno));
-        }
-    }
 }
 
 

@@ -17,24 +17,19 @@
  * hop for PolicyTTL (never beyond the carrier's expiry; TEMP is not
  * cached); a reload empties the cache.
  *
- * One thread per Postfix connection (Postfix keeps them open), at most
- * PolicyMaxConnections; a malformed netstring closes the connection.
+ * One thread per Postfix connection (skm_server.c: Postfix keeps them
+ * open, at most PolicyMaxConnections); a malformed netstring closes the
+ * connection.
  */
 #include <arpa/nameser.h>
-#include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <resolv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/time.h>
-#include <sys/un.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,7 +45,6 @@
 
 #include "skm.h"
 
-#define SKM_POLICY_IDLE     100     /* seconds a quiet connection lives */
 #define SKM_POLICY_MX_MAX   5       /* MX hosts checked per next hop */
 #define SKM_POLICY_BUCKETS  4096
 #define SKM_POLICY_ENTRIES  65536   /* cache size before it is emptied */
@@ -68,219 +62,17 @@ typedef struct {
     int     pref;
 } skm_mx_t;
 
-typedef struct {                    /* a listening socket and its protocol */
-    const char  *name;              /* config key, for log lines */
-    void       (*handler)(int fd);  /* serves one connection */
-    int          fd;
-    int          conns;             /* open connections (atomic) */
-} skm_server_t;
-
-typedef struct {
-    int            fd;
-    skm_server_t  *server;
-} skm_sconn_t;
-
-static void skm_sockmap_conn(int fd);
-
-static skm_server_t      skm_servers[] = {
-    { "PolicySocket",       skm_sockmap_conn, -1, 0 },
-    { "ClientPolicySocket", skm_ccert_conn,   -1, 0 }
-};
 static pthread_rwlock_t  skm_pcache_lock = PTHREAD_RWLOCK_INITIALIZER;
 static skm_pentry_t     *skm_pcache[SKM_POLICY_BUCKETS];
 static size_t            skm_pcache_n;
 static unsigned long     skm_pcache_gen;           /* conf it was made for */
 
-static void *skm_server_listen(void *arg);
-static void *skm_server_conn(void *arg);
 static void skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
     const skm_conf_t *conf, const char *key);
 
 
-/* Listen on spec (inet:PORT@HOST, local:/PATH); the fd or -1, logged. */
-static int
-skm_listen(const char *key, const char *spec0)
-{
-    struct addrinfo     hints, *ai;
-    struct sockaddr_un  sun;
-    const char         *spec, *at;
-    char                port[16];
-    int                 fd, on;
-
-    spec = spec0;
-    fd = -1;
-    if (strncmp(spec, "inet:", 5) == 0) {
-        at = strchr(spec, '@');
-        if (at == NULL || (size_t) (at - spec - 5) >= sizeof(port)) {
-            goto bad;
-        }
-        memcpy(port, spec + 5, (size_t) (at - spec - 5));
-        port[at - spec - 5] = '\0';
-        memset(&hints, 0, sizeof(hints));
-        hints.ai_socktype = SOCK_STREAM;
-        hints.ai_flags = AI_NUMERICSERV;
-        if (getaddrinfo(at + 1, port, &hints, &ai) != 0) {
-            goto bad;
-        }
-        fd = socket(ai->ai_family, SOCK_STREAM, 0);
-        on = 1;
-        if (fd < 0
-            || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on))
-               != 0
-            || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0)
-        {
-            freeaddrinfo(ai);
-            goto fail;
-        }
-        freeaddrinfo(ai);
-    } else {
-        spec = strchr(spec, ':') + 1;
-        memset(&sun, 0, sizeof(sun));
-        sun.sun_family = AF_UNIX;
-        if (strlen(spec) >= sizeof(sun.sun_path)) {
-            goto bad;
-        }
-        strcpy(sun.sun_path, spec);
-        (void) unlink(spec);
-        fd = socket(AF_UNIX, SOCK_STREAM, 0);
-        if (fd < 0 || bind(fd, (struct sockaddr *) &sun, sizeof(sun)) != 0
-            || chmod(spec, 0666) != 0)
-        {
-            goto fail;
-        }
-    }
-    if (listen(fd, 128) != 0) {
-        goto fail;
-    }
-    return fd;
-
-bad:
-    skm_log(LOG_ERR, "%s %s: cannot parse", key, spec0);
-    return -1;
-fail:
-    skm_log(LOG_ERR, "%s %s: %s", key, spec0, strerror(errno));
-    if (fd >= 0) {
-        close(fd);
-    }
-    return -1;
-}
-
-
-int
-skm_policy_open(const skm_conf_t *conf)
-{
-    if (conf->policysocket != NULL) {
-        skm_servers[0].fd = skm_listen("PolicySocket", conf->policysocket);
-        if (skm_servers[0].fd < 0) {
-            return -1;
-        }
-    }
-    if (conf->ccertsocket != NULL) {
-        skm_servers[1].fd = skm_listen("ClientPolicySocket",
-            conf->ccertsocket);
-        if (skm_servers[1].fd < 0) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
-
-int
-skm_policy_start(void)
-{
-    pthread_t  t;
-    size_t     i;
-
-    for (i = 0; i < sizeof(skm_servers) / sizeof(skm_servers[0]); i++) {
-        if (skm_servers[i].fd < 0) {
-            continue;
-        }
-        if (pthread_create(&t, NULL, skm_server_listen, &skm_servers[i])
-            != 0)
-        {
-            skm_log(LOG_ERR, "%s: cannot start a thread",
-                skm_servers[i].name);
-            return -1;
-        }
-        pthread_detach(t);
-    }
-    return 0;
-}
-
-
-static void *
-skm_server_listen(void *arg)
-{
-    skm_server_t  *sv = arg;
-    skm_conf_t    *conf;
-    skm_sconn_t   *sc;
-    pthread_t      t;
-    long           max;
-    int            fd, on;
-
-    for (;;) {
-        fd = accept(sv->fd, NULL, NULL);
-        if (fd < 0) {
-            if (errno != EINTR && errno != ECONNABORTED) {
-                skm_log(LOG_ERR, "%s: accept: %s", sv->name,
-                    strerror(errno));
-                usleep(100000);
-            }
-            continue;
-        }
-        conf = skm_conf_acquire();
-        max = conf->policyconns;
-        skm_conf_release(conf);
-        if (__atomic_load_n(&sv->conns, __ATOMIC_SEQ_CST) >= max) {
-            skm_log(LOG_WARNING, "%s: %ld connections open "
-                "(PolicyMaxConnections): closing a new one", sv->name, max);
-            close(fd);
-            continue;
-        }
-        on = 1;
-        (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-        sc = malloc(sizeof(*sc));
-        if (sc == NULL) {
-            close(fd);
-            continue;
-        }
-        sc->fd = fd;
-        sc->server = sv;
-        __atomic_add_fetch(&sv->conns, 1, __ATOMIC_SEQ_CST);
-        if (pthread_create(&t, NULL, skm_server_conn, sc) != 0) {
-            __atomic_sub_fetch(&sv->conns, 1, __ATOMIC_SEQ_CST);
-            skm_log(LOG_ERR, "%s: cannot start a thread", sv->name);
-            close(fd);
-            free(sc);
-            continue;
-        }
-        pthread_detach(t);
-    }
-    return NULL;
-}
-
-
-static void *
-skm_server_conn(void *arg)
-{
-    skm_sconn_t     sc = *(skm_sconn_t *) arg;
-    struct timeval  tv;
-
-    free(arg);
-    tv.tv_sec = SKM_POLICY_IDLE;
-    tv.tv_usec = 0;
-    (void) setsockopt(sc.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    (void) setsockopt(sc.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    sc.server->handler(sc.fd);
-    close(sc.fd);
-    __atomic_sub_fetch(&sc.server->conns, 1, __ATOMIC_SEQ_CST);
-    return NULL;
-}
-
-
 /* One Postfix connection: netstring requests until EOF, idle or garbage. */
-static void
+void
 skm_sockmap_conn(int fd)
 {
     skm_conf_t      *conf;

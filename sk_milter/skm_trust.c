@@ -325,7 +325,7 @@ skm_sk_pubkey(const skm_sk_t *sk, skm_sk_t *rec, sk_cache_t *cache,
 
 
 /*
- * One cache handle per libmilter thread (a handle is not thread-safe),
+ * One cache handle per connection thread (a handle is not thread-safe),
  * kept across messages so Redis lookups reuse the connection; reopened
  * when a reload changes KeyCache.
  */

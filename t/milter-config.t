@@ -1,6 +1,7 @@
 #!/usr/bin/perl
 # sk-milter -n: a good configuration passes silently; each broken line
-# fails with exit 78 (EX_CONFIG) and "sk-milter: FILE: line N: ...".
+# fails with exit 78 (EX_CONFIG) and "sk-milter: FILE: line N: ...";
+# a socket more than the MTA can reach passes with a warning.
 
 use strict;
 use warnings;
@@ -56,6 +57,10 @@ bad("$good" . "PidFile\n", "$dir/c.conf: line 3: parameter \"PidFile\" "
     . 'needs a value', 'missing value');
 bad("Socket inet:1\@127.0.0.1\n", "$dir/c.conf: required parameter "
     . '"AuthservID" missing (or give a Name)', 'no authserv-id');
+bad("$good" . "AuthservID mx.example.org/1\n", "$dir/c.conf: line 3: "
+    . 'illegal value "mx.example.org/1" for "AuthservID" (a token of at '
+    . 'most 255 characters: no space or ()<>@,;:\\"/[]?=)',
+    'AuthservID not an RFC 2045 token');
 bad("$good" . "Probe ssh 127.0.0.1:22\n", "$dir/c.conf: line 3: illegal "
     . 'value "ssh 127.0.0.1:22" for "Probe" (starttls|tls HOST:PORT)',
     'bad probe');
@@ -114,6 +119,66 @@ bad("$good" . ('x' x 5000) . "\n", "$dir/c.conf: line 3: line too long "
     . '(more than 4096 bytes)', 'long line');
 $r = check(join('', map { chr(int(rand(256))) } 1 .. 20000));
 is($r->{rc}, 78, 'garbage file: exit 78, no crash');
+
+# Sockets others than the MTA can reach: a warning, exit 0.
+sub warns {
+    my ($text, $msg, $name) = @_;
+    my $r = check($text);
+    is($r->{rc}, 0, "$name: exit 0");
+    is($r->{err}, "sk-milter: $dir/c.conf: $msg\n", "$name: warning");
+}
+my $mta = ' and pass or fail the mail they send there';
+warns("Socket inet:8891\@0.0.0.0\nName mx.example.org\n", 'line 1: '
+    . "warning: Socket inet:8891\@0.0.0.0 listens beyond loopback: other "
+    . "hosts can connect to it$mta; bind it to 127.0.0.1 (or use local:) "
+    . 'unless a firewall keeps them out', 'milter on every address');
+warns("Name mx.example.org\nSocket inet6:8891\@::\n", 'line 2: warning: '
+    . "Socket inet6:8891\@:: listens beyond loopback: other hosts can "
+    . "connect to it$mta; bind it to 127.0.0.1 (or use local:) unless a "
+    . 'firewall keeps them out', 'milter on every IPv6 address');
+warns("$good" . "PolicySocket inet:10027\@0.0.0.0\n", 'line 3: warning: '
+    . "PolicySocket inet:10027\@0.0.0.0 listens beyond loopback: other "
+    . 'hosts can connect to it; bind it to 127.0.0.1 (or use local:) '
+    . 'unless a firewall keeps them out', 'policy map on every address');
+warns("Socket local:$dir/m.sock\nName mx.example.org\nSocketMode 666\n",
+    "line 1: warning: Socket local:$dir/m.sock with SocketMode 0666: any local "
+    . 'user can connect to the milter and pass or fail the mail it sends '
+    . 'there; make it 0660 and give Postfix the group, or keep it in a '
+    . 'directory only Postfix can enter', 'world-writable milter socket');
+for my $quiet ("Socket inet:8891\@localhost\n", "Socket inet6:8891\@::1\n",
+    "Socket inet:8891\@127.0.0.2\n", "Socket local:$dir/m.sock\n",
+    "Socket unix:$dir/m.sock\nSocketMode 0600\n")
+{
+    $r = check($quiet . "Name mx.example.org\n");
+    is($r->{rc} . $r->{err}, '0', "no warning: $quiet");
+}
+bad("$good" . "SocketMode 0999\n", "$dir/c.conf: line 3: illegal value "
+    . '"0999" for "SocketMode" (octal mode bits, 0 to 0777)', 'bad mode');
+bad("$good" . "SocketMode 01777\n", "$dir/c.conf: line 3: illegal value "
+    . '"01777" for "SocketMode" (octal mode bits, 0 to 0777)', 'mode too big');
+
+# A local milter socket: SocketMode (default 0660), owned by UserID.
+my ($nuid, $ngid) = (getpwnam('nobody'))[2, 3];
+SKIP: {
+    skip('needs root and a user nobody', 4) unless $> == 0 && defined $nuid;
+    chmod 0755, $dir;
+    spew("$dir/run.conf", "Socket local:$dir/m.sock\nName mx.example.org\n"
+        . "Syslog no\nUserID nobody\n");
+    spew("$dir/m.sock", "not a socket\n");
+    my $pid = run_daemon([$skm, '-f', '-c', "$dir/run.conf"], "$dir/run.log");
+    ok(wait_until(sub { !daemon_alive($pid) }), 'a file at the socket path: '
+        . 'refused');
+    like(slurp("$dir/run.log"), qr/Socket local:\Q$dir\E\/m\.sock: exists and is not a socket/,
+        'a file at the socket path: logged');
+    unlink "$dir/m.sock";
+    $pid = run_daemon([$skm, '-f', '-c', "$dir/run.conf"], "$dir/run.log");
+    ok(wait_until(sub { -S "$dir/m.sock" }), 'local socket made');
+    my @st = stat "$dir/m.sock";
+    is(sprintf('%04o %d %d', $st[2] & 07777, $st[4], $st[5]),
+        sprintf('0660 %d %d', $nuid, $ngid),
+        'local socket: mode 0660, owned by UserID');
+    stop_daemon($pid);
+}
 
 $r = run_cmd([$skm, '-x']);
 is($r->{rc}, 64, 'bad option: exit 64 (EX_USAGE)');

@@ -2,7 +2,8 @@
 # sk-milter behind a private Postfix: per-message Authentication-Results
 # for mail over STARTTLS and over plaintext (delivered to smtp-sink),
 # forged results removed, Mode reject refusing the plaintext one, SIGHUP
-# reloading the configuration.
+# reloading the configuration.  Forged results under our authserv-id
+# are removed in every form RFC 8601 allows (quoted, commented, folded).
 
 use strict;
 use warnings;
@@ -55,6 +56,9 @@ sub swaks {
 my $r = swaks('--from', 'alice@example.com', '--tls',
     '--header', 'Subject: over tls',
     '--add-header', 'Authentication-Results: mx.example.org; sk=pass',
+    '--add-header', 'Authentication-Results: "mx.example.org"; sk=pass',
+    '--add-header', 'Authentication-Results: (c) "MX.Example.ORG" 1; sk=pass',
+    '--add-header', "Authentication-Results: \"mx\\.example.org\";\n\tsk=pass",
     '--add-header', 'Authentication-Results: other.example; sk=pass');
 is($r->{rc}, 0, 'swaks over STARTTLS') or diag($r->{out} . $pf->log);
 $r = swaks('--from', 'alice@example.com', '--header', 'Subject: plaintext',
@@ -74,7 +78,9 @@ like($m{'over tls'}, qr/^Authentication-Results:\s+mx\.example\.org;\s+sk=pass
 my @ar = $m{'over tls'} =~ /^(Authentication-Results: [^;]*;)/mg;
 is_deeply(\@ar, ['Authentication-Results: mx.example.org;',
     'Authentication-Results: other.example;'],
-    'forged A-R with our authserv-id removed, the foreign one kept');
+    'forged A-R with our authserv-id (plain, quoted, commented, folded) '
+    . 'removed, the foreign one kept');
+unlike($m{'over tls'}, qr/example\.org"/, 'no quoted forgery left');
 like($m{plaintext}, qr/sk=fail \(plaintext for smtp service\)/,
     'sk=fail over plaintext');
 like($m{plaintext}, qr/^X-Huge: x{900}\r?\n x{900}/m, 'the huge header arrived whole');

@@ -26,7 +26,8 @@ my %milter = (
 my %setup = (none => '');
 my @pids;
 
-# The sockets must be reachable by Postfix's smtpd (user postfix).
+# The sockets must be reachable by Postfix's smtpd (user postfix): the
+# umask for the no-op milter's, SocketMode for sk-milter's.
 my $oldmask = umask 0;
 for my $name (sort keys %milter) {
     my ($cmd, $kind) = @{ $milter{$name} };
@@ -38,7 +39,8 @@ for my $name (sort keys %milter) {
         ($lib, $pf) = ("unix:$dir/$name.sock", "unix:$dir/$name.sock");
     }
     spew("$dir/$name.conf", "Socket $lib\nName mx.example.org\n"
-        . "TrustFile $dir/trust\nSyslog no\n");
+        . "TrustFile $dir/trust\nSyslog no\n"
+        . ($kind eq 'unix' ? "SocketMode 0666\n" : ''));
     my @argv = map { $_ eq 'MILTER' ? $lib : $_ eq 'CONF'
         ? "$dir/$name.conf" : $_ } @$cmd;
     push @pids, run_daemon(\@argv, "$dir/$name.log");
