@@ -68,9 +68,9 @@ $net->onion(include => "$hs.torrc");
 $net->onion("$d/hs443", "443 127.0.0.1:$port");
 my $socks = $net->client;
 ok($net->wait_onion($onion_a, $port), "onion A reachable through the client")
-    or diag($net->{last_error}, $net->log('client'), $net->log('onion0'));
+    or diag($net->last_error, $net->log('client'), $net->log('onion0'));
 ok($net->wait_onion($onion_b, 443), "onion B reachable through the client")
-    or diag($net->{last_error}, $net->log('client'), $net->log('onion1'));
+    or diag($net->last_error, $net->log('client'), $net->log('onion1'));
 my $t_up = time;
 
 # curl connects to the onion through the proxy (socks5h: tor resolves the
@@ -136,7 +136,7 @@ is($r->{out}, '', '... and gets nothing');
 # And back: a restarted client on the same SocksPort reaches the onion.
 $net->client;
 ok($net->wait_onion($onion_b, 443, 60), 'restarted client reaches onion B')
-    or diag($net->{last_error});
+    or diag($net->last_error);
 is(fetch($onion_b, 443)->{out}, "hello\n", '... and fetches the page');
 
 my @pids = $net->pids;

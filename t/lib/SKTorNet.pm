@@ -8,7 +8,8 @@ package SKTorNet;
 #                             or undef
 #   my $net = SKTorNet->start;
 #                             3 directory authorities and 3 non-exit relays;
-#                             returns once a consensus lists all 6 (~10 s)
+#                             returns once a consensus lists all 6 (about
+#                             6 s; 3-4 s more when the keys are made)
 #   $net->onion(HSDIR, MAP...)
 #                             a tor running an onion service from HSDIR (as
 #                             `sk onion` or nginx's sovereign_key_onion_dir
@@ -21,12 +22,15 @@ package SKTorNet;
 #   $net->socks_port          that port (undef before client())
 #   $net->wait_onion(ADDR, PORT[, SECS])
 #                             1 once a SOCKS5 connect to ADDR:PORT through
-#                             the client succeeds (polls, 90 s at most);
-#                             else 0, and $net->{last_error} says why
+#                             the client succeeds (polls, 90 s at most; a
+#                             new service is reachable ~4.5 s after the
+#                             network is up); else 0, and
+#                             $net->last_error says why
 #   $net->stop_client, $net->stop_onion([NAME]), $net->stop
 #                             stop a node (TERM, KILL after 3 s), the onion
 #                             services, or the whole network
 #   $net->log(NAME)           a node's log: a0..a2, r0..r2, onion0.., client
+#                             (onion services and client log [rend] at info)
 #   $net->pids                every running tor's pid
 #   socks_connect(SOCKSPORT, HOST, PORT[, SECS])
 #                             a socket connected through a SOCKS5 proxy
@@ -39,18 +43,32 @@ package SKTorNet;
 # exit so they run then too).  Each tor also watches the test's pid
 # (__OwningControllerProcess) and exits if the test is killed outright.
 #
+#   use SKTorNet;
+#   my $net = SKTorNet->start;
+#   $net->onion("$dir/hs", "443 127.0.0.1:$port");    # after `sk onion`
+#   my $socks = $net->client;
+#   $net->wait_onion($onion, 443) or diag($net->last_error);
+#   ... curl --proxy socks5h://127.0.0.1:$socks
+#            --connect-to NAME:443:$onion:443 https://NAME/
+#   $net->stop_client;                # every route down
+#
 # As root, tor runs as debian-tor (its package's user); an onion service
 # tor runs as the owner of its HiddenServiceDir, which tor wants 0700 and
 # owned by the user it runs as.  Set SK_TEST_KEEP=1 to keep the directory
 # with every node's torrc and log.
 #
+# The routers' identity keys and the authorities' v3 keys are cached in
+# $TMPDIR/sk-tornet-keys.UID (0700, ours, or not used); SK_TORNET_CACHE
+# names another directory, or none when empty.
+#
 # Why the network is built the way it is (each cost 10-40 s per run until
 # found): see "A private Tor network on loopback" in the project's test
 # recipes.  In short: guards on the authorities only, a bandwidth file
-# that keeps the authorities off the middle and last hops, the
-# authorities started just before a multiple of the 5 s voting interval,
-# and the onion service and client started only once the consensus lists
-# every relay (else tor's retry back-off delays the first fetch by 30 s).
+# that keeps the authorities off the middle and last hops, the voting
+# schedule shifted so the first vote comes 4 s after the authorities
+# start, and the onion service and client started only once the
+# consensus lists every relay (else tor's retry back-off delays the first
+# fetch by 30 s).
 
 use strict;
 use warnings;
@@ -87,7 +105,7 @@ sub _default_user {
     return getpwnam('debian-tor') ? 'debian-tor' : undef;
 }
 
-# Run commands side by side; die with the first failure's stderr.
+# Run commands side by side; die with the first failure's output.
 sub _parallel {
     my ($dir, @cmds) = @_;
     my @jobs;
@@ -103,16 +121,13 @@ sub _parallel {
         }
         push @jobs, [$pid, $out, $cmds[$i]];
     }
-    my @res;
     for my $j (@jobs) {
         waitpid($j->[0], 0);
         my $rc = $?;
         my $text = slurp($j->[1]);
         unlink $j->[1];
         die "@{$j->[2]}: failed ($rc): $text" if $rc;
-        push @res, $text;
     }
-    return @res;
 }
 
 sub _chown_tree {
@@ -248,7 +263,7 @@ sub start {
     # The tors drop to their user and must reach their dirs inside.
     chmod 0755, $dir or die "chmod $dir: $!";
     my $self = bless { dir => $dir, user => _default_user(), nodes => {},
-        n_onion => 0, t0 => time }, $class;
+        n_onion => 0 }, $class;
     push @nets, $self;
     weaken($nets[-1]);
 
@@ -271,14 +286,15 @@ sub start {
     spew("$dir/bandwidth", int(time) . "\n"
         . join('', map { "node_id=\$$_->{fp} bw=1000\n" } @relay));
 
-    # The first vote comes 2 s before the first voting interval boundary
-    # after an authority starts; the relays need the time up to it to
-    # upload their descriptors, else a round (5 s) is lost.  Start just
-    # before a whole second X and put the boundaries at X + 5k: no waiting
-    # for the wall clock to reach a multiple of 5 s.
-    $self->{t_keys} = time;
-    sleep 0.7 - (time - int(time)) if time - int(time) < 0.7;
-    my $offset = (int(time) + 1) % 5;
+    # An authority votes 2 s before the first voting interval boundary
+    # after it has started (after about 1-3 s); the relays need the time
+    # up to the vote to upload their descriptors (1-3 s here, more under
+    # load), else a round is lost (then 10 s).  Start just before a whole
+    # second X and put the boundaries at X + 6k (instead of waiting for
+    # the clock to reach a multiple of the interval): the first vote comes
+    # at X + 4, the consensus at X + 6.
+    sleep 0.8 - (time - int(time)) if time - int(time) < 0.8;
+    my $offset = (int(time) + 1) % 6;
 
     $self->{common} = join '',
         "TestingTorNetwork 1\n",
@@ -299,7 +315,7 @@ sub start {
     my $authority = join '',
         "AuthoritativeDirectory 1\n",
         "V3AuthoritativeDirectory 1\n",
-        "TestingV3AuthInitialVotingInterval 5\n",
+        "TestingV3AuthInitialVotingInterval 6\n",
         "TestingV3AuthInitialVoteDelay 2\n",
         "TestingV3AuthInitialDistDelay 2\n",
         "TestingV3AuthVotingStartOffset $offset\n",
@@ -319,19 +335,14 @@ sub start {
     }
     $self->{auth} = \@auth;
 
-    $self->{t_launch} = time;
     $self->_run($_->{name}) for @auth, @relay;
 
     my $ok = wait_until(sub {
         $self->_check_alive;
-        my $n = $self->_consensus_routers;
-        push @{$self->{seen}}, sprintf('%.1f:%d', time - $self->{t_launch}, $n)
-            if !$self->{seen} || $self->{seen}[-1] !~ /:$n$/;
-        return $n >= $N_AUTH + $N_RELAY;
+        return $self->_consensus_routers >= $N_AUTH + $N_RELAY;
     }, 60);
     die "SKTorNet: no consensus listing all @{[$N_AUTH + $N_RELAY]} relays "
         . "after 60 s\n" . $self->log('a0') unless $ok;
-    $self->{t_consensus} = time;
     return $self;
 }
 
@@ -435,6 +446,8 @@ sub client {
 
 sub socks_port { $_[0]{socks} }
 
+sub last_error { $_[0]{last_error} }
+
 # Asked before the service has uploaded its descriptor, the client gets
 # 404s from every HSDir and then does not ask them again for 5 s
 # (TestingTorNetwork's requery period): so first wait for our onion
@@ -456,7 +469,6 @@ sub wait_onion {
             $left < 15 ? $left : 15);
         if ($s) {
             close $s;
-            $self->{t_onion} //= time;
             return 1;
         }
         $self->{last_error} = $why;
