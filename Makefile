@@ -25,7 +25,9 @@ ALL_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) \
 LDFLAGS ?=
 LIBS     = -lhiredis -lssl -lcrypto
 
-LIB_SRCS  = $(sort $(wildcard common/src/*.c))
+# libsk: the core in common/src/, the client side in common/src/client/.
+LIB_SRCS  = $(sort $(wildcard common/src/*.c common/src/client/*.c))
+LIB_HDRS  = $(wildcard common/include/sk/*.h common/src/*.h common/src/client/*.h)
 LIB_OBJS  = $(LIB_SRCS:%.c=$(BUILD)/%.o)
 CLI_SRCS  = $(sort $(wildcard common/cli/*.c))
 CLI_OBJS  = $(CLI_SRCS:%.c=$(BUILD)/%.o)
@@ -41,7 +43,7 @@ SK    = $(BUILD)/sk
 .PHONY: all test unit fuzz fuzz-build bench clean deps demo
 all: $(LIBSK) $(SK) $(UNIT_BINS) $(BENCH_BINS)
 
-$(BUILD)/%.o: %.c $(wildcard common/include/sk/*.h) $(wildcard common/src/*.h) $(wildcard common/cli/*.h)
+$(BUILD)/%.o: %.c $(LIB_HDRS) $(wildcard common/cli/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
@@ -69,7 +71,7 @@ FUZZ_OBJS   = $(LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_BINS   = $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
 FUZZ_TIME  ?= 60
 
-$(FUZZ_BUILD)/%.o: %.c $(wildcard common/include/sk/*.h) $(wildcard common/src/*.h)
+$(FUZZ_BUILD)/%.o: %.c $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
 

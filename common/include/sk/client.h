@@ -8,7 +8,7 @@
  * callback the caller supplies (libcurl in `sk verify`), so the logic
  * links into nginx or a milter and is tested without sockets.
  *
- * Pieces, one file each:
+ * Pieces, one file each, in common/src/client/:
  *   client_trust.c   the trusted timelines and mirrors, thresholds
  *   client_view.c    a name's evidence: checkpoints, entries, proofs
  *   client_answer.c  a mirror's signed answer (docs/protocol.md)
