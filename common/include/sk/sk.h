@@ -26,5 +26,6 @@
 #include "cache.h"
 #include "merkle.h"
 #include "client.h"
+#include "route.h"
 
 #endif
