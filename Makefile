@@ -201,9 +201,10 @@ $(BUILD)/timeline/mr_%.o: timeline/mr_%.c timeline/mr.h $(wildcard common/includ
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -pthread -c -o $@ $<
 
-# common/src/httpd.c needs libmicrohttpd, which the fuzz targets (linking
-# every libsk object) do not link.
-FUZZ_OBJS := $(filter-out $(FUZZ_BUILD)/common/src/httpd.o,$(FUZZ_OBJS))
+# common/src/httpd.c needs libmicrohttpd and client/client_curl.c libcurl,
+# which the fuzz targets (linking every libsk object) do not link.
+FUZZ_OBJS := $(filter-out $(FUZZ_BUILD)/common/src/httpd.o \
+                 $(FUZZ_BUILD)/common/src/client/client_curl.o,$(FUZZ_OBJS))
 
 $(MR_BIN): $(MR_OBJS) $(LIBSK)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(MR_OBJS) $(LIBSK) \

@@ -27,5 +27,6 @@
 #include "merkle.h"
 #include "client.h"
 #include "route.h"
+#include "tls.h"
 
 #endif
