@@ -343,10 +343,11 @@ cli_client_json_found(FILE *f, const sk_client_found_t *found,
 
 
 void
-cli_client_print_found(FILE *f, const sk_client_found_t *found)
+cli_client_print_found(FILE *f, const char *prefix,
+    const sk_client_found_t *found)
 {
-    fprintf(f, "  record of %s: %zu entries, %s (%s), %zu of %zu timelines "
-        "fresh\n", found->name, found->res.view.nitems,
+    fprintf(f, "%s  record of %s: %zu entries, %s (%s), %zu of %zu "
+        "timelines fresh\n", prefix, found->name, found->res.view.nitems,
         cli_client_outcome(found->res.outcome), found->res.source,
         found->res.fresh.fresh, found->res.fresh.ntl);
 }

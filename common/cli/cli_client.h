@@ -96,9 +96,10 @@ void cli_client_log_mirrors(FILE *f, const sk_client_found_t *found);
 void cli_client_json_found(FILE *f, const sk_client_found_t *found,
     const sk_decide_t *d);
 
-/* "  record of NAME: N entries, OUTCOME (SOURCE), A of B timelines
- * fresh" on f. */
-void cli_client_print_found(FILE *f, const sk_client_found_t *found);
+/* "<prefix>  record of NAME: N entries, OUTCOME (SOURCE), A of B
+ * timelines fresh" on f. */
+void cli_client_print_found(FILE *f, const char *prefix,
+    const sk_client_found_t *found);
 
 /* Where a route connects, "HOST:PORT" ("[IPv6]:PORT"; an onion or exit
  * route without a port takes the URL's); route NULL: the URL's host.  An

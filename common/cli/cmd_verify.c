@@ -158,7 +158,7 @@ sk_vf_report(sk_vf_t *v)
     } else {
         printf("%s: %s: %s\n", decision, v->tg.url, reason);
         if (v->found != NULL) {
-            cli_client_print_found(stdout, v->found);
+            cli_client_print_found(stdout, "", v->found);
         }
     }
     if (v->routes && v->found != NULL) {
