@@ -18,6 +18,8 @@
 #     nothing but an onion address ever reaches the SOCKS port
 #   hostile SOCKS proxies (garbage, truncated, hang): a clear error within
 #     the timeouts; malformed URLs: usage errors; -o is all or nothing
+#   the C API: docs/client.md's example program, compiled from the doc,
+#     accepts the real site, refuses the impostor in the handshake
 
 use strict;
 use warnings;
@@ -34,6 +36,7 @@ use NginxTest;
 use SKTimeline;
 use SKMirror;
 use SKPeers;
+use SKSite;
 
 plan skip_all => 'sk-timeline or sk-mirror not built'
     unless -x $SKTimeline::TL && -x $SKMirror::MR;
@@ -44,86 +47,27 @@ my %p = map { $_ => $ngx->port($_) } qw(http);
 $p{$_} = free_port() for qw(imp evil closed reset dead1 dead2 dead3 socks
     plainrec);
 
-# The names, each with its own Ed25519 SK backed by a certificate from the
-# timelines' CA, and the routes its record lists for https.
-my $op = ed25519_key($d, 'operator');
-my $tlca = SKTimeline::make_ca($d, 'tlca');
+# The names, each bound by its own Ed25519 SK on three sk-timelines with
+# the routes its record lists for https, served by an sk-mirror; the
+# trust file asks the mirror on every run (t1 = 0).
 my $long = 'a' x 300;
-my %names = (
+my $w = world($d, names => {
     'example.com' => "https;127.0.0.1:$port",
     'down.test'   => "https;127.0.0.1:$p{dead1};[::1]:$p{dead2}",
     'hostile.test' => "https;evil.example:443;1.2.3.4;0.0.0.0:443;[::1];"
         . "abc.onion;$long;127.0.0.1:$port",
     'revoked.test' => "https;127.0.0.1:$port",
-);
-my (%sk, %chain);
-for my $n (sort keys %names) {
-    $sk{$n} = ed25519_key($d, "sk-$n");
-    $chain{$n} = issue($d, $tlca, $sk{$n}, $n, "$d/ev-$n");
-}
+}, unbind => ['revoked.test'], trust => "t1 = 0\n");
+ok(1, 'timelines and mirror hold every entry');
+my %sk = %{$w->{sk}};
+my $trust = $w->{trust};
 my $evil = ed25519_key($d, 'evil');
-
-my (%t, @tl);
-for my $tid (7, 8, 9) {
-    mkdir "$d/tl$tid";
-    $t{$tid} = start_timeline("$d/tl$tid", tid => $tid,
-        operator_key => "$d/operator.pub", chunk_interval => 1);
-    ok($t{$tid}{up}, "timeline $tid listens")
-        or BAIL_OUT(slurp($t{$tid}{log}));
-    push @tl, [$tid, $t{$tid}{url}, "$d/tl$tid/timeline.pub",
-        "sk-timeline-$tid"];
-}
-sub reg_all {
-    my ($entry, $what) = @_;
-    for my $tid (7, 8, 9) {
-        my $r = append($t{$tid}, $entry);
-        is($r->{code}, 201, "timeline $tid: $what") or diag($r->{body});
-    }
-}
-reg_all(root_entry(cert => "$tlca.crt", key => $op), 'trusts the CA');
-for my $n (sort keys %names) {
-    reg_all(bind_entry(name => $n, key => $sk{$n}, services => $names{$n},
-        chain => [$chain{$n}]), "Bind $n");
-}
-reg_all(unbind_entry(name => 'revoked.test', key => $sk{'revoked.test'}),
-    'Unbind revoked.test');
-
-my $m = start_mirror("$d/m", \@tl);
-ok($m->{up}, 'sk-mirror listens') or BAIL_OUT(slurp($m->{log}));
-my %keys = map { $_->[0] => [$_->[2], $_->[3]] } @tl;
-sub entries_seen {
-    my ($name, $want) = @_;
-    my $r = query($m, $name);
-    my $a = check_answer($r->{body}, $m->{pub}, \%keys);
-    return 0 unless $r->{code} == 200 && $a->{ok};
-    return 3 == grep { @{$a->{timelines}{$_}{entries} // []} == $want }
-        7, 8, 9;
-}
-ok(wait_until(sub { entries_seen('revoked.test', 2) }, 30),
-    'the mirror serves every entry') or diag(slurp($m->{log}));
-
-my $trust = "$d/trust.conf";
-spew($trust, join('', map { "timeline = $_->[0] $_->[2]\n" } @tl)
-    . "mirror = $m->{url} $m->{pub}\nt1 = 0\n");
 
 # The real site: nginx with each bound name's carrier, and a name with no
 # SK at all; its pages say which site they are.
 my $ca = NginxTest::make_ca($d);
-my (%cert, %key, $servers);
-for my $n ('example.com', 'hostile.test', 'revoked.test', 'nosk.test') {
-    ($cert{$n}, $key{$n}) = make_cert($d, $n, 'ec');
-    mkdir "$d/www-$n";
-    spew("$d/www-$n/index.html", "the real $n\n");
-    my $carrier = $sk{$n} ? make_carrier($sk{$n}, $cert{$n}, $n,
-        "$d/carrier-$n.pem") : undef;
-    $servers .= "    server {\n        listen 127.0.0.1:$port ssl;\n"
-        . "        server_name $n;\n        root $d/www-$n;\n"
-        . "        ssl_certificate $cert{$n};\n"
-        . "        ssl_certificate_key $key{$n};\n"
-        . ($carrier ? "        sovereign_key_public $d/sk-$n.pub;\n"
-            . "        sovereign_key_carrier $carrier;\n" : '')
-        . "    }\n";
-}
+my $servers = site($w, $d, $port, 'example.com', 'hostile.test',
+    'revoked.test', 'nosk.test');
 $ngx->write_conf(<<"EOF");
 $servers
     server {
@@ -376,9 +320,53 @@ is(slurp("$d/keep"), "old\n", 'a failed fetch leaves -o FILE as it was');
 $r = fetch("https://example.com:$port/", '-o', "$d/keep");
 is(slurp("$d/keep"), "the real example.com\n", 'a good one replaces it');
 is(scalar(() = glob("$d/keep.tmp*")), 0, '... no temporary file left');
+$r = fetch("https://example.com:$port/", '-o', '/dev/null');
+is($r->{rc}, 0, '-o /dev/null: fetched') or diag($r->{err});
+ok(-c '/dev/null', '... and /dev/null is still a device');
+$r = fetch("https://example.com:$port/", '-o', '-');
+is($r->{out}, "the real example.com\n", '-o -: stdout');
+
+# The C API: docs/client.md's example, compiled as the text stands, run
+# against the same servers.
+SKIP: {
+    skip 'no C compiler', 12 unless has_cmd('cc');
+    my ($src) = slurp("$SKTest::ROOT/docs/client.md") =~ /```c\n(.*?)```/s;
+    spew("$d/sk_get.c", $src // '');
+    my $build = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build');
+    my @san = ($ENV{SAN} // '') eq '1'
+        ? ('-fsanitize=address,undefined') : ();
+    $r = run_cmd(['cc', '-std=c11', '-Wall', '-Wextra', '-Werror', @san,
+        '-o', "$d/sk_get", "$d/sk_get.c", "-I$SKTest::ROOT/common/include",
+        "$build/libsk.a", '-lcurl', '-lssl', '-lcrypto']);
+    is($r->{rc}, 0, 'docs/client.md: the example compiles') or diag($r->{err});
+    my $get = sub {
+        my ($cafile, @args) = @_;
+        return run_cmd(['env', "SSL_CERT_FILE=$cafile", "$d/sk_get",
+            $trust, @args, '127.0.0.1']);
+    };
+    $r = $get->($ca, 'example.com', $port);
+    is($r->{rc}, 0, 'example: the real site') or diag($r->{err});
+    like($r->{out}, qr/\r\n\r\nthe real example\.com\n\z/, '... its page');
+    like($r->{err}, qr/^sk_get: accept \(carrier\): carrier for example\.com/,
+        '... accepted by the SK') or diag($r->{err});
+    spew($log{imp}, '');
+    $r = $get->($ca, 'example.com', $p{imp});
+    is($r->{rc}, 1, 'example: the impostor refused');
+    like($r->{err}, qr/^sk_get: refused: example\.com has an SK .* presented no carrier/,
+        '... saying why') or diag($r->{err});
+    like(slurp($log{imp}), qr/^handshake failed/, '... in the handshake');
+    unlike(slurp($log{imp}), qr/received|GET/, '... which got no request');
+    $r = $get->($ca, 'nosk.test', $port);
+    is($r->{rc}, 0, 'example: a name without an SK') or diag($r->{err});
+    like($r->{err}, qr/^sk_get: none \(no-sk\)/, '... none');
+    $r = $get->("$d/other/ca.pem", 'example.com', $port);
+    is($r->{rc}, 1, 'example: the SK accepts, OpenSSL\'s CA check still '
+        . 'applies');
+    like($r->{err}, qr/refused: (unable to get local issuer certificate|self-signed certificate in certificate chain)/,
+        '... saying so') or diag($r->{err});
+}
 
 is($ngx->alerts, '', 'no alerts in the nginx log');
 $ngx->stop;
-stop_daemon($m->{pid});
-stop_daemon($t{$_}{pid}) for 7, 8, 9;
+stop_world($w);
 done_testing();

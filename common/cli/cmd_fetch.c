@@ -18,12 +18,14 @@
  * reachable, or a local failure), 6 broken (the transfer failed after
  * the request was sent, or the output could not be written).
  */
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -47,7 +49,8 @@ typedef struct {
     cli_get_t                 g;
     int                       verbose, json;
     const char               *output;       /* -o FILE */
-    sk_file_tmp_t             tmp;
+    sk_file_tmp_t             tmp;          /* -o FILE, a regular file */
+    int                       device;       /* -o FILE, not one: its fd */
     sk_routes_t               routes;
     sk_ft_try_t              *tries;
     size_t                    ntries;
@@ -66,11 +69,11 @@ sk_ft_sink_stdout(const void *data, size_t n, void *arg)
 
 
 static size_t
-sk_ft_sink_file(const void *data, size_t n, void *arg)
+sk_ft_sink_fd(const void *data, size_t n, void *arg)
 {
-    sk_file_tmp_t  *tmp = arg;
+    const int  *fd = arg;
 
-    return sk_file_write_all(tmp->fd, data, n) == 0 ? n : 0;
+    return sk_file_write_all(*fd, data, n) == 0 ? n : 0;
 }
 
 
@@ -248,7 +251,7 @@ sk_ft_report(sk_ft_t *f)
     sk_err_t  err;
     int       rc = sk_ft_exit(f);
 
-    if (rc == SK_EXIT_OK && f->output != NULL
+    if (rc == SK_EXIT_OK && f->tmp.tmp != NULL
         && sk_file_tmp_commit(&f->tmp, &err) != 0)
     {
         snprintf(f->why, sizeof(f->why), "%s", err.msg);
@@ -468,16 +471,34 @@ sk_ft_options(sk_ft_t *f, cli_client_opts_t *co, long *max_ms, int argc,
 }
 
 
-/* -o FILE: a temp file beside it, renamed in on success; mode as curl's
- * (0666 less the umask). */
+/* -o FILE: a temp file beside it, renamed in on success, mode as curl's
+ * (0666 less the umask); "-" is stdout, and an existing FILE that is not
+ * a regular file (/dev/null, a pipe) is written as the body comes: a
+ * rename would replace the device. */
 static int
 sk_ft_output(sk_ft_t *f)
 {
-    mode_t    mask;
-    sk_err_t  err;
+    struct stat  st;
+    mode_t       mask;
+    sk_err_t     err;
 
-    if (f->output == NULL) {
+    if (f->output == NULL || strcmp(f->output, "-") == 0) {
         f->g.sink = sk_ft_sink_stdout;
+        return 0;
+    }
+    f->g.sink = sk_ft_sink_fd;
+    if (stat(f->output, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode)) {
+            cli_fail("%s: is a directory", f->output);
+            return CLI_EXIT_UNDECIDED;
+        }
+        f->device = open(f->output, O_WRONLY | O_CLOEXEC);
+        if (f->device < 0) {
+            sk_err_sys(&err, "%s: cannot open", f->output);
+            cli_fail_err(&err);
+            return CLI_EXIT_UNDECIDED;
+        }
+        f->g.sink_arg = &f->device;
         return 0;
     }
     mask = umask(0);
@@ -486,8 +507,7 @@ sk_ft_output(sk_ft_t *f)
         cli_fail_err(&err);
         return CLI_EXIT_UNDECIDED;
     }
-    f->g.sink = sk_ft_sink_file;
-    f->g.sink_arg = &f->tmp;
+    f->g.sink_arg = &f->tmp.fd;
     return 0;
 }
 
@@ -503,6 +523,7 @@ sk_fetch_run(int argc, char **argv)
     memset(&f, 0, sizeof(f));
     memset(&co, 0, sizeof(co));
     f.tmp.fd = -1;
+    f.device = -1;
     f.g.connect_ms = SK_FT_CONNECT_MS;
     f.g.tor_connect_ms = SK_FT_TOR_CONNECT_MS;
     rc = sk_ft_options(&f, &co, &max_ms, argc, argv);
@@ -526,6 +547,9 @@ sk_fetch_run(int argc, char **argv)
         curl_global_cleanup();
     }
     sk_file_tmp_discard(&f.tmp);
+    if (f.device >= 0) {
+        close(f.device);
+    }
     sk_routes_free(&f.routes);
     free(f.tries);
     curl_slist_free_all(f.g.headers);
