@@ -260,7 +260,7 @@ is(join('', grep { /^connect/ } split /^/, slurp($slog)),
     '... only the SK\'s onion, by name (ATYP 3), never another name')
     or diag(slurp($slog));
 unlike(slurp($slog), qr/^after/m, '... and nothing after the garbage reply');
-stop_daemon($socks);
+stop_peer($socks);
 
 # Hostile SOCKS proxies: a clear error within the timeouts.
 for my $mode (qw(garbage truncated hang refuse)) {
@@ -278,7 +278,7 @@ for my $mode (qw(garbage truncated hang refuse)) {
         '... naming the onion route and the error') or diag($r->{err});
     ok($took < 12, "... in ${\ int($took)} s") or diag($r->{err});
     unlike(slurp($slog), qr/^after/m, '... nothing sent after the reply');
-    stop_daemon($socks);
+    stop_peer($socks);
 }
 # --max-time bounds the whole run, even with Tor's longer connect time.
 $socks = start_peer('socks', $p{socks}, $slog, 'hang');
@@ -288,7 +288,7 @@ $r = sk('fetch', '--trust', $trust, '--cache', $cache, '--cacert', $ca,
     "down.test:$p{closed}:127.0.0.1", "https://down.test:$p{closed}/");
 ok(time - $t0 < 8, '--max-time 3 ends a hanging proxy') or diag($r->{err});
 is($r->{rc}, 5, '... exit 5');
-stop_daemon($socks);
+stop_peer($socks);
 
 # Malformed URLs and options: usage errors, nothing attempted.
 for my $u ('ftp://example.com/', 'https://', 'https:///x',

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cli_client.h"
 
@@ -286,6 +287,28 @@ cli_client_close(cli_client_t *cl)
     sk_tls_free(cl->tls);
     cl->tls = NULL;
     sk_client_trust_free(&cl->trust);
+}
+
+
+int
+cli_client_lookup(cli_client_t *cl, const cli_target_t *tg,
+    const sk_client_found_t **found, char *why, size_t size)
+{
+    sk_err_t  err;
+
+    if (sk_tls_lookup(cl->tls, tg->name, tg->service, tg->portnum,
+            time(NULL), &err) == 0)
+    {
+        *found = sk_tls_get0_found(cl->tls);
+        return 0;
+    }
+    *found = sk_tls_get0_found(cl->tls);
+    if (*found == NULL) {
+        cli_fail("%s: %s", tg->name, err.msg);
+        return CLI_EXIT_UNDECIDED;
+    }
+    snprintf(why, size, "%s", err.msg);
+    return 1;
 }
 
 

@@ -85,6 +85,12 @@ int cli_client_open(cli_client_t *cl, const cli_client_opts_t *o,
     const sk_cmd_t *cmd);
 void cli_client_close(cli_client_t *cl);
 
+/* Learn tg's record (sk_tls_lookup).  0: *found may decide; 1: fail
+ * closed, *found says what was learnt and why[] why (connect nowhere);
+ * else the exit status after the message (a local failure). */
+int cli_client_lookup(cli_client_t *cl, const cli_target_t *tg,
+    const sk_client_found_t **found, char *why, size_t size);
+
 /* "cached", "answer", "fail-open", "fail-closed". */
 const char *cli_client_outcome(sk_fresh_outcome_t o);
 

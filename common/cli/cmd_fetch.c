@@ -308,24 +308,22 @@ sk_ft_plain(sk_ft_t *f)
 static int
 sk_ft_run(sk_ft_t *f)
 {
+    char      why[SK_ERR_MSG_MAX];
     sk_err_t  err;
+    int       rc;
 
-    if (sk_tls_lookup(f->cl.tls, f->tg.name, f->tg.service, f->tg.portnum,
-            time(NULL), &err) != 0)
-    {
-        f->found = sk_tls_get0_found(f->cl.tls);
-        if (f->found == NULL) {
-            cli_fail("%s: %s", f->tg.name, err.msg);
-            return CLI_EXIT_UNDECIDED;
-        }
+    rc = cli_client_lookup(&f->cl, &f->tg, &f->found, why, sizeof(why));
+    if (rc == 1) {
         if (f->verbose) {
             cli_client_log_mirrors(stderr, f->found);
         }
         snprintf(f->why, sizeof(f->why), "undecided, nothing sent: %s",
-            err.msg);
+            why);
         return sk_ft_report(f);
     }
-    f->found = sk_tls_get0_found(f->cl.tls);
+    if (rc != 0) {
+        return rc;
+    }
     if (f->verbose) {
         cli_client_log_mirrors(stderr, f->found);
         cli_client_print_found(stderr, "sk:", f->found);

@@ -178,20 +178,14 @@ static int
 sk_vf_decide(sk_vf_t *v)
 {
     sk_err_t  err;
+    int       rc;
 
-    if (sk_tls_lookup(v->cl.tls, v->tg.name, v->tg.service, v->tg.portnum,
-            time(NULL), &err) != 0)
-    {
-        v->found = sk_tls_get0_found(v->cl.tls);
-        if (v->found == NULL) {
-            cli_fail("%s: %s", v->tg.name, err.msg);
-            return CLI_EXIT_UNDECIDED;
-        }
-        /* Fail closed: stale information and no SK known from it. */
-        snprintf(v->undecided_why, sizeof(v->undecided_why), "%s", err.msg);
-        return sk_vf_report(v);
+    rc = cli_client_lookup(&v->cl, &v->tg, &v->found, v->undecided_why,
+        sizeof(v->undecided_why));
+    if (rc != 0) {
+        /* 1: fail closed, stale information and no SK known from it. */
+        return rc == 1 ? sk_vf_report(v) : rc;
     }
-    v->found = sk_tls_get0_found(v->cl.tls);
     if (sk_vf_connect(v, &err) != 0) {
         snprintf(v->undecided_why, sizeof(v->undecided_why), "cannot reach "
             "the server: %s", err.msg);

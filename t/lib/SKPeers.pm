@@ -7,6 +7,8 @@ package SKPeers;
 #
 #   start_peer(KIND, PORT, LOG, ARGS...)   run KIND in its own process,
 #                                          wait for the port; returns pid
+#   stop_peer(PID)                         end it and every process it
+#                                          forked (its process group)
 #   Kinds:
 #   tls     CHAIN KEY   a TLS server (the chain file is sent as is, e.g.
 #                       an impostor's certificate with or without a
@@ -32,7 +34,7 @@ use IO::Socket::SSL;
 use Socket qw(SOL_SOCKET SO_LINGER);
 use SKTest;
 
-our @EXPORT = qw(start_peer);
+our @EXPORT = qw(start_peer stop_peer);
 
 sub note {
     my ($log, $line) = @_;
@@ -150,8 +152,11 @@ sub serve_socks {
     my $srv = listener($port);
     $SIG{CHLD} = 'IGNORE';
     while (my $c = $srv->accept) {
-        # One process per client, so a hanging one blocks no other.
+        # One process per client, so a hanging one blocks no other; it
+        # lets go of the listener, so the port is free once stop_peer
+        # has ended the process group.
         next if fork;
+        close $srv;
         if (socks_request($c, $log)) {
             if ($mode eq 'garbage') {
                 syswrite($c, "HTTP/1.0 200 OK\r\n\r\n" . ("\xff" x 64));
@@ -172,6 +177,8 @@ sub serve_socks {
         exit 0;
     }
 }
+
+my %peers;         # pid => 1, for the END block
 
 my %serve = (tls => \&serve_tls, plain => \&serve_plain,
     reset => \&serve_reset, socks => \&serve_socks);
@@ -197,7 +204,20 @@ sub start_peer {
         . slurp("$log.stderr");
     wait_until(sub { slurp($log) =~ $probe{$kind} }, 10);
     spew($log, '');
+    $peers{$pid} = 1;
     return $pid;
+}
+
+sub stop_peer {
+    my ($pid) = @_;
+    delete $peers{$pid};
+    kill 'KILL', -$pid;         # run_daemon made it a group leader
+    return stop_daemon($pid);
+}
+
+END {
+    local $?;
+    kill 'KILL', -$_ for keys %peers;
 }
 
 1;
