@@ -107,7 +107,9 @@ sk_ft_try_all(sk_ft_t *f)
             fprintf(stderr, "sk:   %s: %s\n",
                 sk_decision_name(t->o.d.decision), t->o.d.reason);
         }
-        if (f->verbose && t->o.result != CLI_GET_OK) {
+        if (f->verbose && t->o.result != CLI_GET_OK
+            && !(t->o.decided && t->o.result == CLI_GET_REFUSED))
+        {
             fprintf(stderr, "sk:   %s: %s\n",
                 cli_get_result_name(t->o.result), t->o.why);
         }
@@ -326,7 +328,7 @@ sk_ft_run(sk_ft_t *f)
     }
     if (f->verbose) {
         cli_client_log_mirrors(stderr, f->found);
-        cli_client_print_found(stderr, "sk:", f->found);
+        cli_client_print_found(stderr, "sk: ", f->found);
     }
     if (f->tg.mode == CLI_MODE_PLAIN) {
         return sk_ft_plain(f);
