@@ -20,15 +20,14 @@ use SKTimeline ();
 use SKMirror ();
 use NginxTest ();
 use SKSite;
+use SKTorNet;
 
 my $fetches = $ENV{FETCHES} // 15;
 
 for my $need ($SKTimeline::TL, $SKMirror::MR, $SKTest::SK) {
     if (!-x $need) { print "bench_onion: $need not built: skipped\n"; exit 0 }
 }
-my $skip = NginxTest::nginx_skip()
-    // (eval { require SKTorNet; SKTorNet::tor_skip() } // $@ || undef);
-if ($skip) {
+if (my $skip = NginxTest::nginx_skip() // tor_skip()) {
     print "bench_onion: $skip: skipped\n";
     exit 0;
 }
