@@ -25,7 +25,9 @@ ALL_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) \
 LDFLAGS ?=
 LIBS     = -lhiredis -lssl -lcrypto
 
-LIB_SRCS  = $(sort $(wildcard common/src/*.c))
+# libsk: the core in common/src/, the client side in common/src/client/.
+LIB_SRCS  = $(sort $(wildcard common/src/*.c common/src/client/*.c))
+LIB_HDRS  = $(wildcard common/include/sk/*.h common/src/*.h common/src/client/*.h)
 LIB_OBJS  = $(LIB_SRCS:%.c=$(BUILD)/%.o)
 CLI_SRCS  = $(sort $(wildcard common/cli/*.c))
 CLI_OBJS  = $(CLI_SRCS:%.c=$(BUILD)/%.o)
@@ -41,7 +43,7 @@ SK    = $(BUILD)/sk
 .PHONY: all test unit fuzz fuzz-build bench clean deps demo
 all: $(LIBSK) $(SK) $(UNIT_BINS) $(BENCH_BINS)
 
-$(BUILD)/%.o: %.c $(wildcard common/include/sk/*.h) $(wildcard common/src/*.h) $(wildcard common/cli/*.h)
+$(BUILD)/%.o: %.c $(LIB_HDRS) $(wildcard common/cli/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
@@ -69,7 +71,7 @@ FUZZ_OBJS   = $(LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_BINS   = $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
 FUZZ_TIME  ?= 60
 
-$(FUZZ_BUILD)/%.o: %.c $(wildcard common/include/sk/*.h) $(wildcard common/src/*.h)
+$(FUZZ_BUILD)/%.o: %.c $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
 
@@ -208,9 +210,10 @@ $(BUILD)/timeline/mr_%.o: timeline/mr_%.c timeline/mr.h $(wildcard common/includ
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -pthread -c -o $@ $<
 
-# common/src/httpd.c needs libmicrohttpd, which the fuzz targets (linking
-# every libsk object) do not link.
-FUZZ_OBJS := $(filter-out $(FUZZ_BUILD)/common/src/httpd.o,$(FUZZ_OBJS))
+# common/src/httpd.c needs libmicrohttpd and client/client_curl.c libcurl,
+# which the fuzz targets (linking every libsk object) do not link.
+FUZZ_OBJS := $(filter-out $(FUZZ_BUILD)/common/src/httpd.o \
+                 $(FUZZ_BUILD)/common/src/client/client_curl.o,$(FUZZ_OBJS))
 
 $(MR_BIN): $(MR_OBJS) $(LIBSK)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(MR_OBJS) $(LIBSK) \

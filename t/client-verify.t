@@ -151,6 +151,26 @@ is($j->{freshness}, 'answer', 'json: freshness');
 ok($j->{tls} && $j->{chain_length} >= 3, 'json: the chain');
 like($j->{sk} // '', qr/^sha256:[0-9a-f]{64}$/, 'json: the SK');
 
+# The routes sk fetch would try: the URL's host, then (the Bind lists no
+# routes) the Ed25519 SK's own onion, through Tor.
+my $own = onion_of($skkey);
+$r = verify("https://example.com:$port", $port, '--routes', '--tor',
+    '127.0.0.1:9999');
+is($r->{rc}, 0, '--routes: still the decision') or diag($r->{err});
+like($r->{out}, qr/^  routes, in order: example\.com:$port \(the URL's host\)\n    then \Q$own\E:$port \(the SK's own onion, through Tor at 127\.0\.0\.1:9999\)\n\z/m,
+    '... the URL\'s host, then the SK\'s own onion through --tor')
+    or diag($r->{out});
+$r = verify("https://example.com:$port", $port, '--routes', '--json');
+$j = eval { decode_json($r->{out}) } // {};
+is_deeply($j->{routes}, [
+        { route => "example.com:$port", kind => 'primary', via => 'direct' },
+        { route => "$own:$port", kind => 'sk-onion',
+          via => '127.0.0.1:9050' } ],
+    '... in JSON, Tor at 127.0.0.1:9050 by default') or diag($r->{out});
+$r = verify("https://example.com:$port", $port, '--routes', '--tor',
+    'localhost:9050');
+is($r->{rc}, 2, '--tor wants a numeric address');
+
 $r = verify("https://example.com:$p_evil", $p_evil);
 is($r->{rc}, 1, 'reject: a carrier made by another SK');
 like($r->{out}, qr/^reject: .*example\.com has an SK \(sha256:[0-9a-f]{64}\) for https: carrier for example\.com: made for SK sha256:[0-9a-f]{64}, not sha256:/,

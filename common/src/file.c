@@ -122,51 +122,99 @@ sk_fsync_parent(const char *path, sk_err_t *err)
 
 
 int
+sk_file_tmp_open(sk_file_tmp_t *f, const char *path, mode_t mode,
+    sk_err_t *err)
+{
+    size_t  n = strlen(path) + sizeof(".tmp.XXXXXX");
+
+    f->fd = -1;
+    f->tmp = malloc(n);
+    f->path = strdup(path);
+    if (f->tmp == NULL || f->path == NULL) {
+        sk_file_tmp_discard(f);
+        return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
+    }
+    snprintf(f->tmp, n, "%s.tmp.XXXXXX", path);
+    f->fd = mkstemp(f->tmp);
+    if (f->fd == -1) {
+        sk_err_sys(err, "%s: cannot create temporary file", path);
+        free(f->tmp);
+        f->tmp = NULL;          /* nothing of ours to unlink */
+        sk_file_tmp_discard(f);
+        return -1;
+    }
+    if (fchmod(f->fd, mode) == -1) {
+        sk_err_sys(err, "%s: cannot set its mode", f->tmp);
+        sk_file_tmp_discard(f);
+        return -1;
+    }
+    return 0;
+}
+
+
+int
+sk_file_tmp_commit(sk_file_tmp_t *f, sk_err_t *err)
+{
+    int  fd = f->fd, rc;
+
+    f->fd = -1;
+    if (fsync(fd) == -1) {
+        sk_err_sys(err, "%s: cannot write", f->tmp);
+        close(fd);
+        sk_file_tmp_discard(f);
+        return -1;
+    }
+    if (close(fd) == -1) {
+        sk_err_sys(err, "%s: cannot write", f->tmp);
+        sk_file_tmp_discard(f);
+        return -1;
+    }
+    if (rename(f->tmp, f->path) == -1) {
+        sk_err_sys(err, "%s: cannot rename into place", f->path);
+        sk_file_tmp_discard(f);
+        return -1;
+    }
+    rc = sk_fsync_parent(f->path, err);
+    free(f->tmp);
+    free(f->path);
+    f->tmp = NULL;
+    f->path = NULL;
+    return rc;
+}
+
+
+void
+sk_file_tmp_discard(sk_file_tmp_t *f)
+{
+    if (f->fd != -1) {
+        close(f->fd);
+        f->fd = -1;
+    }
+    if (f->tmp != NULL) {
+        unlink(f->tmp);
+    }
+    free(f->tmp);
+    free(f->path);
+    f->tmp = NULL;
+    f->path = NULL;
+}
+
+
+int
 sk_file_write_atomic(const char *path, const void *buf, size_t len,
     mode_t mode, sk_err_t *err)
 {
-    char   *tmp;
-    size_t  n = strlen(path) + sizeof(".tmp.XXXXXX");
-    int     fd;
+    sk_file_tmp_t  f;
 
-    tmp = malloc(n);
-    if (tmp == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
-    }
-    snprintf(tmp, n, "%s.tmp.XXXXXX", path);
-
-    fd = mkstemp(tmp);
-    if (fd == -1) {
-        sk_err_sys(err, "%s: cannot create temporary file", path);
-        free(tmp);
+    if (sk_file_tmp_open(&f, path, mode, err) != 0) {
         return -1;
     }
-    if (fchmod(fd, mode) == -1 || sk_file_write_all(fd, buf, len) == -1
-        || fsync(fd) == -1)
-    {
-        sk_err_sys(err, "%s: cannot write", tmp);
-        goto fail;
+    if (sk_file_write_all(f.fd, buf, len) == -1) {
+        sk_err_sys(err, "%s: cannot write", f.tmp);
+        sk_file_tmp_discard(&f);
+        return -1;
     }
-    if (close(fd) == -1) {
-        fd = -1;
-        sk_err_sys(err, "%s: cannot write", tmp);
-        goto fail;
-    }
-    fd = -1;
-    if (rename(tmp, path) == -1) {
-        sk_err_sys(err, "%s: cannot rename into place", path);
-        goto fail;
-    }
-    free(tmp);
-    return sk_fsync_parent(path, err);
-
-fail:
-    if (fd != -1) {
-        close(fd);
-    }
-    unlink(tmp);
-    free(tmp);
-    return -1;
+    return sk_file_tmp_commit(&f, err);
 }
 
 

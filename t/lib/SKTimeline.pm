@@ -12,6 +12,8 @@ package SKTimeline;
 #   append(T, ENTRY[, REF])               POST /append e=ENTRY [ref=REF]
 #   ed25519_key(DIR, NAME)                NAME.key / NAME.pub; returns path
 #   spki_b64(KEYFILE)                     base64url DER SPKI
+#   onion_of(KEYFILE)                     v3 .onion address of an Ed25519
+#                                         key (openssl's SHA3-256, not libsk)
 #   make_ca(DIR, NAME)                    self-signed CA NAME.crt/.key
 #   issue(DIR, CA, SKKEY, DNSNAME, OUT[, EXT])  end-entity cert for SKKEY's
 #                                         key; EXT: more extension lines
@@ -36,7 +38,7 @@ our @EXPORT = qw(start_timeline restart_timeline http append ed25519_key
     spki_b64 make_ca issue der_b64 canon sign_entry bind_entry unbind_entry
     cs_entry rebind_entry root_entry incorporate_entry mth leaf_hash
     verify_inclusion verify_consistency parse_entries b64url make_intermediate
-    read_log);
+    read_log onion_of);
 
 our $TL = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-timeline';
 
@@ -123,6 +125,19 @@ sub ed25519_key {
 sub spki_b64 {
     my ($key) = @_;
     return b64url(ossl('pkey', '-in', $key, '-pubout', '-outform', 'DER'));
+}
+
+sub onion_of {
+    my ($key) = @_;
+    my $pub = substr(ossl('pkey', '-in', $key, '-pubout', '-outform', 'DER'),
+        -32);
+    my $f = "/tmp/sk-tl-onion.$$";
+    spew($f, ".onion checksum$pub\x03");
+    my $sum = substr(ossl('dgst', '-sha3-256', '-binary', $f), 0, 2);
+    unlink $f;
+    my $bits = unpack('B*', "$pub$sum\x03");
+    my @a = ('a' .. 'z', '2' .. '7');
+    return join('', map { $a[oct("0b$_")] } $bits =~ /(.{5})/g) . '.onion';
 }
 
 sub make_ca {

@@ -8,13 +8,14 @@
  * callback the caller supplies (libcurl in `sk verify`), so the logic
  * links into nginx or a milter and is tested without sockets.
  *
- * Pieces, one file each:
+ * Pieces, one file each, in common/src/client/:
  *   client_trust.c   the trusted timelines and mirrors, thresholds
  *   client_view.c    a name's evidence: checkpoints, entries, proofs
  *   client_answer.c  a mirror's signed answer (docs/protocol.md)
  *   client_cache.c   the local cache directory
  *   client_fresh.c   freshness of a view, mirror distrust
  *   client_lookup.c  the query loop over mirrors
+ *   client_find.c    the record that covers a host (itself or a parent)
  *   client_decide.c  accept / reject / none / insecure
  */
 #ifndef SK_CLIENT_H
@@ -48,6 +49,8 @@
 #define SK_CLIENT_MAX_MIRRORS     32
 #define SK_CLIENT_MAX_ITEMS       4096      /* entries in one view */
 #define SK_CLIENT_URL_MAX         512
+#define SK_CLIENT_TOR_MAX         64        /* "[IPv6]:PORT" and NUL */
+#define SK_CLIENT_TOR_DEFAULT     "127.0.0.1:9050"
 
 /* The trust set */
 
@@ -72,6 +75,8 @@ typedef struct {
     int64_t               t1, t2, t3, t4;
     int64_t               drop_slack;
     unsigned              max_derelict, n_retries, fresh_percent;
+    char                  tor[SK_CLIENT_TOR_MAX];   /* SOCKS port for
+                                                       .onion/.exit routes */
 } sk_client_trust_t;
 
 /* Empty set with design 4.b's thresholds. */
@@ -84,6 +89,7 @@ void sk_client_trust_init(sk_client_trust_t *t);
  *   mirror   = URL [PUBKEY-FILE]
  *   t1 = 86400   t2 = ...  t3 = ...  t4 = ...   (seconds)
  *   max_derelict = 2   retries = 5   fresh_percent = 80   drop_slack = 3600
+ *   tor = 127.0.0.1:9050    (Tor's SOCKS port, for .onion/.exit routes)
  *
  * Relative key paths are relative to the file's directory.  Errors name
  * the file and line.  Adds to t (call sk_client_trust_init first).
@@ -96,6 +102,9 @@ int sk_client_trust_add_timeline(sk_client_trust_t *t, uint64_t tid,
 /* key may be NULL (the mirror's signature then goes unchecked). */
 int sk_client_trust_add_mirror(sk_client_trust_t *t, const char *url,
     const sk_key_t *key, sk_err_t *err) SK_WUR;
+/* Tor's SOCKS port: "IPv4:PORT" or "[IPv6]:PORT", numeric. */
+int sk_client_trust_set_tor(sk_client_trust_t *t, const char *addr,
+    sk_err_t *err) SK_WUR;
 const sk_client_timeline_t *sk_client_trust_find(const sk_client_trust_t *t,
     uint64_t tid);
 void sk_client_trust_free(sk_client_trust_t *t);
@@ -269,6 +278,20 @@ int sk_client_answer_verify(sk_client_view_t *v,
 typedef int (*sk_client_fetch_fn)(char **body, size_t *len, int *status,
     const char *url, void *arg, sk_err_t *err);
 
+/* A ready fetch on libcurl (client_curl.c; link -lcurl, and call
+ * curl_global_init first).  arg: an sk_client_curl_t, or NULL for a 10 s
+ * bound.  No redirects, http and https only, at most SK_CLIENT_ANSWER_MAX
+ * bytes. */
+#define SK_CLIENT_ANSWER_MAX  (64 * 1024 * 1024)
+
+typedef struct {
+    long  timeout_ms;           /* the whole exchange; 0: 10 s */
+    long  connect_timeout_ms;   /* 0: libcurl's default */
+} sk_client_curl_t;
+
+int sk_client_fetch_curl(char **body, size_t *len, int *status,
+    const char *url, void *arg, sk_err_t *err);
+
 typedef enum {
     SK_FRESH_CACHED = 0,    /* the cache was fresh enough: no query */
     SK_FRESH_ANSWER,        /* a mirror gave a fresh enough answer */
@@ -326,6 +349,36 @@ typedef struct {
 #define SK_CLIENT_REBIND_DEPTH  4
 int sk_client_rebinder_key(sk_key_t **key, const char *rebinder, void *arg,
     sk_err_t *err);
+
+/* The record that decides for a host */
+
+typedef struct {
+    char                name[SK_NAME_MAX + 1];  /* whose record: the host
+                                                   or a parent of it */
+    sk_client_result_t  res;                    /* its lookup */
+    sk_record_t         rec;                    /* borrows from res.view */
+} sk_client_found_t;
+
+/*
+ * The record in force for host: host's own, else the first parent (of
+ * two labels or more) whose record is bound with Includes-Subdomains and
+ * covers host; when none is, host's own lookup (whatever it says).  Each
+ * name through sk_client_lookup, combined with sk_client_view_record and
+ * rebinders through sk_client_rebinder_key (ctx).  -1 only as
+ * sk_client_lookup.
+ */
+int sk_client_find(sk_client_found_t *f, const char *host,
+    const sk_client_ctx_t *ctx, sk_err_t *err) SK_WUR;
+
+/*
+ * 0 if f may decide; -1 with SK_ERR_UNAVAILABLE when it must not (fail
+ * closed, design 4.b): no mirror gave a fresh enough answer and what is
+ * at hand binds no SK.  A client then connects nowhere.
+ */
+int sk_client_found_usable(const sk_client_found_t *f, sk_err_t *err)
+    SK_WUR;
+
+void sk_client_found_free(sk_client_found_t *f);    /* NULL ok */
 
 /* The decision */
 

@@ -22,6 +22,22 @@ int sk_file_write_all(int fd, const void *buf, size_t len) SK_WUR;
 int sk_file_write_atomic(const char *path, const void *buf, size_t len,
     mode_t mode, sk_err_t *err) SK_WUR;
 
+/* The same for content written as it comes: sk_file_tmp_open makes the
+ * temp file (mode), write to f->fd, then sk_file_tmp_commit (fsync,
+ * rename over path, fsync the directory) or sk_file_tmp_discard (close,
+ * unlink).  Commit discards on failure; discard accepts a committed or
+ * discarded f. */
+typedef struct {
+    int    fd;          /* -1 once committed or discarded */
+    char  *tmp;         /* the temp file's name */
+    char  *path;        /* where it goes */
+} sk_file_tmp_t;
+
+int sk_file_tmp_open(sk_file_tmp_t *f, const char *path, mode_t mode,
+    sk_err_t *err) SK_WUR;
+int sk_file_tmp_commit(sk_file_tmp_t *f, sk_err_t *err) SK_WUR;
+void sk_file_tmp_discard(sk_file_tmp_t *f);
+
 /* Create a new file (O_CREAT|O_EXCL|O_NOFOLLOW) with mode, write, fsync.
  * SK_ERR_EXISTS if it exists; a half-written file is removed. */
 int sk_file_write_new(const char *path, const void *buf, size_t len,

@@ -26,5 +26,7 @@
 #include "cache.h"
 #include "merkle.h"
 #include "client.h"
+#include "route.h"
+#include "tls.h"
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sk/addr.h>
 #include <sk/client.h>
 #include <sk/file.h>
 
@@ -29,6 +30,7 @@ sk_client_trust_init(sk_client_trust_t *t)
     t->max_derelict = SK_CLIENT_MAX_DERELICT;
     t->n_retries = SK_CLIENT_N_RETRIES;
     t->fresh_percent = SK_CLIENT_FRESH_PERCENT;
+    snprintf(t->tor, sizeof(t->tor), "%s", SK_CLIENT_TOR_DEFAULT);
 }
 
 
@@ -111,6 +113,23 @@ sk_client_trust_add_mirror(sk_client_trust_t *t, const char *url,
     memcpy(m->url, url, len);
     m->url[len] = '\0';
     t->nmirrors++;
+    return 0;
+}
+
+
+int
+sk_client_trust_set_tor(sk_client_trust_t *t, const char *addr,
+    sk_err_t *err)
+{
+    struct sockaddr_storage  ss;
+
+    if (strlen(addr) >= sizeof(t->tor)
+        || sk_addr_parse(&ss, addr, NULL) != 0)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "tor \"%.64s\": want a Tor "
+            "SOCKS port as IPv4:PORT or [IPv6]:PORT", addr);
+    }
+    snprintf(t->tor, sizeof(t->tor), "%s", addr);
     return 0;
 }
 
@@ -305,6 +324,9 @@ sk_trust_line(sk_client_trust_t *t, char *line, const char *dir,
     }
     if (strcmp(k, "mirror") == 0) {
         return sk_trust_mirror(t, v, dir, err);
+    }
+    if (strcmp(k, "tor") == 0) {
+        return sk_client_trust_set_tor(t, v, err);
     }
     return sk_trust_number(t, k, v, err);
 }

@@ -1,29 +1,31 @@
 /*
- * cli_fetch.c -- one HTTP GET with libcurl into a growing buffer; the
- * answer is NUL-terminated and bounded by CLI_FETCH_MAX.
+ * client_curl.c -- a ready sk_client_fetch_fn on libcurl: one HTTP GET
+ * into a growing buffer, NUL-terminated, at most SK_CLIENT_ANSWER_MAX
+ * bytes.  In its own file so that only programs that call it link
+ * libcurl (libsk.a is a static archive).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include <curl/curl.h>
 
-#include "cli_fetch.h"
+#include <sk/client.h>
 
 typedef struct {
     char    *p;
     size_t   len, cap;
     int      too_big;
-} cli_fetch_buf_t;
+} sk_curl_buf_t;
 
 
 static size_t
-cli_fetch_body(char *data, size_t size, size_t nmemb, void *arg)
+sk_curl_body(char *data, size_t size, size_t nmemb, void *arg)
 {
-    cli_fetch_buf_t  *b = arg;
+    sk_curl_buf_t  *b = arg;
     size_t            n = size * nmemb, cap;
     char             *p;
 
-    if (n > CLI_FETCH_MAX - b->len) {
+    if (n > SK_CLIENT_ANSWER_MAX - b->len) {
         b->too_big = 1;
         return 0;
     }
@@ -47,11 +49,11 @@ cli_fetch_body(char *data, size_t size, size_t nmemb, void *arg)
 
 
 int
-cli_fetch_get(char **body, size_t *len, int *status, const char *url,
+sk_client_fetch_curl(char **body, size_t *len, int *status, const char *url,
     void *arg, sk_err_t *err)
 {
-    const cli_fetch_opts_t  *o = arg;
-    cli_fetch_buf_t          b = { NULL, 0, 0, 0 };
+    const sk_client_curl_t  *o = arg;
+    sk_curl_buf_t            b = { NULL, 0, 0, 0 };
     char                     ebuf[CURL_ERROR_SIZE] = "";
     long                     code = 0;
     CURLcode                 rc;
@@ -67,9 +69,13 @@ cli_fetch_get(char **body, size_t *len, int *status, const char *url,
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, o->timeout > 0 ? o->timeout : 10L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, o != NULL && o->timeout_ms > 0
+        ? o->timeout_ms : 10000L);
+    if (o != NULL && o->connect_timeout_ms > 0) {
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms);
+    }
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, cli_fetch_body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sk_curl_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     rc = curl_easy_perform(c);
     if (rc == CURLE_OK) {

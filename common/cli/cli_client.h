@@ -1,0 +1,127 @@
+/*
+ * cli_client.h -- what the client verbs (`sk verify`, `sk fetch`) share:
+ * the URL's target, the options that say whom to trust (--trust,
+ * --cache, --mirror, --mirror-key, --tor), the SK lookup through libsk's
+ * sk_tls_t, and the report of what the lookup found and which routes a
+ * client would try.
+ */
+#ifndef SK_CLI_CLIENT_H
+#define SK_CLI_CLIENT_H
+
+#include <stdio.h>
+#include <sk/sk.h>
+
+#include "cli.h"
+#include "cli_net.h"
+
+/* Exit codes beyond cli.h's, shared by verify and fetch. */
+#define CLI_EXIT_NONE       3   /* verify: no SK for this name+service */
+#define CLI_EXIT_INSECURE   4   /* the SK's service offered without TLS */
+#define CLI_EXIT_UNDECIDED  5   /* mirrors, server or routes unreachable,
+                                   or a local failure */
+
+#define CLI_TRUST_DEFAULT   "/etc/sk/trust.conf"
+
+typedef enum {
+    CLI_MODE_PLAIN = 0,         /* http:// (the insecure variant) */
+    CLI_MODE_TLS,
+    CLI_MODE_STARTTLS
+} cli_mode_t;
+
+typedef struct {
+    const char  *url;
+    const char  *scheme;
+    char         name[CLI_NET_HOST_MAX];   /* lowercase DNS name */
+    char         port[8];                  /* the URL's, else the scheme's */
+    unsigned     portnum;                  /* what the SK must cover: 0
+                                              (the service's default) for
+                                              http:// without a port */
+    const char  *service;                  /* what the SK must cover */
+    cli_mode_t   mode;
+} cli_target_t;
+
+/* SCHEME://HOST[:PORT][/...] for one of the comma-separated schemes
+ * (of https, smtps, smtp, http); HOST a DNS name.  SK_ERR_USAGE. */
+int cli_target_parse(cli_target_t *tg, const char *url, const char *schemes,
+    sk_err_t *err);
+
+/* getopt_long values of the shared options; each verb lists them. */
+enum {
+    CLI_OPT_TRUST = 256,        /* --trust FILE */
+    CLI_OPT_CACHE,              /* --cache DIR */
+    CLI_OPT_MIRROR,             /* --mirror URL */
+    CLI_OPT_MIRROR_KEY,         /* --mirror-key FILE (after its --mirror) */
+    CLI_OPT_TOR                 /* --tor ADDRESS:PORT */
+};
+
+typedef struct {
+    const char  *trust_file;
+    const char  *cache_dir;
+    const char  *mirror_url[SK_CLIENT_MAX_MIRRORS];
+    const char  *mirror_key[SK_CLIENT_MAX_MIRRORS];
+    size_t       nmirrors;
+    const char  *tor;
+} cli_client_opts_t;
+
+/* Take option c: 0 if it was a shared option, 1 if not one, -1 for a
+ * usage error (in err). */
+int cli_client_opt(cli_client_opts_t *o, int c, const char *arg,
+    sk_err_t *err);
+
+typedef struct {
+    sk_client_trust_t   trust;
+    sk_client_curl_t    curl;       /* mirror queries */
+    sk_tls_t           *tls;
+} cli_client_t;
+
+/*
+ * The trust file (default CLI_TRUST_DEFAULT) with --mirror and --tor
+ * applied, the cache (default $XDG_CACHE_HOME/sk or ~/.cache/sk), and an
+ * sk_tls_t over them asking mirrors with libcurl (call
+ * curl_global_init first).  0, or the exit status after the message:
+ * CLI_EXIT_UNDECIDED for a local failure, SK_EXIT_USAGE.
+ */
+int cli_client_open(cli_client_t *cl, const cli_client_opts_t *o,
+    const sk_cmd_t *cmd);
+void cli_client_close(cli_client_t *cl);
+
+/* Learn tg's record (sk_tls_lookup).  0: *found may decide; 1: fail
+ * closed, *found says what was learnt and why[] why (connect nowhere);
+ * else the exit status after the message (a local failure). */
+int cli_client_lookup(cli_client_t *cl, const cli_target_t *tg,
+    const sk_client_found_t **found, char *why, size_t size);
+
+/* "cached", "answer", "fail-open", "fail-closed". */
+const char *cli_client_outcome(sk_fresh_outcome_t o);
+
+/* One "sk: mirror URL: what" line per mirror asked, to f. */
+void cli_client_log_mirrors(FILE *f, const sk_client_found_t *found);
+
+/* The lookup's JSON members: ,"record":..,"freshness":..,"mirrors":[..]
+ * (and "sk" when one is in force). */
+void cli_client_json_found(FILE *f, const sk_client_found_t *found,
+    const sk_decide_t *d);
+
+/* "<prefix>  record of NAME: N entries, OUTCOME (SOURCE), A of B
+ * timelines fresh" on f. */
+void cli_client_print_found(FILE *f, const char *prefix,
+    const sk_client_found_t *found);
+
+/* Where a route connects, "HOST:PORT" ("[IPv6]:PORT"; an onion or exit
+ * route without a port takes the URL's); route NULL: the URL's host.  An
+ * invalid route gives its text. */
+void cli_client_route_addr(char *out, size_t size, const sk_route_t *route,
+    const cli_target_t *tg);
+
+/* The same with how it is reached, for reports: "127.0.0.1:8443
+ * (address)", "x.onion:443 (the SK's own onion, through Tor at
+ * 127.0.0.1:9050)", "example.com:443 (the URL's host)". */
+void cli_client_route_text(char *out, size_t size, const sk_route_t *route,
+    const cli_target_t *tg, const char *tor);
+
+/* A route's JSON members: "route":..,"kind":..,"via":.. (and "why" for
+ * a refused one). */
+void cli_client_json_route(FILE *f, const sk_route_t *route,
+    const cli_target_t *tg, const char *tor);
+
+#endif

@@ -1,0 +1,82 @@
+/*
+ * client_find.c -- the record that decides for a host: its own, or a
+ * wildcard SK's on a parent name (Includes-Subdomains), and whether what
+ * the lookups learnt is enough to decide at all (design 4.b).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <sk/client.h>
+
+
+int
+sk_client_find(sk_client_found_t *f, const char *host,
+    const sk_client_ctx_t *ctx, sk_err_t *err)
+{
+    sk_client_result_t  r;
+    sk_record_t         rec;
+    const char         *name = host, *dot;
+    int                 first = 1, used;
+
+    memset(f, 0, sizeof(*f));
+    for (;;) {
+        if (sk_client_lookup(&r, name, ctx->trust, ctx->cache, ctx->fetch,
+                ctx->arg, ctx->now, err) != 0)
+        {
+            sk_client_found_free(f);
+            return -1;
+        }
+        if (sk_client_view_record(&rec, &r.view, sk_client_rebinder_key,
+                (void *) ctx, err) != 0)
+        {
+            sk_client_result_free(&r);
+            sk_client_found_free(f);
+            return -1;
+        }
+        used = rec.state != SK_RECORD_NONE
+            && sk_name_covers(name, rec.include_subdomains, host);
+        if (first || used) {
+            sk_client_found_free(f);
+            f->res = r;
+            f->rec = rec;
+            snprintf(f->name, sizeof(f->name), "%s", name);
+        } else {
+            sk_record_free(&rec);
+            sk_client_result_free(&r);
+        }
+        if (used) {
+            return 0;
+        }
+        first = 0;
+        dot = strchr(name, '.');
+        if (dot == NULL || strchr(dot + 1, '.') == NULL) {
+            return 0;
+        }
+        name = dot + 1;
+    }
+}
+
+
+int
+sk_client_found_usable(const sk_client_found_t *f, sk_err_t *err)
+{
+    if (f->res.outcome == SK_FRESH_CLOSED
+        && f->rec.state != SK_RECORD_BOUND)
+    {
+        return sk_err_set(err, SK_ERR_UNAVAILABLE, "no mirror gave a fresh "
+            "enough answer for %s (%zu of %zu timelines fresh)", f->name,
+            f->res.fresh.fresh, f->res.fresh.ntl);
+    }
+    return 0;
+}
+
+
+void
+sk_client_found_free(sk_client_found_t *f)
+{
+    if (f != NULL) {
+        sk_record_free(&f->rec);
+        sk_client_result_free(&f->res);
+        memset(f, 0, sizeof(*f));
+    }
+}

@@ -1,0 +1,123 @@
+package SKSite;
+
+# SKSite -- a whole sovereign-keys world for the client tests and
+# benchmarks, from real parts: a CA the timelines trust, real
+# sk-timelines, names bound with their own Ed25519 SKs, an sk-mirror
+# serving them, a trust file; and the nginx server blocks of the real
+# site (certificates from NginxTest's CA, the module serving each SK's
+# carrier, a page naming the site).  Dies on any failure.
+#
+#   my $w = world(DIR, names => { NAME => SERVICES, ... },
+#                 unbind => [NAME, ...], tids => [7, 8, 9],
+#                 trust => "t1 = 0\n")
+#       $w->{sk}{NAME}      the SK's private key file (NAME's .pub beside)
+#       $w->{trust}         trust file: the timelines, the mirror, + trust
+#       $w->{mirror}        SKMirror's hash; $w->{timelines}{TID}
+#   site(W, DIR, PORT, NAME...)   nginx server blocks on PORT for each
+#       NAME (a bound one with its carrier), DIR/www-NAME/index.html
+#       saying "the real NAME\n"; returns the text for write_conf.
+#       NginxTest::make_ca(DIR) must have run.
+#   stop_world(W)
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use SKTest;
+use SKTimeline ();
+use SKMirror ();
+use NginxTest ();
+
+our @EXPORT = qw(world site stop_world);
+
+sub world {
+    my ($d, %a) = @_;
+    my $names = $a{names};
+    my @tids = @{$a{tids} // [7, 8, 9]};
+    my $w = { dir => $d, sk => {} };
+
+    my $op = SKTimeline::ed25519_key($d, 'operator');
+    my $tlca = SKTimeline::make_ca($d, 'tlca');
+    my @entries = (SKTimeline::root_entry(cert => "$tlca.crt", key => $op));
+    for my $n (sort keys %$names) {
+        my $sk = $w->{sk}{$n} = SKTimeline::ed25519_key($d, "sk-$n");
+        my $ev = SKTimeline::issue($d, $tlca, $sk, $n, "$d/ev-$n");
+        push @entries, SKTimeline::bind_entry(name => $n, key => $sk,
+            services => $names->{$n}, chain => [$ev]);
+    }
+    push @entries, SKTimeline::unbind_entry(name => $_, key => $w->{sk}{$_})
+        for @{$a{unbind} // []};
+
+    my @tl;
+    for my $tid (@tids) {
+        mkdir "$d/tl$tid";
+        my $t = $w->{timelines}{$tid} = SKTimeline::start_timeline(
+            "$d/tl$tid", tid => $tid, operator_key => "$d/operator.pub",
+            chunk_interval => 1);
+        die "SKSite: timeline $tid did not start: " . slurp($t->{log})
+            unless $t->{up};
+        for my $e (@entries) {
+            my $r = SKTimeline::append($t, $e);
+            die "SKSite: timeline $tid: $r->{code} $r->{body}"
+                if $r->{code} != 201;
+        }
+        push @tl, [$tid, $t->{url}, "$d/tl$tid/timeline.pub",
+            "sk-timeline-$tid"];
+    }
+    my $m = $w->{mirror} = SKMirror::start_mirror("$d/m", \@tl);
+    die "SKSite: sk-mirror did not start: " . slurp($m->{log}) unless $m->{up};
+
+    # Ready once every timeline's entries reach the mirror's answers.
+    my %keys = map { $_->[0] => [$_->[2], $_->[3]] } @tl;
+    my %want;
+    $want{$_}++ for keys %$names;
+    $want{$_}++ for @{$a{unbind} // []};
+    my $ready = wait_until(sub {
+        for my $n (keys %want) {
+            my $r = SKMirror::query($m, $n);
+            my $ans = SKMirror::check_answer($r->{body}, $m->{pub}, \%keys);
+            return 0 unless $r->{code} == 200 && $ans->{ok};
+            return 0 if grep { @{$ans->{timelines}{$_}{entries} // []}
+                != $want{$n} } @tids;
+        }
+        return 1;
+    }, 30);
+    die "SKSite: the mirror does not serve every entry: "
+        . slurp($m->{log}) unless $ready;
+
+    $w->{trust} = "$d/trust.conf";
+    spew($w->{trust}, join('', map { "timeline = $_->[0] $_->[2]\n" } @tl)
+        . "mirror = $m->{url} $m->{pub}\n" . ($a{trust} // ''));
+    return $w;
+}
+
+sub site {
+    my ($w, $d, $port, @names) = @_;
+    my $conf = '';
+
+    for my $n (@names) {
+        my ($cert, $key) = NginxTest::make_cert($d, $n, 'ec');
+        mkdir "$d/www-$n";
+        spew("$d/www-$n/index.html", "the real $n\n");
+        my $sk = $w->{sk}{$n};
+        my $carrier = $sk ? NginxTest::make_carrier($sk, $cert, $n,
+            "$d/carrier-$n.pem") : undef;
+        (my $pub = $sk // '') =~ s/\.key$/.pub/;
+        $conf .= "    server {\n        listen 127.0.0.1:$port ssl;\n"
+            . "        server_name $n;\n        root $d/www-$n;\n"
+            . "        ssl_certificate $cert;\n"
+            . "        ssl_certificate_key $key;\n"
+            . ($carrier ? "        sovereign_key_public $pub;\n"
+                . "        sovereign_key_carrier $carrier;\n" : '')
+            . "    }\n";
+    }
+    return $conf;
+}
+
+sub stop_world {
+    my ($w) = @_;
+    stop_daemon($w->{mirror}{pid});
+    stop_daemon($_->{pid}) for values %{$w->{timelines}};
+}
+
+1;
