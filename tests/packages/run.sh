@@ -468,6 +468,27 @@ ok "after the printed commands, certificate 3 serves with its carrier" follow_in
 ok "sk-renew-hook --check: OK" sk-renew-hook --check
 nginx -p "$ngx" -c "$ngx/nginx.conf" -s stop 2>/dev/null || :
 
+# The milter picks the deployed certificate up: its ChainFile output, in
+# its StateDirectory, carries the carrier (sk-milter-postfix.path would
+# then reload Postfix; Postfix is not running here, so its ExecCondition
+# says there is nothing to reload).
+cp /etc/sk-milter.conf "$work/sk-milter.conf.orig"
+echo "ChainFile /etc/sk/live/example.test/fullchain.pem /var/lib/sk-milter/example.test.pem" \
+    >>/etc/sk-milter.conf
+milter_chain() {
+    start_unit sk-milter.service \
+        && wait_for 10 test -s /var/lib/sk-milter/example.test.pem \
+        && sk verify-chain -p "$work/pub/sk.pub" -i /var/lib/sk-milter/example.test.pem \
+        && [ "$(stat -c %U /var/lib/sk-milter/example.test.pem)" = sk-milter ]
+}
+ok "sk-milter writes the deployed chain with its carrier for Postfix" milter_chain
+stop_pid "${pid_sk_milter_service:-0}"
+cp "$work/sk-milter.conf.orig" /etc/sk-milter.conf
+no_postfix_reload() {
+    ! $(unit_get sk-milter-postfix.service ExecCondition)
+}
+ok "sk-milter-postfix.service: no reload while Postfix is stopped" no_postfix_reload
+
 # ---- upgrades, remove, purge ---------------------------------------------
 echo "# local change" >>/etc/sk-milter.conf
 reinstall() {
