@@ -250,3 +250,83 @@ $(FUZZ_BUILD)/fuzz_milter_session: tests/fuzz/fuzz_milter_session.c $(FUZZ_SKM_O
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -pthread -o $@ $< \
 	    $(FUZZ_SKM_OBJS) $(FUZZ_OBJS) $(LIBS) -lresolv
 $(FUZZ_SKM_OBJS): sk_milter/skm.h
+
+# ---- Installation and Debian packages (docs/operations.md) ----
+# make install [DESTDIR=...] [PREFIX=/usr/local] lays out what the .debs
+# hold: sk, sk-renew-hook, the daemons, man pages, systemd units, the nginx
+# module and its load file (Debian's directories), example configurations
+# (never over existing ones).  make uninstall removes all but the
+# configurations and state, as apt-get remove does.
+PREFIX         ?= /usr/local
+BINDIR         ?= $(PREFIX)/bin
+SBINDIR        ?= $(PREFIX)/sbin
+MANDIR         ?= $(PREFIX)/share/man
+SYSCONFDIR     ?= $(PREFIX)/etc
+LOCALSTATEDIR  ?= /var
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+NGX_MODULES_DIR ?= /usr/lib/nginx/modules
+NGX_LOADCONF_DIR ?= /usr/share/nginx/modules-available
+INSTALL        ?= install
+
+INSTALL_BINS  = $(SK) $(TL_BIN) $(MR_BIN) $(SKM_BIN) $(if $(NGX_ALL),$(NGX_MOD))
+INSTALL_UNITS = $(patsubst dist/systemd/%.in,%,$(wildcard dist/systemd/*.in)) \
+                $(notdir $(filter-out %.in,$(wildcard dist/systemd/*)))
+INSTALL_MAN   = $(wildcard docs/*.[158])
+INSTALL_CONFS = sk-milter.conf sk-timeline.conf sk-mirror.conf sk/renew.conf
+INSTALL_SUBST = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SBINDIR@|$(SBINDIR)|g' \
+                    -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'
+
+.PHONY: bins install uninstall deb test-packages
+bins: $(INSTALL_BINS)
+
+install: bins
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) \
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/sk \
+	    $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(LOCALSTATEDIR)/lib/sk
+	$(INSTALL) -m 0755 $(SK) $(DESTDIR)$(BINDIR)/sk
+	$(INSTALL) -m 0755 $(TL_BIN) $(MR_BIN) $(SKM_BIN) $(DESTDIR)$(SBINDIR)/
+	$(INSTALL_SUBST) dist/sk-renew-hook.in >$(DESTDIR)$(SBINDIR)/sk-renew-hook
+	chmod 0755 $(DESTDIR)$(SBINDIR)/sk-renew-hook
+	for m in $(INSTALL_MAN); do \
+	    $(INSTALL) -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/ || exit 1; \
+	done
+	for u in $(INSTALL_UNITS); do \
+	    if [ -f dist/systemd/$$u.in ]; then \
+	        $(INSTALL_SUBST) dist/systemd/$$u.in >$(DESTDIR)$(SYSTEMDUNITDIR)/$$u; \
+	    else \
+	        cp dist/systemd/$$u $(DESTDIR)$(SYSTEMDUNITDIR)/$$u; \
+	    fi && chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$u || exit 1; \
+	done
+	for c in $(INSTALL_CONFS); do \
+	    [ -e $(DESTDIR)$(SYSCONFDIR)/$$c ] \
+	        || $(INSTALL) -m 0644 dist/etc/$$c $(DESTDIR)$(SYSCONFDIR)/$$c || exit 1; \
+	done
+ifneq ($(NGX_ALL),)
+	$(INSTALL) -d $(DESTDIR)$(NGX_MODULES_DIR) $(DESTDIR)$(NGX_LOADCONF_DIR)
+	$(INSTALL) -m 0644 $(NGX_MOD) $(DESTDIR)$(NGX_MODULES_DIR)/
+	$(INSTALL) -m 0644 dist/nginx/mod-http-sovereign-key.conf \
+	    $(DESTDIR)$(NGX_LOADCONF_DIR)/
+endif
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/sk $(DESTDIR)$(SBINDIR)/sk-renew-hook \
+	    $(addprefix $(DESTDIR)$(SBINDIR)/,$(notdir $(TL_BIN) $(MR_BIN) $(SKM_BIN))) \
+	    $(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(INSTALL_UNITS)) \
+	    $(DESTDIR)$(NGX_MODULES_DIR)/$(notdir $(NGX_MOD)) \
+	    $(DESTDIR)$(NGX_LOADCONF_DIR)/mod-http-sovereign-key.conf
+	for m in $(notdir $(INSTALL_MAN)); do \
+	    rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$$m; \
+	done
+
+# The .debs (debian/), built from a copy of the tree in DEB_OUT, so that
+# dpkg-buildpackage writes nothing beside this checkout.
+DEB_OUT ?= build-deb-out
+
+deb:
+	scripts/build-debs.sh $(DEB_OUT)
+
+# Build the packages, install them on this machine, check them as an
+# operator would, purge them (also when a check fails).  Root only.
+test-packages:
+	tests/packages/run.sh

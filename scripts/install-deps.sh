@@ -1,6 +1,9 @@
 #!/bin/sh
 # Install the Debian 12 packages sovereign-keys builds and tests with.
 # Idempotent and non-interactive: safe to run on every invocation.
+# dpkg-dev, debhelper, fakeroot, lintian: make deb / make test-packages
+# build and lint the Debian packages; systemd: systemd-analyze checks the
+# units (PID 1 need not be systemd).
 set -eu
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
@@ -8,7 +11,8 @@ libssl-dev openssl libcmocka-dev libhiredis-dev libmilter-dev
 libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev
 nginx nginx-dev redis-server tor postfix miltertest swaks
 gnutls-bin libgnutls28-dev curl python3 perl libio-socket-ssl-perl libtest-simple-perl
-valgrind groff-base"
+valgrind groff-base
+dpkg-dev debhelper fakeroot lintian systemd"
 
 missing=""
 for p in $PKGS; do

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "skm.h"
 
@@ -334,7 +335,7 @@ skm_conf_check(skm_loader_t *ld, sk_err_t *err)
     skm_conf_t     *c;
     struct passwd  *pw;
     struct group   *gr;
-    char           *user, *group, *a, *b, *colon;
+    char           *user, *group, *a, *b, *colon, host[256];
     size_t          i;
     sk_err_t        e;
 
@@ -427,11 +428,17 @@ skm_conf_check(skm_loader_t *ld, sk_err_t *err)
     }
 
     if (c->authservid == NULL) {
-        if (c->names.n == 0) {
+        /* As OpenDKIM: else this host's name, so that the packaged
+         * configuration starts as it is. */
+        host[sizeof(host) - 1] = '\0';
+        if (c->names.n == 0
+            && (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0'))
+        {
             return sk_err_set(err, SK_ERR_FORMAT, "%s: required parameter "
-                "\"AuthservID\" missing (or give a Name)", c->file);
+                "\"AuthservID\" missing (give a Name; the host has no "
+                "name)", c->file);
         }
-        c->authservid = strdup(c->names.v[0]);
+        c->authservid = strdup(c->names.n > 0 ? c->names.v[0] : host);
         if (c->authservid == NULL) {
             return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
         }

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sk/daemon.h>
 #include <sk/file.h>
 
 #include "skm.h"
@@ -132,6 +133,7 @@ main(int argc, char **argv)
     }
     skm_log(LOG_INFO, "started on %s (mode %s)", conf->socket,
         conf->mode == SKM_MODE_REJECT ? "reject" : "verify");
+    (void) sk_daemon_notify("READY=1");
 
     for (;;) {
         sig = sigwaitinfo(&set, &si);
@@ -146,6 +148,7 @@ main(int argc, char **argv)
     }
 
     skm_log(LOG_INFO, "stopping on signal %d", sig);
+    (void) sk_daemon_notify("STOPPING=1");
     pthread_mutex_lock(&skm_rf_lock);
     skm_rf_stop = 1;
     pthread_cond_signal(&skm_rf_cond);

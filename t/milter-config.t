@@ -55,8 +55,10 @@ bad("$good" . "RefreshInterval soon\n", "$dir/c.conf: line 3: illegal "
     'bad integer');
 bad("$good" . "PidFile\n", "$dir/c.conf: line 3: parameter \"PidFile\" "
     . 'needs a value', 'missing value');
-bad("Socket inet:1\@127.0.0.1\n", "$dir/c.conf: required parameter "
-    . '"AuthservID" missing (or give a Name)', 'no authserv-id');
+# No AuthservID and no Name: the host's name, as OpenDKIM (the packaged
+# /etc/sk-milter.conf sets neither).
+$r = check("Socket inet:1\@127.0.0.1\n");
+is($r->{rc}, 0, 'no authserv-id: the host name, exit 0') or diag($r->{err});
 bad("$good" . "AuthservID mx.example.org/1\n", "$dir/c.conf: line 3: "
     . 'illegal value "mx.example.org/1" for "AuthservID" (a token of at '
     . 'most 255 characters: no space or ()<>@,;:\\"/[]?=)',

@@ -125,7 +125,9 @@ mr_main_run(mr_mirror_t *m)
     } else {
         mr_log("mirroring %zu timelines, listening on %s", m->ntl,
             m->conf.listen);
+        (void) sk_daemon_notify("READY=1");
         mr_log("signal %d: stopping", sk_daemon_wait(&set));
+        (void) sk_daemon_notify("STOPPING=1");
     }
     if (d != NULL) {
         MHD_stop_daemon(d);

@@ -52,7 +52,9 @@ tl_main_run(tl_timeline_t *tl)
     }
     tl_log("timeline %llu (%s) listening on %s",
         (unsigned long long) tl->conf.tid, tl->conf.origin, tl->conf.listen);
+    (void) sk_daemon_notify("READY=1");
     tl_log("signal %d: stopping", sk_daemon_wait(&set));
+    (void) sk_daemon_notify("STOPPING=1");
     MHD_stop_daemon(d);
     tl_append_drain(tl);
     return EX_OK;

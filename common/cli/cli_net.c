@@ -285,3 +285,30 @@ cli_net_is_address(const char *host)
     return inet_pton(AF_INET, host, addr) == 1
         || inet_pton(AF_INET6, host, addr) == 1;
 }
+
+
+int
+cli_net_fetch_chain(STACK_OF(X509) **chain, const char *target,
+    const char *starttls, const char *servername, sk_err_t *err)
+{
+    const char    *port, *sni = servername;
+    char           host[CLI_NET_HOST_MAX];
+    int            fd, rc;
+
+    if (cli_net_split(host, sizeof(host), &port, target) != 0) {
+        return sk_err_set(err, SK_ERR_USAGE,
+            "--connect wants HOST:PORT or [IPv6]:PORT");
+    }
+    /* SNI carries names only, never address literals (RFC 6066). */
+    if (sni == NULL && !cli_net_is_address(host)) {
+        sni = host;
+    }
+    fd = cli_net_connect(host, port, err);
+    if (fd < 0) {
+        return -1;
+    }
+    rc = (starttls != NULL && cli_net_starttls(fd, err) != 0)
+        ? -1 : cli_net_handshake(chain, fd, sni, err);
+    close(fd);
+    return rc;
+}

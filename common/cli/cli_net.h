@@ -1,7 +1,8 @@
 /*
- * cli_net.h -- what `sk verify-chain --connect` and `sk verify` share:
- * TCP connect, SMTP STARTTLS, and a TLS handshake that fetches the chain
- * the server presents.  Every connect, read and write has a 10 s timeout.
+ * cli_net.h -- what `sk verify-chain --connect`, `sk check` and `sk verify`
+ * share: TCP connect, SMTP STARTTLS, and a TLS handshake that fetches the
+ * chain the server presents.  Every connect, read and write has a 10 s
+ * timeout.
  */
 #ifndef SK_CLI_NET_H
 #define SK_CLI_NET_H
@@ -27,6 +28,12 @@ int cli_net_starttls(int fd, sk_err_t *err);
  * first (free with sk_X509_pop_free(chain, X509_free)). */
 int cli_net_handshake(STACK_OF(X509) **chain, int fd, const char *sni,
     sk_err_t *err);
+
+/* The chain HOST:PORT (or [IPv6]:PORT) presents: connect, STARTTLS when
+ * starttls is "smtp", handshake with SNI servername, else HOST unless it
+ * is an address.  A malformed target is SK_ERR_USAGE. */
+int cli_net_fetch_chain(STACK_OF(X509) **chain, const char *target,
+    const char *starttls, const char *servername, sk_err_t *err);
 
 /* HOST:PORT or [IPv6]:PORT into host and port (a pointer into arg). */
 int cli_net_split(char *host, size_t hostlen, const char **port,

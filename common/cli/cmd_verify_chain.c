@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <openssl/x509.h>
 
@@ -15,33 +14,6 @@
 
 #include "cli.h"
 #include "cli_net.h"
-
-
-static int
-sk_vc_fetch(STACK_OF(X509) **chain, const char *target, const char *starttls,
-    const char *servername, sk_err_t *err)
-{
-    const char    *port, *sni = servername;
-    char           host[CLI_NET_HOST_MAX];
-    int            fd, rc;
-
-    if (cli_net_split(host, sizeof(host), &port, target) != 0) {
-        return sk_err_set(err, SK_ERR_USAGE,
-            "--connect wants HOST:PORT or [IPv6]:PORT");
-    }
-    /* SNI carries names only, never address literals (RFC 6066). */
-    if (sni == NULL && !cli_net_is_address(host)) {
-        sni = host;
-    }
-    fd = cli_net_connect(host, port, err);
-    if (fd < 0) {
-        return -1;
-    }
-    rc = (starttls != NULL && cli_net_starttls(fd, err) != 0)
-        ? -1 : cli_net_handshake(chain, fd, sni, err);
-    close(fd);
-    return rc;
-}
 
 
 static int
@@ -171,7 +143,7 @@ sk_verify_chain_run(int argc, char **argv)
     if (in != NULL) {
         rc = sk_chain_load_pem(&chain, in, &err);
     } else {
-        rc = sk_vc_fetch(&chain, target, starttls, servername, &err);
+        rc = cli_net_fetch_chain(&chain, target, starttls, servername, &err);
         if (rc != 0 && err.code == SK_ERR_USAGE) {
             sk_key_free(sk);
             return cli_usage(&sk_cmd_verify_chain, "%s", err.msg);
