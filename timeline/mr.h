@@ -71,11 +71,12 @@ typedef enum {
 const char *mr_state_name(mr_state_t s);
 
 /* A change to the roots a timeline trusts: an Add-Root-CA (cert) or a
- * Remove-Root-CA (cert NULL), at SN sn. */
+ * Remove-Root-CA (cert NULL), at SN sn, with its CA-Serial. */
 typedef struct {
     uint64_t       sn;
     struct x509_st *cert;       /* X509 */
     unsigned char  hash[SK_SHA256_BYTES];
+    unsigned long  serial;
 } mr_root_t;
 
 /* One mirrored timeline. */
@@ -216,7 +217,9 @@ int mr_store_read_evidence(const mr_tl_t *t, char **out, size_t *len,
     sk_err_t *err) SK_WUR;
 
 /* mr_roots.c, under the lock: the timeline's own root-CA history, so a
- * Bind's evidence is checked against the roots trusted at its SN. */
+ * Bind's evidence is checked against the roots trusted at its SN.  A
+ * root change whose CA-Serial is not above the newest noted one changes
+ * nothing, as in sk-timeline (docs/protocol.md, "Operator entries"). */
 int mr_roots_note(mr_tl_t *t, const sk_entry_t *e, uint64_t sn,
     sk_err_t *err) SK_WUR;
 void mr_roots_rewind(mr_tl_t *t, uint64_t size);

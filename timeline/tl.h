@@ -176,6 +176,8 @@ typedef struct {
     size_t            nroots;
     X509_STORE       *store;        /* the roots, rebuilt when they change;
                                        chains verify with a reference */
+    uint32_t          ca_next;      /* a root change needs a CA-Serial at
+                                       least this: the newest one's + 1 */
 
     int64_t           rate_sec;     /* global limit window */
     uint64_t          rate_count;
@@ -252,6 +254,10 @@ tl_name_t *tl_state_name(tl_timeline_t *tl, const char *name);
 int tl_state_spend(tl_timeline_t *tl, tl_name_t *n, int64_t now, int dry);
 /* Whether n took a Change-Services with this SK-Signature already. */
 int tl_state_seen(const tl_name_t *n, const char *sig);
+/* 0 if root-CA entry e's CA-Serial is above every root change's taken
+ * (docs/protocol.md, "Operator entries"); else -1 and err says so. */
+int tl_state_root_serial(const tl_timeline_t *tl, const sk_entry_t *e,
+    sk_err_t *err);
 /* Index of the root with this base64url SHA-256, or -1. */
 int tl_state_root_find(tl_timeline_t *tl, const char *hash_b64);
 void tl_state_free(tl_timeline_t *tl);
