@@ -13,9 +13,11 @@
 #define SK_MR_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <sk/httpd.h>
 #include <sk/sk.h>
 #include <sk/tfm.h>
 
@@ -47,8 +49,8 @@ typedef struct {
     uint64_t     chunk_text_max;    /* bytes of a chunk once unpacked */
     uint64_t     tail_max;          /* unpublished entries fetched one by one */
     uint64_t     query_cache;       /* seconds an answer is reused; 0 off */
-    uint64_t     threads;           /* HTTP worker threads */
-    uint64_t     connections;       /* HTTP connections at once */
+    uint64_t     threads;           /* HTTP polling threads */
+    sk_httpd_limits_t  http;        /* connections, timeouts */
     char        *answer_cache;      /* redis://...|unix:...; NULL: memory */
     char        *peer[MR_MAX_PEERS];    /* other mirrors, for tracking */
     size_t       npeers;
@@ -142,6 +144,8 @@ typedef struct {
     pthread_mutex_t    lock;        /* the "lock" fields, names, stopping */
     pthread_cond_t     wake;        /* stopping */
     int                stopping;
+    atomic_int         halt;        /* stopping, read by fetches under way
+                                       (without the lock): they give up */
     uint64_t           gen;         /* bumped when servability changes */
     mr_name_t         *names;       /* open addressing, power-of-2 slots */
     size_t             nnames, nslots;
@@ -286,10 +290,11 @@ typedef struct {
     long     status;            /* HTTP status; 0: no answer */
 } mr_resp_t;
 
-/* GET url; at most max bytes of body; -1 (SK_ERR_UNAVAILABLE) when there
- * is no complete answer; any HTTP status is an answer. */
-int mr_fetch(mr_resp_t *r, void *curl, const char *url, size_t max,
-    uint64_t timeout_ms, sk_err_t *err) SK_WUR;
+/* GET url within fetch_timeout_ms; at most max bytes of body; -1
+ * (SK_ERR_UNAVAILABLE) when there is no complete answer, also at once
+ * when the mirror stops; any HTTP status is an answer. */
+int mr_fetch(mr_mirror_t *m, mr_resp_t *r, void *curl, const char *url,
+    size_t max, sk_err_t *err) SK_WUR;
 
 /* mr_sync.c: the sync threads. */
 int mr_sync_start(mr_mirror_t *m, sk_err_t *err) SK_WUR;
@@ -331,9 +336,7 @@ int mr_query_status(mr_mirror_t *m, char **out, size_t *len, sk_err_t *err)
     SK_WUR;
 
 /* mr_http.c */
-struct MHD_Daemon;
-int mr_http_start(mr_mirror_t *m, struct MHD_Daemon **d, sk_err_t *err)
-    SK_WUR;
+int mr_http_start(mr_mirror_t *m, sk_httpd_t **h, sk_err_t *err) SK_WUR;
 
 void mr_log(const char *fmt, ...) SK_PRINTF(1, 2);
 

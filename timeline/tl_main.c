@@ -11,7 +11,6 @@
 #include <sysexits.h>
 #include <time.h>
 
-#include <microhttpd.h>
 #include <sk/daemon.h>
 #include <sk/keyfile.h>
 
@@ -50,9 +49,9 @@ tl_main_key(tl_timeline_t *tl, sk_err_t *err)
 static int
 tl_main_run(tl_timeline_t *tl)
 {
-    struct MHD_Daemon  *d;
-    sk_err_t            err;
-    sigset_t            set;
+    sk_httpd_t  *h;
+    sk_err_t     err;
+    sigset_t     set;
 
     /* Signals are taken by sigwait here, never by the HTTP threads. */
     sk_daemon_block(&set);
@@ -69,7 +68,7 @@ tl_main_run(tl_timeline_t *tl)
         tl_log("%s", err.msg);
         return EX_CONFIG;
     }
-    if (tl_chunk_start(tl, &err) != 0 || tl_http_start(tl, &d, &err) != 0)
+    if (tl_chunk_start(tl, &err) != 0 || tl_http_start(tl, &h, &err) != 0)
     {
         tl_log("%s", err.msg);
         return EX_UNAVAILABLE;
@@ -77,7 +76,7 @@ tl_main_run(tl_timeline_t *tl)
     tl_log("timeline %llu (%s) listening on %s",
         (unsigned long long) tl->conf.tid, tl->conf.origin, tl->conf.listen);
     tl_log("signal %d: stopping", sk_daemon_wait(&set));
-    MHD_stop_daemon(d);
+    tl_http_stop(tl, h);
     tl_append_drain(tl);
     return EX_OK;
 }
