@@ -150,8 +150,11 @@ typedef struct {
     mr_name_t         *names;       /* open addressing, power-of-2 slots */
     size_t             nnames, nslots;
     uint64_t           cache_hits, cache_misses;
-    pthread_mutex_t    rlock;       /* rcache */
+    pthread_mutex_t    rlock;       /* rcache, rpause */
     sk_cache_t        *rcache;      /* shared answer cache, or NULL */
+    uint64_t           rpause;      /* seconds Redis is left alone after
+                                       its last failure; 0: it answers */
+    atomic_llong       rpause_until;    /* mr_now() it is asked again */
     char               rprefix[64]; /* its keys: sk:mirror-answer:<id>: */
     pthread_t          tracker;
     int                tracker_up;
@@ -316,14 +319,17 @@ int mr_track_start(mr_mirror_t *m, sk_err_t *err) SK_WUR;
 void mr_track_stop(mr_mirror_t *m);
 
 /* mr_cache.c: answers shared through Redis (answer_cache); values are
- * "SK-Mirror-Cache: <servable TIDs> <built>\n" + the signed answer. */
+ * "SK-Mirror-Cache: <servable TIDs> <built> <entries for the name>\n" +
+ * the signed answer.  A failing Redis is left alone for a while (and
+ * every call is a miss meanwhile). */
 int mr_cache_open(mr_mirror_t *m, sk_err_t *err) SK_WUR;
 /* 0 and a copy of the answer if one built for these servable timelines
- * is younger than query_cache; -1 otherwise. */
+ * from nrefs entries for the name is younger than query_cache; -1
+ * otherwise. */
 int mr_cache_get(mr_mirror_t *m, const char *name, const char *servable,
-    char **out, size_t *len);
+    size_t nrefs, char **out, size_t *len);
 void mr_cache_put(mr_mirror_t *m, const char *name, const char *servable,
-    const char *answer, size_t len);
+    size_t nrefs, const char *answer, size_t len);
 void mr_cache_del(mr_mirror_t *m, const char *name);
 void mr_cache_close(mr_mirror_t *m);
 
