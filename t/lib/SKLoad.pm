@@ -29,6 +29,14 @@ package SKLoad;
 #   raw(PORT, BYTES[, SECS])
 #                   send BYTES on a fresh connection, return what the server
 #                   sends back before it closes or SECS (default 5) pass
+#   slow_link(PORT, RATE)
+#                   a forwarder to 127.0.0.1:PORT that passes answers on
+#                   at RATE bytes a second (a slow path between a mirror
+#                   and a timeline); when the far end goes away it cuts
+#                   the near end at once, keeping what it had not passed
+#                   on yet, as a dead host would.  Returns { pid, port,
+#                   url }; link_sent(L) is what it passed on so far: {
+#                   "request line" => bytes of its answer }
 #   addrs(N[, SKIP])  N loopback source addresses, 127.0.0.2 on (after
 #                   the first SKIP of them)
 #   raise_nofile()  raise the soft limit on open files to the hard one
@@ -45,7 +53,8 @@ use POSIX ();
 use Time::HiRes qw(time sleep);
 use SKTest;
 
-our @EXPORT = qw(hold held release timed raw addrs raise_nofile);
+our @EXPORT = qw(hold held release timed raw addrs raise_nofile slow_link
+    link_sent);
 
 sub addrs {
     my ($n, $skip) = @_;
@@ -201,6 +210,101 @@ sub raw {
     }
     close $s;
     return $out;
+}
+
+sub slow_link {
+    my ($port, $rate) = @_;
+    my $l = IO::Socket::INET->new(Listen => 64, LocalAddr => '127.0.0.1',
+        LocalPort => 0, Proto => 'tcp', ReuseAddr => 1)
+        or die "slow_link: $!";
+    my $dir = SKTest::tmpdir();
+    my $pid = fork;
+    die "slow_link: fork: $!" unless defined $pid;
+    if ($pid == 0) {
+        link_child($l, $port, $rate, "$dir/sent");
+        POSIX::_exit(0);
+    }
+    my $lport = $l->sockport;
+    close $l;
+    return { pid => $pid, port => $lport, url => "http://127.0.0.1:$lport",
+        sent => "$dir/sent" };
+}
+
+sub link_child {
+    my ($l, $port, $rate, $sent) = @_;
+    my $poll = IO::Poll->new;
+    my (%peer, %pair, %bytes);     # fileno => other end; near fd => state
+    my $tick = 0.05;
+    my $next = time + $tick;
+    $l->blocking(0);
+    $poll->mask($l => POLLIN);
+
+    my $cut = sub {
+        my ($p) = @_;
+        delete $pair{fileno $p->{near}};
+        for my $s ($p->{near}, $p->{far}) {
+            delete $peer{fileno $s};
+            $poll->remove($s);
+            close $s;
+        }
+    };
+    while (1) {
+        $poll->poll($tick);
+        for my $s ($poll->handles(POLLIN | POLLHUP | POLLERR)) {
+            if ($s == $l) {
+                my $c = $l->accept or next;
+                my $u = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                    PeerPort => $port, Proto => 'tcp', Timeout => 1);
+                if (!$u) {
+                    close $c;       # nobody there
+                    next;
+                }
+                $_->blocking(0) for $c, $u;
+                my $p = { near => $c, far => $u, buf => '', req => '' };
+                $pair{fileno $c} = $p;
+                $peer{fileno $c} = $p;
+                $peer{fileno $u} = $p;
+                $poll->mask($c => POLLIN);
+                $poll->mask($u => POLLIN);
+                next;
+            }
+            my $p = $peer{fileno $s} or next;
+            my $got = sysread $s, my $buf, 65536;
+            next if !defined $got && ($! == EAGAIN || $! == EINTR);
+            if (!$got) {
+                $cut->($p);
+                next;
+            }
+            if ($s == $p->{near}) {
+                ($p->{req}) = $buf =~ /\A(\S+ \S+)/ if $buf =~ /\A[A-Z]+ /;
+                $bytes{$p->{req}} //= 0;
+                syswrite $p->{far}, $buf;
+            } else {
+                $p->{buf} .= $buf;
+            }
+        }
+        next if time < $next;
+        $next = time + $tick;
+        for my $p (values %pair) {
+            next if $p->{buf} eq '';
+            my $n = syswrite $p->{near}, $p->{buf}, int($rate * $tick) || 1;
+            next unless $n;
+            substr($p->{buf}, 0, $n) = '';
+            $bytes{$p->{req}} += $n;
+        }
+        if (open my $f, '>', "$sent.tmp") {
+            print $f map { "$bytes{$_} $_\n" } sort keys %bytes;
+            close $f;
+            rename "$sent.tmp", $sent;
+        }
+    }
+}
+
+sub link_sent {
+    my ($link) = @_;
+    return {} unless -e $link->{sent};
+    return { map { /^(\d+) (.*)$/ ? ($2 => $1) : () }
+        split /\n/, slurp($link->{sent}) };
 }
 
 1;
