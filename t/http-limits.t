@@ -139,4 +139,24 @@ for my $kind (qw(timeline mirror)) {
         "$kind: no sanitizer reports");
 }
 
+# The keys are checked by -n, naming the key.
+for my $x ([$SKTimeline::TL, "tid = 1\n"],
+           [$SKMirror::MR, "timeline = 1 http://127.0.0.1:1 $d/operator.pub\n"])
+{
+    my ($bin, $extra) = @$x;
+    for my $bad (["connections_per_ip = 5000\n",
+                  qr/"connections_per_ip" must be at most "connections"/],
+                 ["request_timeout = 0\n",
+                  qr/"request_timeout" and "idle_timeout" must be within 1\.\.86400/],
+                 ["connections = 0\n", qr/"connections" must be within 1\.\./])
+    {
+        spew("$d/bad.conf", "listen = 127.0.0.1:1\ndata_dir = $d\n$extra"
+            . $bad->[0]);
+        my $r = run_cmd([$bin, '-n', '-c', "$d/bad.conf"]);
+        (my $what = $bad->[0]) =~ s/\n//;
+        ok($r->{rc} == 78 && $r->{err} =~ $bad->[1],
+            ($bin =~ m{([^/]+)$})[0] . " -n refuses $what") or diag($r->{err});
+    }
+}
+
 done_testing();
