@@ -43,7 +43,7 @@ my $root = root_entry(cert => "$ca.crt", key => $op);
 expect($root, 201, qr/^SN: 0$/m, 'a good entry');
 
 # Bad input.
-expect('x' x 9000, 413, qr/^form: body larger than 8192 bytes$/m,
+expect('x' x 9000, 413, qr/^body: 9002 bytes declared, more than 8192$/m,
     'oversized body');
 expect({ e => $root, x => 1 }, 400, qr/^form: unknown field "x"$/m,
     'an unknown form field');

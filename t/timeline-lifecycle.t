@@ -117,7 +117,8 @@ expect("Bind: 1\nName: caf\xc3\xa9.com\n\n", 400, qr/not printable ascii/,
     'non-ASCII');
 expect("Nonsense: 1\n\n", 400, qr/^entry: /, 'unknown entry type');
 expect("Bind: 1\nName: x\n", 400, qr/^entry: /, 'truncated entry');
-expect('x' x 30000, 413, qr/larger than 20000 bytes/, 'oversized body');
+expect('x' x 30000, 413, qr/^body: \d+ bytes declared, more than 20000$/m,
+    'oversized body');
 $r = http('POST', "$t->{url}/append");
 is($r->{code}, 400, 'empty form: 400');
 $r = http('GET', "$t->{url}/append");

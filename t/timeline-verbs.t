@@ -242,6 +242,36 @@ is($r->{code}, 403, 'a Bind from the removed CA: 403');
 like($r->{body}, qr/^bind: chain: not valid to a trusted root at claim time/,
     '... naming the chain rule');
 
+# Root-CA entries are refused on replay (docs/protocol.md, "Operator
+# entries"): the public Add-Root-CA at SN 0, posted again, must not trust
+# the removed root again, nor may the Remove be replayed.
+my $add0 = http('GET', "$url/entry/0")->{body};
+$r = append($t, $add0);
+is($r->{code}, 403, 'the old Add-Root-CA replayed: 403') or diag($r->{body});
+like($r->{body}, qr/^add-root-ca: CA-Serial 1 is not above 2, the newest root change's: a replay or out of order$/m,
+    '... naming the serial rule');
+$r = append($t, $late);
+is($r->{code}, 403, 'the removed CA stays untrusted');
+$r = append($t, canon('Remove-Root-CA', $rm));
+is($r->{code}, 403, 'the Remove-Root-CA replayed: 403');
+like($r->{body}, qr/^remove-root-ca: CA-Serial 2 is not above 2/m,
+    '... naming the serial rule');
+$r = append($t, root_entry(cert => "$ca.crt", key => $op, serial => 3));
+is($r->{code}, 201, 'a new Add-Root-CA with a later serial trusts it again')
+    or diag($r->{body});
+$r = append($t, root_entry(cert => "$ca.crt", key => $op, serial => 4));
+is($r->{code}, 201, 'adding a trusted root again: taken, changes nothing');
+$rm->{'CA-Serial'} = 5;
+sign_entry('Remove-Root-CA', $rm, 'Operator-Signature', $op);
+is(append($t, canon('Remove-Root-CA', $rm))->{code}, 201,
+    'one Remove-Root-CA (serial 5) ...');
+is(append($t, $late)->{code}, 403, '... ends the trust of a root added twice');
+stop_daemon($t->{pid});
+restart_timeline($t);
+ok($t->{up}, 'restarts');
+is(append($t, $add0)->{code}, 403, 'after a restart the replay is refused');
+is(append($t, $late)->{code}, 403, '... and the root still removed');
+
 # 202 behind a slow sync (sync_delay_ms, a test knob): the first writer
 # leads a slow fdatasync, a second one written meanwhile gets a token and
 # 201 once its entry is on disk.

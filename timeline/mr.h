@@ -13,9 +13,11 @@
 #define SK_MR_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <sk/httpd.h>
 #include <sk/sk.h>
 #include <sk/tfm.h>
 
@@ -47,8 +49,8 @@ typedef struct {
     uint64_t     chunk_text_max;    /* bytes of a chunk once unpacked */
     uint64_t     tail_max;          /* unpublished entries fetched one by one */
     uint64_t     query_cache;       /* seconds an answer is reused; 0 off */
-    uint64_t     threads;           /* HTTP worker threads */
-    uint64_t     connections;       /* HTTP connections at once */
+    uint64_t     threads;           /* HTTP polling threads */
+    sk_httpd_limits_t  http;        /* connections, timeouts */
     char        *answer_cache;      /* redis://...|unix:...; NULL: memory */
     char        *peer[MR_MAX_PEERS];    /* other mirrors, for tracking */
     size_t       npeers;
@@ -71,11 +73,12 @@ typedef enum {
 const char *mr_state_name(mr_state_t s);
 
 /* A change to the roots a timeline trusts: an Add-Root-CA (cert) or a
- * Remove-Root-CA (cert NULL), at SN sn. */
+ * Remove-Root-CA (cert NULL), at SN sn, with its CA-Serial. */
 typedef struct {
     uint64_t       sn;
     struct x509_st *cert;       /* X509 */
     unsigned char  hash[SK_SHA256_BYTES];
+    unsigned long  serial;
 } mr_root_t;
 
 /* One mirrored timeline. */
@@ -141,12 +144,17 @@ typedef struct {
     pthread_mutex_t    lock;        /* the "lock" fields, names, stopping */
     pthread_cond_t     wake;        /* stopping */
     int                stopping;
+    atomic_int         halt;        /* stopping, read by fetches under way
+                                       (without the lock): they give up */
     uint64_t           gen;         /* bumped when servability changes */
     mr_name_t         *names;       /* open addressing, power-of-2 slots */
     size_t             nnames, nslots;
     uint64_t           cache_hits, cache_misses;
-    pthread_mutex_t    rlock;       /* rcache */
+    pthread_mutex_t    rlock;       /* rcache, rpause */
     sk_cache_t        *rcache;      /* shared answer cache, or NULL */
+    uint64_t           rpause;      /* seconds Redis is left alone after
+                                       its last failure; 0: it answers */
+    atomic_llong       rpause_until;    /* mr_now() it is asked again */
     char               rprefix[64]; /* its keys: sk:mirror-answer:<id>: */
     pthread_t          tracker;
     int                tracker_up;
@@ -216,7 +224,9 @@ int mr_store_read_evidence(const mr_tl_t *t, char **out, size_t *len,
     sk_err_t *err) SK_WUR;
 
 /* mr_roots.c, under the lock: the timeline's own root-CA history, so a
- * Bind's evidence is checked against the roots trusted at its SN. */
+ * Bind's evidence is checked against the roots trusted at its SN.  A
+ * root change whose CA-Serial is not above the newest noted one changes
+ * nothing, as in sk-timeline (docs/protocol.md, "Operator entries"). */
 int mr_roots_note(mr_tl_t *t, const sk_entry_t *e, uint64_t sn,
     sk_err_t *err) SK_WUR;
 void mr_roots_rewind(mr_tl_t *t, uint64_t size);
@@ -283,10 +293,11 @@ typedef struct {
     long     status;            /* HTTP status; 0: no answer */
 } mr_resp_t;
 
-/* GET url; at most max bytes of body; -1 (SK_ERR_UNAVAILABLE) when there
- * is no complete answer; any HTTP status is an answer. */
-int mr_fetch(mr_resp_t *r, void *curl, const char *url, size_t max,
-    uint64_t timeout_ms, sk_err_t *err) SK_WUR;
+/* GET url within fetch_timeout_ms; at most max bytes of body; -1
+ * (SK_ERR_UNAVAILABLE) when there is no complete answer, also at once
+ * when the mirror stops; any HTTP status is an answer. */
+int mr_fetch(mr_mirror_t *m, mr_resp_t *r, void *curl, const char *url,
+    size_t max, sk_err_t *err) SK_WUR;
 
 /* mr_sync.c: the sync threads. */
 int mr_sync_start(mr_mirror_t *m, sk_err_t *err) SK_WUR;
@@ -308,14 +319,17 @@ int mr_track_start(mr_mirror_t *m, sk_err_t *err) SK_WUR;
 void mr_track_stop(mr_mirror_t *m);
 
 /* mr_cache.c: answers shared through Redis (answer_cache); values are
- * "SK-Mirror-Cache: <servable TIDs> <built>\n" + the signed answer. */
+ * "SK-Mirror-Cache: <servable TIDs> <built> <entries for the name>\n" +
+ * the signed answer.  A failing Redis is left alone for a while (and
+ * every call is a miss meanwhile). */
 int mr_cache_open(mr_mirror_t *m, sk_err_t *err) SK_WUR;
 /* 0 and a copy of the answer if one built for these servable timelines
- * is younger than query_cache; -1 otherwise. */
+ * from nrefs entries for the name is younger than query_cache; -1
+ * otherwise. */
 int mr_cache_get(mr_mirror_t *m, const char *name, const char *servable,
-    char **out, size_t *len);
+    size_t nrefs, char **out, size_t *len);
 void mr_cache_put(mr_mirror_t *m, const char *name, const char *servable,
-    const char *answer, size_t len);
+    size_t nrefs, const char *answer, size_t len);
 void mr_cache_del(mr_mirror_t *m, const char *name);
 void mr_cache_close(mr_mirror_t *m);
 
@@ -328,9 +342,7 @@ int mr_query_status(mr_mirror_t *m, char **out, size_t *len, sk_err_t *err)
     SK_WUR;
 
 /* mr_http.c */
-struct MHD_Daemon;
-int mr_http_start(mr_mirror_t *m, struct MHD_Daemon **d, sk_err_t *err)
-    SK_WUR;
+int mr_http_start(mr_mirror_t *m, sk_httpd_t **h, sk_err_t *err) SK_WUR;
 
 void mr_log(const char *fmt, ...) SK_PRINTF(1, 2);
 

@@ -2,20 +2,65 @@
  * mr_cache.c -- the answer cache in Redis (config answer_cache), so that
  * several mirror front-ends with one key share answers.  An answer is
  * signed, so a poisoned cache is detected by clients, not trusted; it is
- * reused only if it was built for the same servable timelines and is
- * younger than query_cache, and the sync threads delete a name's answer
- * as soon as a new entry for it is merged.  Without answer_cache the
- * answers stay in memory (mr_names.c).  A Redis outage is logged and
- * answers are built fresh.
+ * reused only if it was built for the same servable timelines, from as
+ * many entries for the name as this front-end holds, and is younger than
+ * query_cache.  The sync threads also delete a name's answer as soon as a
+ * new entry for it is merged, but a delete can fail (Redis away, then
+ * back with its data): the entry count is what keeps an old answer out.
+ * Without answer_cache the answers stay in memory (mr_names.c).
+ *
+ * A Redis that fails (down, or hung: a timeout) is left alone for a pause
+ * of 1 s, doubling up to MR_CACHE_PAUSE_MAX, and answers are built fresh
+ * meanwhile: one call in a pause waits for the timeout, not every query.
+ * The log says when it fails and when it answers again.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mr.h"
 
-#define MR_CACHE_HEAD  "SK-Mirror-Cache: "
+#define MR_CACHE_HEAD       "SK-Mirror-Cache: "
+#define MR_CACHE_PAUSE_MAX  30      /* seconds */
+
+
+/* Whether Redis may be asked now; then m->rlock is held. */
+static int
+mr_cache_begin(mr_mirror_t *m)
+{
+    if (m->rcache == NULL || mr_now() < atomic_load(&m->rpause_until)) {
+        return 0;
+    }
+    pthread_mutex_lock(&m->rlock);
+    /* Another thread may have just failed while this one waited. */
+    if (mr_now() < atomic_load(&m->rpause_until)) {
+        pthread_mutex_unlock(&m->rlock);
+        return 0;
+    }
+    return 1;
+}
+
+
+/* How the call went (err NULL: well); releases m->rlock. */
+static void
+mr_cache_end(mr_mirror_t *m, const sk_err_t *err)
+{
+    if (err == NULL || err->code == SK_ERR_NOT_FOUND) {
+        if (m->rpause != 0) {
+            mr_log("answer_cache: Redis answers again");
+            m->rpause = 0;
+        }
+    } else {
+        m->rpause = m->rpause == 0 ? 1 : m->rpause * 2 > MR_CACHE_PAUSE_MAX
+                    ? MR_CACHE_PAUSE_MAX : m->rpause * 2;
+        atomic_store(&m->rpause_until, mr_now() + (int64_t) m->rpause);
+        mr_log("answer_cache: %s; answers are built fresh, Redis is asked "
+            "again in %" PRIu64 " s", err->msg, m->rpause);
+    }
+    pthread_mutex_unlock(&m->rlock);
+}
 
 
 int
@@ -51,25 +96,23 @@ mr_cache_key(char *out, size_t cap, const mr_mirror_t *m, const char *name)
 
 int
 mr_cache_get(mr_mirror_t *m, const char *name, const char *servable,
-    char **out, size_t *len)
+    size_t nrefs, char **out, size_t *len)
 {
     unsigned char  *v;
     sk_err_t        err;
     size_t          vlen, hl = strlen(MR_CACHE_HEAD), sl = strlen(servable);
     char            key[SK_CACHE_KEY_MAX + 64], *nl, *end;
     long long       built;
+    unsigned long   n;
     int             rc;
 
-    if (m->rcache == NULL || mr_cache_key(key, sizeof(key), m, name) != 0) {
+    if (mr_cache_key(key, sizeof(key), m, name) != 0 || !mr_cache_begin(m))
+    {
         return -1;
     }
-    pthread_mutex_lock(&m->rlock);
     rc = sk_cache_get(m->rcache, key, &v, &vlen, &err);
-    pthread_mutex_unlock(&m->rlock);
+    mr_cache_end(m, rc != 0 ? &err : NULL);
     if (rc != 0) {
-        if (err.code != SK_ERR_NOT_FOUND) {
-            mr_log("answer_cache: %s", err.msg);
-        }
         return -1;
     }
     nl = memchr(v, '\n', vlen);
@@ -79,7 +122,9 @@ mr_cache_get(mr_mirror_t *m, const char *name, const char *servable,
         && memcmp(v + hl, servable, sl) == 0 && v[hl + sl] == ' ')
     {
         built = strtoll((char *) v + hl + sl + 1, &end, 10);
-        if (end == nl && mr_now() - built < (int64_t) m->conf.query_cache
+        n = *end == ' ' ? strtoul(end + 1, &end, 10) : ULONG_MAX;
+        if (end == nl && n == nrefs
+            && mr_now() - built < (int64_t) m->conf.query_cache
             && mr_now() >= built)
         {
             *len = vlen - (size_t) (nl + 1 - (char *) v);
@@ -98,7 +143,7 @@ mr_cache_get(mr_mirror_t *m, const char *name, const char *servable,
 
 void
 mr_cache_put(mr_mirror_t *m, const char *name, const char *servable,
-    const char *answer, size_t len)
+    size_t nrefs, const char *answer, size_t len)
 {
     mr_buf_t  b = { 0 };
     sk_err_t  err;
@@ -108,18 +153,15 @@ mr_cache_put(mr_mirror_t *m, const char *name, const char *servable,
     if (m->rcache == NULL || mr_cache_key(key, sizeof(key), m, name) != 0) {
         return;
     }
-    mr_buf_printf(&b, MR_CACHE_HEAD "%s %" PRId64 "\n", servable, mr_now());
+    mr_buf_printf(&b, MR_CACHE_HEAD "%s %" PRId64 " %zu\n", servable,
+        mr_now(), nrefs);
     mr_buf_add(&b, answer, len);
-    if (b.failed) {
+    if (b.failed || !mr_cache_begin(m)) {
         free(b.p);
         return;
     }
-    pthread_mutex_lock(&m->rlock);
     rc = sk_cache_put(m->rcache, key, (unsigned char *) b.p, b.len, &err);
-    pthread_mutex_unlock(&m->rlock);
-    if (rc != 0) {
-        mr_log("answer_cache: %s", err.msg);
-    }
+    mr_cache_end(m, rc != 0 ? &err : NULL);
     free(b.p);
 }
 
@@ -131,15 +173,12 @@ mr_cache_del(mr_mirror_t *m, const char *name)
     char      key[SK_CACHE_KEY_MAX + 64];
     int       rc;
 
-    if (m->rcache == NULL || mr_cache_key(key, sizeof(key), m, name) != 0) {
+    if (mr_cache_key(key, sizeof(key), m, name) != 0 || !mr_cache_begin(m))
+    {
         return;
     }
-    pthread_mutex_lock(&m->rlock);
     rc = sk_cache_del(m->rcache, key, &err);
-    pthread_mutex_unlock(&m->rlock);
-    if (rc != 0 && err.code != SK_ERR_NOT_FOUND) {
-        mr_log("answer_cache: %s", err.msg);
-    }
+    mr_cache_end(m, rc != 0 ? &err : NULL);
 }
 
 

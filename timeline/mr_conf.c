@@ -43,7 +43,10 @@ static const sk_conf_def_t  mr_confdefs[] = {
     MR_U("tail_max", tail_max, "1000"),
     MR_U("query_cache", query_cache, "1800"),
     MR_U("threads", threads, "4"),
-    MR_U("connections", connections, "1024"),
+    MR_U("connections", http.connections, "4096"),
+    MR_U("connections_per_ip", http.per_ip, "64"),
+    MR_U("request_timeout", http.request_timeout, "10"),
+    MR_U("idle_timeout", http.idle_timeout, "30"),
     { NULL, SK_CONF_STR, 0, 0, 0, NULL }
 };
 
@@ -152,13 +155,16 @@ mr_conf_finish(mr_conf_t *conf, sk_err_t *err)
     }
     if (conf->poll_interval == 0 || conf->retry_min == 0
         || conf->retry_max < conf->retry_min || conf->fetch_timeout_ms == 0
-        || conf->threads == 0 || conf->connections == 0
-        || conf->chunk_max == 0 || conf->chunk_text_max == 0)
+        || conf->threads == 0 || conf->chunk_max == 0
+        || conf->chunk_text_max == 0)
     {
         return sk_err_set(err, SK_ERR_FORMAT, "\"poll_interval\", "
             "\"retry_min\", \"fetch_timeout_ms\", \"threads\", "
-            "\"connections\", \"chunk_max\" and \"chunk_text_max\" must "
-            "be above 0, \"retry_max\" at least \"retry_min\"");
+            "\"chunk_max\" and \"chunk_text_max\" must be above 0, "
+            "\"retry_max\" at least \"retry_min\"");
+    }
+    if (sk_httpd_limits_check(&conf->http, err) != 0) {
+        return -1;
     }
     if (conf->threads > 256 || conf->chunk_text_max > ((uint64_t) 1 << 32))
     {

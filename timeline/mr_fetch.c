@@ -31,10 +31,28 @@ mr_fetch_write(char *data, size_t size, size_t nmemb, void *arg)
 }
 
 
-int
-mr_fetch(mr_resp_t *r, void *curl, const char *url, size_t max,
-    uint64_t timeout_ms, sk_err_t *err)
+/* Called about once a second even when nothing moves: a stopping mirror
+ * must not wait out fetch_timeout_ms of a timeline that went silent. */
+static int
+mr_fetch_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
+    curl_off_t ultotal, curl_off_t ulnow)
 {
+    mr_mirror_t  *m = arg;
+
+    (void) dltotal;
+    (void) dlnow;
+    (void) ultotal;
+    (void) ulnow;
+    return atomic_load(&m->halt);
+}
+
+
+int
+mr_fetch(mr_mirror_t *m, mr_resp_t *r, void *curl, const char *url,
+    size_t max, sk_err_t *err)
+{
+    uint64_t   timeout_ms = m->conf.fetch_timeout_ms;
+
     mr_sink_t  sink;
     CURLcode   cc;
 
@@ -48,6 +66,9 @@ mr_fetch(mr_resp_t *r, void *curl, const char *url, size_t max,
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long) timeout_ms);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long) timeout_ms);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, mr_fetch_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, m);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
     cc = curl_easy_perform(curl);
     if (cc != CURLE_OK) {

@@ -15,26 +15,18 @@
 
 #include <microhttpd.h>
 
-#include <sk/addr.h>
 #include <sk/httpd.h>
 
 #include "mr.h"
 
-#define MR_HTTP_TIMEOUT  30     /* seconds of an idle connection */
+/* Queries have no body: any declared one is a 413 at once. */
+#define MR_HTTP_MAX_BODY  0
 
 
 static int
 mr_http_u64(uint64_t *out, const char *s)
 {
-    char  *end;
-
-    if (s == NULL || *s < '0' || *s > '9' || (s[0] == '0' && s[1] != '\0')
-        || strlen(s) > 19)
-    {
-        return -1;
-    }
-    *out = strtoull(s, &end, 10);
-    return *end == '\0' && *out <= INT64_MAX ? 0 : -1;
+    return sk_httpd_u64(out, s) == 0 && *out <= INT64_MAX ? 0 : -1;
 }
 
 
@@ -163,26 +155,18 @@ mr_http_handler(void *cls, struct MHD_Connection *c, const char *url,
 
 
 int
-mr_http_start(mr_mirror_t *m, struct MHD_Daemon **d, sk_err_t *err)
+mr_http_start(mr_mirror_t *m, sk_httpd_t **h, sk_err_t *err)
 {
-    struct sockaddr_storage  ss;
-    unsigned                 v6;
+    sk_httpd_conf_t  hc;
 
-    if (sk_addr_parse(&ss, m->conf.listen, err) != 0) {
-        return -1;
-    }
     /* A pool of epoll threads: answers are short and never block. */
-    v6 = ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0;
-    *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL
-            | MHD_USE_ERROR_LOG | v6, 0, NULL, NULL, mr_http_handler, m,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &ss,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned) m->conf.threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned) m->conf.connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) MR_HTTP_TIMEOUT,
-        MHD_OPTION_END);
-    if (*d == NULL) {
-        return sk_err_set(err, SK_ERR_SYSTEM, "listen %s: cannot start "
-            "the HTTP server (address in use?)", m->conf.listen);
-    }
-    return 0;
+    memset(&hc, 0, sizeof(hc));
+    hc.prog = MR_PROG;
+    hc.listen = m->conf.listen;
+    hc.threads = (unsigned) m->conf.threads;
+    hc.limits = m->conf.http;
+    hc.max_body = MR_HTTP_MAX_BODY;
+    hc.handler = mr_http_handler;
+    hc.cls = m;
+    return sk_httpd_start(h, &hc, err);
 }

@@ -15,8 +15,6 @@
 #include <sysexits.h>
 
 #include <curl/curl.h>
-#include <microhttpd.h>
-
 #include <sk/daemon.h>
 #include <sk/keyfile.h>
 
@@ -104,10 +102,10 @@ mr_main_open(mr_mirror_t *m, sk_err_t *err)
 static int
 mr_main_run(mr_mirror_t *m)
 {
-    struct MHD_Daemon  *d = NULL;
-    sk_err_t            err;
-    sigset_t            set;
-    int                 rc = EX_OK;
+    sk_httpd_t  *h = NULL;
+    sk_err_t     err;
+    sigset_t     set;
+    int          rc = EX_OK;
 
     sk_daemon_block(&set);
 
@@ -117,7 +115,7 @@ mr_main_run(mr_mirror_t *m)
         mr_log("%s", err.msg);
         return EX_CONFIG;
     }
-    if (mr_http_start(m, &d, &err) != 0 || mr_sync_start(m, &err) != 0
+    if (mr_http_start(m, &h, &err) != 0 || mr_sync_start(m, &err) != 0
         || mr_track_start(m, &err) != 0)
     {
         mr_log("%s", err.msg);
@@ -129,9 +127,7 @@ mr_main_run(mr_mirror_t *m)
         mr_log("signal %d: stopping", sk_daemon_wait(&set));
         (void) sk_daemon_notify("STOPPING=1");
     }
-    if (d != NULL) {
-        MHD_stop_daemon(d);
-    }
+    sk_httpd_stop(h);
     mr_sync_stop(m);
     mr_track_stop(m);
     return rc;

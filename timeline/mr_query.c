@@ -174,7 +174,7 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     size_t      servable, nrefs;
     int64_t     now = mr_now();
     char        fp[MR_MAX_TIMELINES * 21 + 1];
-    int         rc, shared;
+    int         rc, shared, fresh;
 
     if (sk_name_check(name, strlen(name), err) != 0) {
         return -1;
@@ -199,8 +199,9 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
         return rc;
     }
     mr_query_servable(m, fp, sizeof(fp));
+    nrefs = n != NULL ? n->nrefs : 0;
     pthread_mutex_unlock(&m->lock);
-    if (shared && mr_cache_get(m, name, fp, out, len) == 0) {
+    if (shared && mr_cache_get(m, name, fp, nrefs, out, len) == 0) {
         pthread_mutex_lock(&m->lock);
         m->cache_hits++;
         pthread_mutex_unlock(&m->lock);
@@ -209,6 +210,7 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     pthread_mutex_lock(&m->lock);
     m->cache_misses++;
     gen = m->gen;
+    mr_query_servable(m, fp, sizeof(fp));
     n = mr_names_find(m, name);
     nrefs = n != NULL ? n->nrefs : 0;
     rc = mr_query_body(m, &b, name, since, err);
@@ -227,20 +229,21 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     n = mr_names_find(m, name);
     /* Not if an entry for the name (or a state change) came in meanwhile:
      * the sync thread drops the shared copy only after its commit. */
-    if ((n != NULL ? n->nrefs : 0) == nrefs && m->gen == gen) {
-        if (shared) {
-            mr_cache_put(m, name, fp, *out, *len);
-        } else if (n != NULL) {
-            free(n->ans);
-            n->ans = NULL;
-            if (mr_query_copy(&n->ans, &n->anslen, *out, *len, NULL) == 0) {
-                n->ans_at = now;
-                n->ans_since = since;
-                n->ans_gen = gen;
-            }
+    fresh = (n != NULL ? n->nrefs : 0) == nrefs && m->gen == gen;
+    if (fresh && !shared && n != NULL) {
+        free(n->ans);
+        n->ans = NULL;
+        if (mr_query_copy(&n->ans, &n->anslen, *out, *len, NULL) == 0) {
+            n->ans_at = now;
+            n->ans_since = since;
+            n->ans_gen = gen;
         }
     }
     pthread_mutex_unlock(&m->lock);
+    /* Redis outside the lock: a slow one must not hold up the mirror. */
+    if (fresh && shared) {
+        mr_cache_put(m, name, fp, nrefs, *out, *len);
+    }
     return 0;
 }
 

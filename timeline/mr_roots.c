@@ -5,6 +5,9 @@
  * SK-Signature by its Key, and a CA-Cert-Chain valid at its Timestamp to
  * a root the timeline trusted just before it, for its Name, certifying
  * the SK (sk/chain.h; OCSP answers of the past cannot be asked again).
+ * The rules are sk-timeline's (tl_state.c): a change whose CA-Serial is
+ * not above the newest one noted changes nothing (a replay), and a root
+ * is trusted at SN n while its newest change before n is an Add.
  * Called with the mirror's lock held.
  */
 #include <inttypes.h>
@@ -26,11 +29,20 @@ mr_roots_note(mr_tl_t *t, const sk_entry_t *e, uint64_t sn, sk_err_t *err)
     unsigned char        *der;
     mr_root_t            *r;
     size_t                len;
+    unsigned long         serial;
     X509                 *x = NULL;
     int                   add = sk_entry_type(e) == SK_ENTRY_ADD_ROOT_CA;
 
     t->roots_upto = sn + 1;
     if (!add && sk_entry_type(e) != SK_ENTRY_REMOVE_ROOT_CA) {
+        return 0;
+    }
+    serial = strtoul(sk_entry_get(e, "CA-Serial"), NULL, 10);
+    if (t->nroots > 0 && serial <= t->roots[t->nroots - 1].serial) {
+        mr_log("timeline %" PRIu64 ": SN %" PRIu64 ": %s with CA-Serial %lu"
+            " not above %lu, the newest root change's: it changes nothing",
+            t->conf->tid, sn, sk_entry_type_name(sk_entry_type(e)), serial,
+            t->roots[t->nroots - 1].serial);
         return 0;
     }
     if (t->nroots == t->rootcap) {
@@ -44,6 +56,7 @@ mr_roots_note(mr_tl_t *t, const sk_entry_t *e, uint64_t sn, sk_err_t *err)
     r = &t->roots[t->nroots];
     memset(r, 0, sizeof(*r));
     r->sn = sn;
+    r->serial = serial;
     if (sk_b64_decode(&der, &len, sk_entry_get(e, add ? "CA-Cert"
             : "CA-Cert-Hash"), strlen(sk_entry_get(e, add ? "CA-Cert"
             : "CA-Cert-Hash")), err) != 0)

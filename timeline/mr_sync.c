@@ -126,8 +126,7 @@ mr_sync_get(mr_sync_t *s, mr_resp_t *r, const char *path, size_t max)
     char  url[4096];
 
     snprintf(url, sizeof(url), "%s%s", s->t->conf->url, path);
-    return mr_fetch(r, s->curl, url, max, s->m->conf.fetch_timeout_ms,
-        s->err);
+    return mr_fetch(s->m, r, s->curl, url, max, s->err);
 }
 
 
@@ -838,6 +837,9 @@ mr_sync_thread(void *arg)
         mr_batch_free(&s.b);
         mr_pending_free(&s.pend);
         pthread_mutex_lock(&m->lock);
+        if (m->stopping) {
+            break;              /* a round cut short by the stop */
+        }
         wait = mr_sync_after(m, t, r, &err);
         mr_sleep_locked(m, wait);
     }
@@ -886,6 +888,7 @@ mr_sync_stop(mr_mirror_t *m)
 
     pthread_mutex_lock(&m->lock);
     m->stopping = 1;
+    atomic_store(&m->halt, 1);
     pthread_cond_broadcast(&m->wake);
     pthread_mutex_unlock(&m->lock);
     for (i = 0; i < m->ntl; i++) {

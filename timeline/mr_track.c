@@ -80,9 +80,7 @@ mr_track_learn(mr_mirror_t *m, CURL *curl, const char *peer, mr_tl_t *t)
     char       url[4096];
 
     snprintf(url, sizeof(url), "%s/reneged/%" PRIu64, peer, t->conf->tid);
-    if (mr_fetch(&r, curl, url, MR_EVIDENCE_GET, m->conf.fetch_timeout_ms,
-            &err) != 0)
-    {
+    if (mr_fetch(m, &r, curl, url, MR_EVIDENCE_GET, &err) != 0) {
         mr_log("peer %s: %s", peer, err.msg);
         return;
     }
@@ -116,8 +114,8 @@ mr_track_peer(mr_mirror_t *m, CURL *curl, const char *peer)
     int            learn;
 
     snprintf(url, sizeof(url), "%s/reneged", peer);
-    if (mr_fetch(&r, curl, url, MR_RENEGED_MAX, m->conf.fetch_timeout_ms,
-            &err) != 0 || r.status != 200)
+    if (mr_fetch(m, &r, curl, url, MR_RENEGED_MAX, &err) != 0
+        || r.status != 200)
     {
         if (r.body != NULL || err.code == SK_ERR_UNAVAILABLE) {
             mr_log("peer %s: %s", peer, r.body != NULL ? "bad answer"

@@ -2,8 +2,9 @@
  * tl.h -- sk-timeline internals: configuration, the durable log, the
  * timeline's state (names, roots, budgets) and the HTTP front.
  *
- * Threads: libmicrohttpd runs one thread per connection.  Stateless checks
- * (parsing, signatures, the CA chain) run in that thread without locks;
+ * Threads: libmicrohttpd's polling threads answer reads; an append runs
+ * in an append thread (tl_work.c).  Stateless checks (parsing,
+ * signatures, the CA chain) run there without locks;
  * tl_timeline_t.lock covers the state, the stamp and the write, and group
  * commit shares one fdatasync among all writers waiting at that moment.
  */
@@ -18,6 +19,7 @@
 #include <time.h>
 
 #include <openssl/x509.h>
+#include <sk/httpd.h>
 #include <sk/sk.h>
 
 #define TL_PROG        "sk-timeline"
@@ -44,7 +46,9 @@ typedef struct {
     char      *clock_file;      /* tests only: read "now" from this file */
     uint64_t   tid;             /* required, > 0 */
     uint64_t   max_body;        /* bytes of a POST body, else 413 */
-    uint64_t   threads;         /* connection limit */
+    uint64_t   threads;         /* appends at once, a thread each */
+    uint64_t   http_threads;    /* HTTP polling threads */
+    sk_httpd_limits_t  http;    /* connections, timeouts */
     uint64_t   rate_global;     /* new entries per second, 0 = unlimited */
     uint64_t   sk_budget;       /* Unbind/Change-Services per SK */
     uint64_t   sk_refill;       /* seconds per budget token */
@@ -147,6 +151,25 @@ typedef struct {
     char              msg[SK_ERR_MSG_MAX];  /* otherwise: the reason */
 } tl_token_t;
 
+/* Work for an append thread (tl_work.c), first in its owner's struct. */
+typedef struct tl_task_s  tl_task_t;
+
+struct tl_task_s {
+    tl_task_t        *next;
+    void            (*run)(tl_task_t *t);
+};
+
+typedef struct {
+    pthread_mutex_t   lock;         /* the fields below */
+    pthread_cond_t    wake;         /* a task came, or stopping */
+    pthread_cond_t    gone;         /* a thread ended */
+    tl_task_t        *head, *tail;
+    size_t            queued;
+    unsigned          threads;      /* running */
+    unsigned          idle;         /* of them, waiting for a task */
+    int               stopping;
+} tl_work_t;
+
 /* A CA certificate the log stores once (tl_calog.c). */
 typedef struct {
     unsigned char     hash[SK_SHA256_BYTES];    /* of its base64url text */
@@ -229,6 +252,8 @@ struct tl_timeline_s {
     size_t            nroots;
     X509_STORE       *store;        /* the roots, rebuilt when they change;
                                        chains verify with a reference */
+    uint32_t          ca_next;      /* a root change needs a CA-Serial at
+                                       least this: the newest one's + 1 */
 
     int64_t           rate_sec;     /* global limit window */
     uint64_t          rate_count;
@@ -252,6 +277,8 @@ struct tl_timeline_s {
     uint64_t          tokens_made;  /* the next goes to made % conf.tokens */
     unsigned          jobs;         /* appends finishing after a 202 */
     pthread_cond_t    jobs_done;    /* jobs went down */
+
+    tl_work_t         work;         /* the append threads */
 
     pthread_mutex_t   chunk_lock;   /* the fields below; changed only by
                                        the publisher thread */
@@ -329,6 +356,10 @@ tl_name_t *tl_state_name(tl_timeline_t *tl, const char *name);
 int tl_state_spend(tl_timeline_t *tl, tl_name_t *n, int64_t now, int dry);
 /* Whether n took a Change-Services with this SK-Signature already. */
 int tl_state_seen(const tl_name_t *n, const char *sig);
+/* 0 if root-CA entry e's CA-Serial is above every root change's taken
+ * (docs/protocol.md, "Operator entries"); else -1 and err says so. */
+int tl_state_root_serial(const tl_timeline_t *tl, const sk_entry_t *e,
+    sk_err_t *err);
 /* Index of the root with this base64url SHA-256, or -1. */
 int tl_state_root_find(tl_timeline_t *tl, const char *hash_b64);
 void tl_state_free(tl_timeline_t *tl);
@@ -459,10 +490,21 @@ int tl_check(tl_timeline_t *tl);
 int tl_check_chunk(tl_timeline_t *tl, tl_chunk_t *c, sk_err_t *err) SK_WUR;
 int tl_repair(tl_timeline_t *tl, char **from, size_t nfrom);
 
-/* tl_http.c */
-struct MHD_Daemon;
-int tl_http_start(tl_timeline_t *tl, struct MHD_Daemon **d, sk_err_t *err)
+/* tl_work.c: the append threads, up to conf.threads, started as tasks
+ * wait for them.  libmicrohttpd's polling threads never block: an append
+ * (OCSP, the clock, group commit) is handed to one of these. */
+void tl_work_init(tl_timeline_t *tl);
+/* Suspend c and queue t; -1 (c untouched) once stopping, or if no
+ * thread runs and none can start. */
+int tl_work_submit(tl_timeline_t *tl, tl_task_t *t, struct MHD_Connection *c)
     SK_WUR;
+/* Run every task queued, then end the threads. */
+void tl_work_stop(tl_timeline_t *tl);
+
+/* tl_http.c */
+int tl_http_start(tl_timeline_t *tl, sk_httpd_t **h, sk_err_t *err) SK_WUR;
+/* Finish the appends under way (each answered), then close everything. */
+void tl_http_stop(tl_timeline_t *tl, sk_httpd_t *h);
 
 /* tl_log.c: "sk-timeline: ..." lines; tl_say to stdout (--check,
  * --repair). */

@@ -41,6 +41,11 @@ static const sk_conf_def_t  tl_confdefs[] = {
     TL_S("clock_file", clock_file),
     TL_U("max_body", max_body, "65536"),
     TL_U("threads", threads, "256"),
+    TL_U("http_threads", http_threads, "2"),
+    TL_U("connections", http.connections, "4096"),
+    TL_U("connections_per_ip", http.per_ip, "64"),
+    TL_U("request_timeout", http.request_timeout, "10"),
+    TL_U("idle_timeout", http.idle_timeout, "30"),
     TL_U("rate_global", rate_global, "0"),
     TL_U("sk_budget", sk_budget, "5"),
     TL_U("sk_refill", sk_refill, "1209600"),
@@ -100,6 +105,13 @@ tl_conf_finish(tl_conf_t *conf, sk_err_t *err)
     if (conf->threads == 0 || conf->max_body == 0) {
         return sk_err_set(err, SK_ERR_FORMAT,
             "\"threads\" and \"max_body\" must be above 0");
+    }
+    if (conf->http_threads == 0 || conf->http_threads > 64) {
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "\"http_threads\" must be within 1..64");
+    }
+    if (sk_httpd_limits_check(&conf->http, err) != 0) {
+        return -1;
     }
     if (conf->tokens == 0) {
         return sk_err_set(err, SK_ERR_FORMAT, "\"tokens\" must be above 0");

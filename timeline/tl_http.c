@@ -23,27 +23,33 @@
 #include <unistd.h>
 
 #include <microhttpd.h>
-#include <sk/addr.h>
 #include <sk/httpd.h>
 
 #include "tl.h"
 
-#define TL_HTTP_TIMEOUT  30     /* seconds of silence before closing */
 #define TL_HTTP_TEXT     "text/plain; charset=us-ascii"
 
 /* *con_cls of a request other than POST /append, between the calls. */
 static int  tl_http_first;
 
-/* One POST in flight. */
+/* One POST /append in flight.  Its body is read in a polling thread; the
+ * append runs in an append thread (tl_work.c) while the connection is
+ * suspended, and the outcome is answered once it is resumed. */
 typedef struct {
+    tl_task_t                  task;    /* first: what the thread runs */
+    tl_timeline_t             *tl;
+    struct MHD_Connection     *c;
     struct MHD_PostProcessor  *pp;
     char                      *e;       /* the "e" field so far */
     size_t                     elen;
     char                      *ref;     /* "ref": an Incorporate's copy */
     size_t                     reflen;
-    uint64_t                   total;   /* body bytes seen */
-    int                        too_big;
     char                       bad[128];    /* a form error, or "" */
+    int                        done;    /* the outcome is in: */
+    tl_verdict_t               v;
+    char                      *out;     /* stamped entry, or token */
+    size_t                     outlen;
+    sk_err_t                   err;
 } tl_req_t;
 
 
@@ -51,22 +57,6 @@ static enum MHD_Result
 tl_http_err(struct MHD_Connection *c, unsigned status, const sk_err_t *err)
 {
     return sk_httpd_text(c, status, "%s\n", err->msg);
-}
-
-
-/* Strict decimal from the query or path; -1 if absent or not a number. */
-static int
-tl_http_u64(uint64_t *v, const char *s)
-{
-    char  *end;
-
-    if (s == NULL || *s < '0' || *s > '9' || (s[0] == '0' && s[1] != '\0')
-        || strlen(s) > 19)
-    {
-        return -1;
-    }
-    *v = strtoull(s, &end, 10);
-    return *end == '\0' ? 0 : -1;
 }
 
 
@@ -115,7 +105,7 @@ tl_http_proof(struct MHD_Connection *c, tl_timeline_t *tl, const char *kind)
     }
     an = inclusion ? "sn" : "from";
     bn = inclusion ? "size" : "to";
-    if (tl_http_u64(&a, MHD_lookup_connection_value(c,
+    if (sk_httpd_u64(&a, MHD_lookup_connection_value(c,
             MHD_GET_ARGUMENT_KIND, an)) != 0)
     {
         return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
@@ -123,7 +113,7 @@ tl_http_proof(struct MHD_Connection *c, tl_timeline_t *tl, const char *kind)
     }
     if (MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, bn) == NULL) {
         b = n;
-    } else if (tl_http_u64(&b, MHD_lookup_connection_value(c,
+    } else if (sk_httpd_u64(&b, MHD_lookup_connection_value(c,
                    MHD_GET_ARGUMENT_KIND, bn)) != 0)
     {
         return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
@@ -150,7 +140,7 @@ tl_http_two(uint64_t *a, uint64_t *b, const char *s, const char *sep)
     }
     memcpy(buf, s, (size_t) (p - s));
     buf[p - s] = '\0';
-    return tl_http_u64(a, buf) == 0 && tl_http_u64(b, p + strlen(sep)) == 0
+    return sk_httpd_u64(a, buf) == 0 && sk_httpd_u64(b, p + strlen(sep)) == 0
         ? 0 : -1;
 }
 
@@ -203,7 +193,7 @@ tl_http_chunks(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
     char      *out;
 
     if (strncmp(url, "since/", 6) == 0) {
-        if (tl_http_u64(&a, url + 6) != 0) {
+        if (sk_httpd_u64(&a, url + 6) != 0) {
             return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
                 "chunks: bad SN \"%s\"\n", url + 6);
         }
@@ -327,7 +317,7 @@ tl_http_copy(struct MHD_Connection *c, tl_timeline_t *tl, const char *s)
     char        *out;
     int          rc;
 
-    if (tl_http_u64(&sn, s) != 0 || sn >= tl_http_durable(tl)) {
+    if (sk_httpd_u64(&sn, s) != 0 || sn >= tl_http_durable(tl)) {
         return sk_httpd_text(c, MHD_HTTP_NOT_FOUND,
             "incorporated: no SN \"%.24s\"\n", s);
     }
@@ -380,7 +370,7 @@ tl_http_get(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
         return tl_http_chunks(c, tl, url[7] == '/' ? url + 8 : url + 7);
     }
     if (strncmp(url, "/entry/", 7) == 0) {
-        if (tl_http_u64(&sn, url + 7) != 0) {
+        if (sk_httpd_u64(&sn, url + 7) != 0) {
             return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
                 "entry: bad SN \"%s\"\n", url + 7);
         }
@@ -442,18 +432,50 @@ tl_http_post_field(void *cls, enum MHD_ValueKind kind, const char *key,
 }
 
 
+/* In an append thread: the append, then the connection goes on. */
+static void
+tl_http_run(tl_task_t *t)
+{
+    tl_req_t  *rq = (tl_req_t *) t;
+
+    sk_err_clear(&rq->err);
+    rq->v = tl_append(rq->tl, &rq->out, &rq->outlen, rq->e, rq->elen,
+        rq->ref, rq->reflen, &rq->err);
+    if (rq->v != TL_OK && rq->v != TL_QUEUED) {
+        rq->out = NULL;
+    }
+    rq->done = 1;
+    MHD_resume_connection(rq->c);
+}
+
+
+static enum MHD_Result
+tl_http_append_reply(struct MHD_Connection *c, tl_req_t *rq)
+{
+    char  *out = rq->out;
+
+    rq->out = NULL;             /* the reply takes it */
+    if (rq->v == TL_OK) {
+        return sk_httpd_reply(c, MHD_HTTP_CREATED, out, rq->outlen,
+            TL_HTTP_TEXT);
+    }
+    if (rq->v == TL_QUEUED) {
+        return tl_http_queued(c, out);
+    }
+    if (rq->v == TL_FAULT) {
+        tl_log("append: %s", rq->err.msg);
+    }
+    return tl_http_err(c, tl_http_status(rq->v), &rq->err);
+}
+
+
+/* The whole body is in: answer a bad form, else hand the append over. */
 static enum MHD_Result
 tl_http_append_done(struct MHD_Connection *c, tl_timeline_t *tl,
     tl_req_t *rq)
 {
-    tl_verdict_t  v;
-    sk_err_t      err;
-    size_t        len;
-    char         *out;
-
-    if (rq->too_big) {
-        return sk_httpd_text(c, MHD_HTTP_CONTENT_TOO_LARGE,
-            "form: body larger than %" PRIu64 " bytes\n", tl->conf.max_body);
+    if (rq->done) {
+        return tl_http_append_reply(c, rq);
     }
     if (rq->bad[0] != '\0') {
         return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST, "%s\n", rq->bad);
@@ -469,29 +491,21 @@ tl_http_append_done(struct MHD_Connection *c, tl_timeline_t *tl,
             "%s: contains a NUL byte\n",
             strlen(rq->e) != rq->elen ? "entry" : "ref");
     }
-    sk_err_clear(&err);
-    v = tl_append(tl, &out, &len, rq->e, rq->elen, rq->ref, rq->reflen,
-        &err);
-    if (v == TL_OK) {
-        return sk_httpd_reply(c, MHD_HTTP_CREATED, out, len, TL_HTTP_TEXT);
+    if (tl_work_submit(tl, &rq->task, c) != 0) {
+        return sk_httpd_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "append: not "
+            "taken now (stopping, or no thread could start): retry\n");
     }
-    if (v == TL_QUEUED) {
-        return tl_http_queued(c, out);
-    }
-    if (v == TL_FAULT) {
-        tl_log("append: %s", err.msg);
-    }
-    return tl_http_err(c, tl_http_status(v), &err);
+    return MHD_YES;
 }
 
 
+/* The body limit is sk_httpd's: a larger declared body never gets here,
+ * a larger chunked one closes the connection. */
 static enum MHD_Result
 tl_http_append(struct MHD_Connection *c, tl_timeline_t *tl, void **con_cls,
     const char *data, size_t *size)
 {
-    const char  *cl;
-    uint64_t     n;
-    tl_req_t    *rq = *con_cls;
+    tl_req_t  *rq = *con_cls;
 
     if (rq == NULL) {
         rq = calloc(1, sizeof(*rq));
@@ -499,13 +513,9 @@ tl_http_append(struct MHD_Connection *c, tl_timeline_t *tl, void **con_cls,
             return MHD_NO;
         }
         *con_cls = rq;
-        cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-            MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl != NULL && tl_http_u64(&n, cl) == 0 && n > tl->conf.max_body)
-        {
-            rq->too_big = 1;
-            return MHD_YES;
-        }
+        rq->task.run = tl_http_run;
+        rq->tl = tl;
+        rq->c = c;
         rq->pp = MHD_create_post_processor(c, 16 * 1024, tl_http_post_field,
             rq);
         if (rq->pp == NULL) {
@@ -516,12 +526,7 @@ tl_http_append(struct MHD_Connection *c, tl_timeline_t *tl, void **con_cls,
         return MHD_YES;
     }
     if (*size != 0) {
-        rq->total += *size;
-        if (rq->total > tl->conf.max_body) {
-            rq->too_big = 1;
-        }
-        if (!rq->too_big && rq->pp != NULL
-            && MHD_post_process(rq->pp, data, *size) != MHD_YES
+        if (rq->pp != NULL && MHD_post_process(rq->pp, data, *size) != MHD_YES
             && rq->bad[0] == '\0')
         {
             snprintf(rq->bad, sizeof(rq->bad), "form: malformed body");
@@ -584,6 +589,7 @@ tl_http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         }
         free(rq->e);
         free(rq->ref);
+        free(rq->out);
         free(rq);
         *con_cls = NULL;
     }
@@ -591,28 +597,30 @@ tl_http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 
 int
-tl_http_start(tl_timeline_t *tl, struct MHD_Daemon **d, sk_err_t *err)
+tl_http_start(tl_timeline_t *tl, sk_httpd_t **h, sk_err_t *err)
 {
-    struct sockaddr_storage  ss;
-    unsigned                 flags;
+    sk_httpd_conf_t  hc;
 
-    if (sk_addr_parse(&ss, tl->conf.listen, err) != 0) {
-        return -1;
-    }
-    flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD
-            | MHD_USE_ERROR_LOG;
-    if (ss.ss_family == AF_INET6) {
-        flags |= MHD_USE_IPv6;
-    }
-    *d = MHD_start_daemon(flags, 0, NULL, NULL, tl_http_handler, tl,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &ss,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned) tl->conf.threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) TL_HTTP_TIMEOUT,
-        MHD_OPTION_NOTIFY_COMPLETED, tl_http_completed, NULL,
-        MHD_OPTION_END);
-    if (*d == NULL) {
-        return sk_err_set(err, SK_ERR_SYSTEM, "listen %s: cannot start "
-            "the HTTP server (address in use?)", tl->conf.listen);
-    }
-    return 0;
+    tl_work_init(tl);
+    memset(&hc, 0, sizeof(hc));
+    hc.prog = TL_PROG;
+    hc.listen = tl->conf.listen;
+    hc.threads = (unsigned) tl->conf.http_threads;
+    hc.limits = tl->conf.http;
+    hc.max_body = tl->conf.max_body;
+    hc.suspend = 1;
+    hc.handler = tl_http_handler;
+    hc.completed = tl_http_completed;
+    hc.cls = tl;
+    return sk_httpd_start(h, &hc, err);
+}
+
+
+void
+tl_http_stop(tl_timeline_t *tl, sk_httpd_t *h)
+{
+    /* Every suspended connection is resumed before libmicrohttpd stops
+     * (it refuses to stop with one still suspended). */
+    tl_work_stop(tl);
+    sk_httpd_stop(h);
 }

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sysexits.h>
 
-#include <microhttpd.h>
 #include <sk/daemon.h>
 
 #include "tl.h"
@@ -32,9 +31,9 @@ tl_usage(void)
 static int
 tl_main_run(tl_timeline_t *tl)
 {
-    struct MHD_Daemon  *d;
-    sk_err_t            err;
-    sigset_t            set;
+    sk_httpd_t  *h;
+    sk_err_t     err;
+    sigset_t     set;
 
     /* Signals are taken by sigwait here, never by the HTTP threads. */
     sk_daemon_block(&set);
@@ -45,7 +44,7 @@ tl_main_run(tl_timeline_t *tl)
         tl_log("%s", err.msg);
         return EX_CONFIG;
     }
-    if (tl_chunk_start(tl, &err) != 0 || tl_http_start(tl, &d, &err) != 0)
+    if (tl_chunk_start(tl, &err) != 0 || tl_http_start(tl, &h, &err) != 0)
     {
         tl_log("%s", err.msg);
         return EX_UNAVAILABLE;
@@ -55,7 +54,7 @@ tl_main_run(tl_timeline_t *tl)
     (void) sk_daemon_notify("READY=1");
     tl_log("signal %d: stopping", sk_daemon_wait(&set));
     (void) sk_daemon_notify("STOPPING=1");
-    MHD_stop_daemon(d);
+    tl_http_stop(tl, h);
     tl_append_drain(tl);
     return EX_OK;
 }

@@ -168,12 +168,13 @@ tl_state_spend(tl_timeline_t *tl, tl_name_t *n, int64_t now, int dry)
 }
 
 
+/* 0 once e's root is added; 1 if it is trusted already. */
 static int
 tl_state_root_add(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
 {
-    unsigned char        *der;
+    unsigned char        *der, h[SK_SHA256_BYTES];
     const unsigned char  *p;
-    size_t                len;
+    size_t                len, i;
     tl_root_t            *r;
     X509                 *x;
 
@@ -181,6 +182,13 @@ tl_state_root_add(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
             strlen(sk_entry_get(e, "CA-Cert")), err) != 0)
     {
         return -1;
+    }
+    SHA256(der, len, h);
+    for (i = 0; i < tl->nroots; i++) {
+        if (memcmp(tl->roots[i].hash, h, sizeof(h)) == 0) {
+            free(der);
+            return 1;
+        }
     }
     p = der;
     x = d2i_X509(NULL, &p, (long) len);
@@ -194,8 +202,23 @@ tl_state_root_add(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
     tl->roots = r;
     r += tl->nroots++;
     r->cert = x;
-    SHA256(der, len, r->hash);
+    memcpy(r->hash, h, sizeof(h));
     free(der);
+    return 0;
+}
+
+
+int
+tl_state_root_serial(const tl_timeline_t *tl, const sk_entry_t *e,
+    sk_err_t *err)
+{
+    unsigned long  serial = strtoul(sk_entry_get(e, "CA-Serial"), NULL, 10);
+
+    if (serial < tl->ca_next) {
+        return sk_err_set(err, SK_ERR_EXISTS, "CA-Serial %lu is not above "
+            "%lu, the newest root change's: a replay or out of order",
+            serial, (unsigned long) tl->ca_next - 1);
+    }
     return 0;
 }
 
@@ -244,12 +267,41 @@ tl_state_store(tl_timeline_t *tl, sk_err_t *err)
 }
 
 
+/* A root change as sk-mirror applies it too: one whose CA-Serial is not
+ * above the newest taken changes nothing (a log from before the rule may
+ * hold such a replay), an Add of a trusted root changes nothing, a Remove
+ * ends the trust in it. */
+static int
+tl_state_root_change(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
+{
+    sk_err_t  why;
+    int       i, add = sk_entry_type(e) == SK_ENTRY_ADD_ROOT_CA;
+
+    if (tl_state_root_serial(tl, e, &why) != 0) {
+        tl_log("%s: %s; ignored", sk_entry_type_name(sk_entry_type(e)),
+            why.msg);
+        return 0;
+    }
+    tl->ca_next = (uint32_t) strtoul(sk_entry_get(e, "CA-Serial"), NULL, 10)
+                  + 1;
+    if (add) {
+        i = tl_state_root_add(tl, e, err);
+        return i == 0 ? tl_state_store(tl, err) : i > 0 ? 0 : -1;
+    }
+    i = tl_state_root_find(tl, sk_entry_get(e, "CA-Cert-Hash"));
+    if (i >= 0) {
+        X509_free(tl->roots[i].cert);
+        tl->roots[i] = tl->roots[--tl->nroots];
+    }
+    return tl_state_store(tl, err);
+}
+
+
 int
 tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
     sk_err_t *err)
 {
     tl_name_t  *n;
-    int         i;
 
     switch (sk_entry_type(e)) {
     case SK_ENTRY_BIND:
@@ -272,18 +324,11 @@ tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
             return -1;
         }
         break;
-    case SK_ENTRY_ADD_ROOT_CA:
-        return tl_state_root_add(tl, e, err) == 0
-            ? tl_state_store(tl, err) : -1;
     case SK_ENTRY_INCORPORATE:
         return tl_inc_apply(tl, e, NULL, ts, err);
+    case SK_ENTRY_ADD_ROOT_CA:
     case SK_ENTRY_REMOVE_ROOT_CA:
-        i = tl_state_root_find(tl, sk_entry_get(e, "CA-Cert-Hash"));
-        if (i >= 0) {
-            X509_free(tl->roots[i].cert);
-            tl->roots[i] = tl->roots[--tl->nroots];
-        }
-        return tl_state_store(tl, err);
+        return tl_state_root_change(tl, e, err);
     default:
         return 0;
     }

@@ -305,7 +305,15 @@ tl_validate_state(tl_timeline_t *tl, const sk_entry_t *e, int64_t now,
         return tl_validate_update(tl, e, "unbind", now, err);
     case SK_ENTRY_CHANGE_SERVICES:
         return tl_validate_update(tl, e, "change-services", now, err);
+    case SK_ENTRY_ADD_ROOT_CA:
+        if (tl_state_root_serial(tl, e, err) != 0) {
+            return tl_forbid(err, "add-root-ca");
+        }
+        return TL_OK;
     case SK_ENTRY_REMOVE_ROOT_CA:
+        if (tl_state_root_serial(tl, e, err) != 0) {
+            return tl_forbid(err, "remove-root-ca");
+        }
         if (tl_state_root_find(tl, sk_entry_get(e, "CA-Cert-Hash")) < 0) {
             sk_err_set(err, SK_ERR_NOT_FOUND, "no such trusted root");
             return tl_forbid(err, "remove-root-ca");

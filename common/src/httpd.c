@@ -1,12 +1,425 @@
 /*
- * httpd.c -- libmicrohttpd replies shared by sk-timeline and sk-mirror
- * (sk/httpd.h).
+ * httpd.c -- the HTTP front sk-timeline and sk-mirror share (sk/httpd.h).
+ *
+ * libmicrohttpd counts only silence against a connection, so a client
+ * that trickles a header line every few seconds never times out, and idle
+ * sockets pile up to the connection limit.  Here every connection is also
+ * on a list with the time its current request began (the connection, or
+ * the last answer on it); a reaper thread shuts down the socket of any
+ * that has not delivered a whole request within request_timeout, and
+ * libmicrohttpd, reading end of file, closes it.  An entry leaves the
+ * list at MHD_CONNECTION_NOTIFY_CLOSED, which comes before libmicrohttpd
+ * closes the socket, under the list's lock: the reaper never shuts down a
+ * socket number that may have been reused.
  */
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
 
+#include "sk/addr.h"
 #include "sk/httpd.h"
+
+#define SK_HTTPD_TICK_MS    250     /* the reaper's round */
+#define SK_HTTPD_LOG_EVERY  10000   /* ms between its summaries */
+#define SK_HTTPD_MHD_LINES  20      /* libmicrohttpd lines a minute */
+#define SK_HTTPD_FD_SPARE   256     /* descriptors besides connections */
+#define SK_HTTPD_MAX_CONNECTIONS  1000000
+#define SK_HTTPD_MAX_TIMEOUT      86400
+
+typedef struct sk_httpd_conn_s  sk_httpd_conn_t;
+
+struct sk_httpd_conn_s {
+    sk_httpd_conn_t   *prev, *next;
+    int                fd;
+    uint64_t           since;       /* ms its request began; 0: the whole
+                                       request is in (lock) */
+    uint64_t           body;        /* bytes of this request's body (its
+                                       polling thread only) */
+};
+
+struct sk_httpd_s {
+    sk_httpd_conf_t     conf;
+    struct MHD_Daemon  *d;
+    pthread_mutex_t     lock;       /* conns and the fields below */
+    pthread_cond_t      wake;       /* stopping */
+    sk_httpd_conn_t    *conns;
+    int                 stopping;
+    uint64_t            reaped;     /* closed since the last summary */
+    uint64_t            reaped_at;  /* ms of the last summary */
+    uint64_t            log_min;    /* minute of libmicrohttpd's lines */
+    unsigned            log_lines;  /* lines shown in it */
+    unsigned long       log_hidden; /* lines not shown in it */
+    pthread_t           reaper;
+    int                 reaper_up;
+};
+
+
+static uint64_t
+sk_httpd_ms(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+
+static void
+sk_httpd_log(const sk_httpd_t *h, const char *fmt, ...) SK_PRINTF(2, 3);
+
+static void
+sk_httpd_log(const sk_httpd_t *h, const char *fmt, ...)
+{
+    va_list  ap;
+    char     msg[512];
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s: http: %s\n", h->conf.prog, msg);
+}
+
+
+/* libmicrohttpd's messages (one per refused or broken connection), at
+ * most SK_HTTPD_MHD_LINES a minute: a flood of clients must not flood
+ * the log. */
+static void
+sk_httpd_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    sk_httpd_t  *h = cls;
+    uint64_t     min = sk_httpd_ms() / 60000;
+    size_t       n;
+    char         msg[512];
+
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    n = strlen(msg);
+    while (n > 0 && msg[n - 1] == '\n') {
+        msg[--n] = '\0';
+    }
+    pthread_mutex_lock(&h->lock);
+    if (min != h->log_min) {
+        if (h->log_hidden > 0) {
+            sk_httpd_log(h, "%lu more libmicrohttpd messages in the last "
+                "minute not shown", h->log_hidden);
+        }
+        h->log_min = min;
+        h->log_lines = 0;
+        h->log_hidden = 0;
+    }
+    if (h->log_lines < SK_HTTPD_MHD_LINES) {
+        h->log_lines++;
+        sk_httpd_log(h, "%s", msg);
+    } else {
+        h->log_hidden++;
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+
+static void *
+sk_httpd_reap(void *arg)
+{
+    sk_httpd_t       *h = arg;
+    sk_httpd_conn_t  *k;
+    struct timespec   ts;
+    uint64_t          now, limit = h->conf.limits.request_timeout * 1000;
+
+    pthread_mutex_lock(&h->lock);
+    while (!h->stopping) {
+        now = sk_httpd_ms();
+        for (k = h->conns; k != NULL; k = k->next) {
+            if (k->since != 0 && now - k->since >= limit) {
+                shutdown(k->fd, SHUT_RDWR);
+                k->since = 0;
+                h->reaped++;
+            }
+        }
+        if (h->reaped > 0 && now - h->reaped_at >= SK_HTTPD_LOG_EVERY) {
+            sk_httpd_log(h, "closed %" PRIu64 " connections that sent no "
+                "whole request within %" PRIu64 " s (request_timeout): slow "
+                "or idle clients", h->reaped, h->conf.limits.request_timeout);
+            h->reaped = 0;
+            h->reaped_at = now;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += SK_HTTPD_TICK_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->wake, &h->lock, &ts);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+
+static void
+sk_httpd_notify(void *cls, struct MHD_Connection *c, void **ctx,
+    enum MHD_ConnectionNotificationCode code)
+{
+    const union MHD_ConnectionInfo  *ci;
+    sk_httpd_t                      *h = cls;
+    sk_httpd_conn_t                 *k = *ctx;
+
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        k = ci != NULL ? calloc(1, sizeof(*k)) : NULL;
+        if (k == NULL) {
+            return;             /* then only idle_timeout guards it */
+        }
+        k->fd = ci->connect_fd;
+        pthread_mutex_lock(&h->lock);
+        k->since = sk_httpd_ms();
+        k->next = h->conns;
+        if (h->conns != NULL) {
+            h->conns->prev = k;
+        }
+        h->conns = k;
+        pthread_mutex_unlock(&h->lock);
+        *ctx = k;
+        return;
+    }
+    if (k == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&h->lock);
+    if (k->prev != NULL) {
+        k->prev->next = k->next;
+    } else {
+        h->conns = k->next;
+    }
+    if (k->next != NULL) {
+        k->next->prev = k->prev;
+    }
+    pthread_mutex_unlock(&h->lock);
+    free(k);
+    *ctx = NULL;
+}
+
+
+static sk_httpd_conn_t *
+sk_httpd_conn(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo  *ci;
+
+    ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci != NULL ? ci->socket_context : NULL;
+}
+
+
+/* A request begins (since: now) or is all in (0). */
+static void
+sk_httpd_mark(sk_httpd_t *h, sk_httpd_conn_t *k, uint64_t since)
+{
+    if (k != NULL) {
+        pthread_mutex_lock(&h->lock);
+        k->since = since;
+        pthread_mutex_unlock(&h->lock);
+        k->body = 0;
+    }
+}
+
+
+int
+sk_httpd_u64(uint64_t *v, const char *s)
+{
+    char  *end;
+
+    if (s == NULL || *s < '0' || *s > '9' || (s[0] == '0' && s[1] != '\0')
+        || strlen(s) > 19)
+    {
+        return -1;
+    }
+    *v = strtoull(s, &end, 10);
+    return *end == '\0' ? 0 : -1;
+}
+
+
+/* In front of the daemon's handler: the body limit, and the end of the
+ * request's deadline once it is all in. */
+static enum MHD_Result
+sk_httpd_access(void *cls, struct MHD_Connection *c, const char *url,
+    const char *method, const char *version, const char *data, size_t *size,
+    void **con_cls)
+{
+    sk_httpd_t       *h = cls;
+    sk_httpd_conn_t  *k = sk_httpd_conn(c);
+    const char       *cl;
+    uint64_t          n;
+
+    if (*con_cls == NULL) {
+        /* The headers are in.  Answering now, before any body is read,
+         * is what keeps libmicrohttpd from sending 100 Continue. */
+        cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+            MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl != NULL && sk_httpd_u64(&n, cl) == 0
+            && n > h->conf.max_body)
+        {
+            sk_httpd_mark(h, k, 0);
+            return sk_httpd_text(c, MHD_HTTP_CONTENT_TOO_LARGE,
+                "body: %" PRIu64 " bytes declared, more than %" PRIu64 "\n",
+                n, h->conf.max_body);
+        }
+    } else if (*size == 0) {
+        sk_httpd_mark(h, k, 0);
+    } else if (k != NULL) {
+        k->body += *size;
+        if (k->body > h->conf.max_body) {
+            return MHD_NO;      /* a chunked body past the limit: close */
+        }
+    }
+    return h->conf.handler(h->conf.cls, c, url, method, version, data, size,
+        con_cls);
+}
+
+
+static void
+sk_httpd_done(void *cls, struct MHD_Connection *c, void **con_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+    sk_httpd_t  *h = cls;
+
+    sk_httpd_mark(h, sk_httpd_conn(c), sk_httpd_ms());
+    if (h->conf.completed != NULL) {
+        h->conf.completed(h->conf.cls, c, con_cls, toe);
+    }
+}
+
+
+/* Room for every connection: raise the soft limit on descriptors (to the
+ * hard one at most), or say what is missing. */
+static void
+sk_httpd_nofile(const sk_httpd_t *h)
+{
+    struct rlimit  rl;
+    rlim_t         need = (rlim_t) h->conf.limits.connections
+                          + SK_HTTPD_FD_SPARE;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need) {
+        return;
+    }
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need
+                  ? rl.rlim_max : need;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < need) {
+        sk_httpd_log(h, "%llu file descriptors (RLIMIT_NOFILE) for %" PRIu64
+            " connections: raise the hard limit (ulimit -Hn, LimitNOFILE=)",
+            (unsigned long long) rl.rlim_cur, h->conf.limits.connections);
+    }
+}
+
+
+static void
+sk_httpd_free(sk_httpd_t *h)
+{
+    pthread_cond_destroy(&h->wake);
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+}
+
+
+int
+sk_httpd_limits_check(const sk_httpd_limits_t *l, sk_err_t *err)
+{
+    if (l->connections == 0 || l->connections > SK_HTTPD_MAX_CONNECTIONS) {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"connections\" must be "
+            "within 1..%d", SK_HTTPD_MAX_CONNECTIONS);
+    }
+    if (l->per_ip > l->connections) {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"connections_per_ip\" must "
+            "be at most \"connections\" (0: no limit)");
+    }
+    if (l->request_timeout == 0 || l->request_timeout > SK_HTTPD_MAX_TIMEOUT
+        || l->idle_timeout == 0 || l->idle_timeout > SK_HTTPD_MAX_TIMEOUT)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"request_timeout\" and "
+            "\"idle_timeout\" must be within 1..%d seconds",
+            SK_HTTPD_MAX_TIMEOUT);
+    }
+    return 0;
+}
+
+
+int
+sk_httpd_start(sk_httpd_t **hp, const sk_httpd_conf_t *conf, sk_err_t *err)
+{
+    struct sockaddr_storage  ss;
+    pthread_condattr_t       ca;
+    sk_httpd_t              *h;
+    unsigned                 flags;
+
+    if (sk_addr_parse(&ss, conf->listen, err) != 0) {
+        return -1;
+    }
+    h = calloc(1, sizeof(*h));
+    if (h == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "http");
+    }
+    h->conf = *conf;
+    pthread_mutex_init(&h->lock, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    sk_httpd_nofile(h);
+    /* MHD_USE_ITC: MHD_stop_daemon wakes every polling thread at once,
+     * also one at its connection limit (no longer polling the listener),
+     * which would otherwise sleep until its next timeout. */
+    flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC
+            | MHD_USE_ERROR_LOG;
+    if (conf->suspend) {
+        flags |= MHD_ALLOW_SUSPEND_RESUME;
+    }
+    if (ss.ss_family == AF_INET6) {
+        flags |= MHD_USE_IPv6;
+    }
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, sk_httpd_access, h,
+        MHD_OPTION_EXTERNAL_LOGGER, sk_httpd_mhd_log, h,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &ss,
+        MHD_OPTION_THREAD_POOL_SIZE, conf->threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned) conf->limits.connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned) conf->limits.per_ip,
+        MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned) conf->limits.idle_timeout,
+        MHD_OPTION_NOTIFY_COMPLETED, sk_httpd_done, h,
+        MHD_OPTION_NOTIFY_CONNECTION, sk_httpd_notify, h,
+        MHD_OPTION_END);
+    if (h->d == NULL) {
+        sk_httpd_free(h);
+        return sk_err_set(err, SK_ERR_SYSTEM, "listen %s: cannot start "
+            "the HTTP server (address in use?)", conf->listen);
+    }
+    if (pthread_create(&h->reaper, NULL, sk_httpd_reap, h) != 0) {
+        MHD_stop_daemon(h->d);
+        sk_httpd_free(h);
+        return sk_err_set(err, SK_ERR_SYSTEM, "http: cannot start a thread");
+    }
+    h->reaper_up = 1;
+    *hp = h;
+    return 0;
+}
+
+
+void
+sk_httpd_stop(sk_httpd_t *h)
+{
+    if (h == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&h->lock);
+    h->stopping = 1;
+    pthread_cond_signal(&h->wake);
+    pthread_mutex_unlock(&h->lock);
+    pthread_join(h->reaper, NULL);
+    MHD_stop_daemon(h->d);
+    sk_httpd_free(h);
+}
 
 
 enum MHD_Result

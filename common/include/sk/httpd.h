@@ -1,16 +1,63 @@
 /*
- * sk/httpd.h -- the replies the daemons' libmicrohttpd fronts share.
- * Linking this object needs -lmicrohttpd (it is left out of the fuzz
- * targets, which link every other libsk object).
+ * sk/httpd.h -- the HTTP front sk-timeline and sk-mirror share: a
+ * libmicrohttpd daemon on a pool of epoll threads, with the limits a
+ * public server needs against slow and idle clients, and the replies.
+ * Linking this object needs -lmicrohttpd and -pthread (it is left out of
+ * the fuzz targets, which link every other libsk object).
  */
 #ifndef SK_HTTPD_H
 #define SK_HTTPD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <microhttpd.h>
 
 #include "err.h"
+
+/* The limits on clients, as both daemons' configurations name them. */
+typedef struct {
+    uint64_t   connections;     /* "connections": at once, in all */
+    uint64_t   per_ip;          /* "connections_per_ip": at once from one
+                                   address; 0: no limit */
+    uint64_t   request_timeout; /* "request_timeout": seconds from the
+                                   connection (or the last answer on it)
+                                   to the whole next request, else closed */
+    uint64_t   idle_timeout;    /* "idle_timeout": seconds without a byte
+                                   either way, else closed */
+} sk_httpd_limits_t;
+
+/* 0 if the limits are in range, else -1 and err names the key. */
+int sk_httpd_limits_check(const sk_httpd_limits_t *l, sk_err_t *err) SK_WUR;
+
+typedef struct {
+    const char                    *prog;        /* log lines start so */
+    const char                    *listen;      /* ADDR:PORT, numeric */
+    unsigned                       threads;     /* polling threads */
+    sk_httpd_limits_t              limits;
+    uint64_t                       max_body;    /* a larger declared body:
+                                                   413 at once (never 100
+                                                   Continue); a larger
+                                                   chunked one: closed */
+    int                            suspend;     /* the handler may call
+                                                   MHD_suspend_connection */
+    MHD_AccessHandlerCallback      handler;
+    MHD_RequestCompletedCallback   completed;   /* or NULL */
+    void                          *cls;         /* of both */
+} sk_httpd_conf_t;
+
+typedef struct sk_httpd_s  sk_httpd_t;
+
+/* Listen and serve; conf is copied (its strings must outlive *h). */
+int sk_httpd_start(sk_httpd_t **h, const sk_httpd_conf_t *conf,
+    sk_err_t *err) SK_WUR;
+/* Close every connection and stop; NULL is ignored.  A handler that
+ * suspends connections must have resumed them all. */
+void sk_httpd_stop(sk_httpd_t *h);
+
+/* A strict decimal (no sign, no leading zero, at most 19 digits): 0, or
+ * -1 if s is NULL or anything else. */
+int sk_httpd_u64(uint64_t *v, const char *s) SK_WUR;
 
 /* Queue status with body (malloc()ed, taken over; freed on failure). */
 enum MHD_Result sk_httpd_reply(struct MHD_Connection *c, unsigned status,

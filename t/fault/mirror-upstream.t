@@ -1,0 +1,149 @@
+#!/usr/bin/perl
+# A mirror whose upstream timeline disappears mid-sync: the timeline is
+# killed (-9) while the mirror is fetching one of its chunks over a slow
+# link.  The mirror keeps the copy it had checked (entries, checkpoint),
+# marks the timeline Stuck with the failed request as the reason, retries
+# with its backoff, serves nothing of the cut chunk (nor, while Stuck,
+# anything of that timeline), and catches up once the timeline is back.
+# Then the link goes silent mid-chunk (SIGSTOP): SIGTERM still stops the
+# mirror within 2 s, not after fetch_timeout_ms.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use Test::More;
+use Time::HiRes qw(time sleep);
+use SKTest;
+use SKTimeline;
+use SKMirror;
+use SKLoad;
+
+plan skip_all => 'sk-timeline or sk-mirror not built'
+    unless -x $SKTimeline::TL && -x $SKMirror::MR;
+plan skip_all => 'no openssl or curl' unless has_cmd('openssl') && has_cmd('curl');
+
+my $d = tmpdir();
+my $op = ed25519_key($d, 'operator');
+my $ca = make_ca($d, 'testca');
+my %sk = map { $_ => ed25519_key($d, $_) } qw(a b);
+my %crt = map { $_ => issue($d, $ca, $sk{$_}, "$_.example", "$d/$_") } qw(a b);
+
+my (%t, @tl);
+for my $tid (1, 2, 3) {
+    mkdir "$d/tl$tid";
+    $t{$tid} = start_timeline("$d/tl$tid", tid => $tid,
+        operator_key => "$d/operator.pub", chunk_interval => 2);
+    ok($t{$tid}{up}, "timeline $tid listens") or BAIL_OUT(slurp($t{$tid}{log}));
+    append($t{$tid}, root_entry(cert => "$ca.crt", key => $op));
+}
+is(append($t{1}, bind_entry(name => 'a.example', key => $sk{a},
+    chain => [$crt{a}]))->{code}, 201, 'timeline 1: a.example bound');
+
+# Timeline 1 behind a link of 8 kB/s; the others direct.
+my $link = slow_link($t{1}{port}, 8000);
+@tl = ([1, $link->{url}, "$d/tl1/timeline.pub"],
+    map { [$_, $t{$_}{url}, "$d/tl$_/timeline.pub"] } 2, 3);
+my %keys = map { $_->[0] => [$_->[2], "sk-timeline-$_->[0]"] } @tl;
+# tail_max 0: entries come in chunks only, so the cut is in one.
+my $m = start_mirror("$d/m", \@tl, tail_max => 0, fetch_timeout_ms => 20000);
+ok($m->{up}, 'sk-mirror listens') or BAIL_OUT(slurp($m->{log}));
+ok(wait_until(sub { 3 == grep { tl_state($m, $_) eq 'Idle' } 1, 2, 3 }, 30),
+    'three timelines Idle');
+
+sub tl1 {
+    my $s = mirror_status($m) or return {};
+    return (grep { $_->{tid} == 1 } @{$s->{timelines}})[0];
+}
+is(tl1()->{entries}, 2, 'timeline 1: two entries mirrored');
+
+# 300 more entries (Add-Root-CA: distinct signatures, so the chunk stays
+# some tens of kB once compressed), then b.example, in one burst.
+my %f = ('CA-Cert' => der_b64("$ca.crt"), map { $_ => 'N/A' }
+    qw(SN TID Timestamp Signature));
+my @cmd = ('curl');
+for my $i (2 .. 301) {
+    $f{'CA-Serial'} = $i;
+    sign_entry('Add-Root-CA', \%f, 'Operator-Signature', $op);
+    spew("$d/e$i", canon('Add-Root-CA', \%f));
+    push @cmd, ($i > 2 ? '--next' : ()), '-s', '-o', '/dev/null', '-w',
+        '%{http_code}\n', '--data-urlencode', "e\@$d/e$i", "$t{1}{url}/append";
+}
+spew("$d/eb", bind_entry(name => 'b.example', key => $sk{b},
+    chain => [$crt{b}]));
+push @cmd, '--next', '-s', '-o', '/dev/null', '-w', '%{http_code}\n',
+    '--data-urlencode', "e\@$d/eb", "$t{1}{url}/append";
+is(run_cmd(\@cmd)->{out}, "201\n" x 301, '301 more entries on timeline 1');
+
+# Kill it once the mirror is well into a chunk.
+my $chunk;
+ok(wait_until(sub {
+    my $s = link_sent($link);
+    ($chunk) = grep { /\.bz2$/ && $s->{$_} > 8000 } keys %$s;
+    return $chunk }, 30), 'the mirror is fetching a chunk')
+    or diag(explain(link_sent($link)));
+kill 'KILL', $t{1}{pid};
+stop_daemon($t{1}{pid});
+diag("cut $chunk after " . link_sent($link)->{$chunk} . ' bytes');
+
+ok(wait_state($m, 1, 'Stuck', 10), 'the timeline is Stuck');
+my $s = tl1();
+my ($path) = $chunk =~ /^GET (\S+)/;
+like($s->{reason}, qr/^GET \Q$link->{url}$path\E: /,
+    "the reason names the cut request: $s->{reason}");
+is($s->{entries}, 2, 'the copy keeps the two checked entries');
+is($s->{checkpoint_size}, 2, '... and its checkpoint');
+like(slurp($m->{log}), qr/timeline 1: (Idle|Syncing) -> Stuck: GET /,
+    'the log says so');
+ok(wait_until(sub { (tl1()->{failures} // 0) >= 3 }, 15),
+    'retried with its backoff (three failed rounds)')
+    or diag(explain(tl1()));
+like(tl1()->{reason}, qr/^GET \Q$link->{url}\E\/checkpoint: /,
+    '... each failure named');
+
+for my $name (qw(a.example b.example)) {
+    my $r = query($m, $name);
+    my $a = check_answer($r->{body}, $m->{pub}, \%keys);
+    ok($a->{ok}, "$name: answered by the two healthy timelines")
+        or diag($a->{err});
+    is($a->{timelines}{1}{state}, 'Stuck', "$name: timeline 1 listed Stuck");
+    is(scalar @{$a->{timelines}{1}{entries} // []}, 0,
+        "$name: nothing from it");
+}
+
+# Back.
+restart_timeline($t{1});
+ok($t{1}{up}, 'timeline 1 back');
+ok(wait_state($m, 1, 'Idle', 60), 'the mirror resumes: Idle');
+is(tl1()->{entries}, 303, '... with every entry');
+my $a = check_answer(query($m, 'b.example')->{body}, $m->{pub}, \%keys);
+is(scalar @{$a->{timelines}{1}{entries} // []}, 1,
+    'b.example served from timeline 1');
+
+# A link gone silent mid-chunk: the mirror must still stop at once.
+for my $i (302 .. 401) {
+    $f{'CA-Serial'} = $i;
+    sign_entry('Add-Root-CA', \%f, 'Operator-Signature', $op);
+    append($t{1}, canon('Add-Root-CA', \%f));
+}
+my $before = link_sent($link);
+ok(wait_until(sub {
+    my $s = link_sent($link);
+    return grep { /\.bz2$/ && $s->{$_} > 2000
+        && $s->{$_} != ($before->{$_} // -1) } keys %$s }, 30),
+    'the mirror is fetching the next chunk');
+kill 'STOP', $link->{pid};
+my $t0 = time;
+kill 'TERM', $m->{pid};
+my $gone = wait_until(sub { !daemon_alive($m->{pid}) }, 30);
+my $secs = time - $t0;
+ok($gone && $secs < 2, 'SIGTERM mid-fetch on a silent link: gone within 2 s')
+    or diag(sprintf '%.1f s', $secs);
+kill 'CONT', $link->{pid};
+kill 'TERM', $link->{pid};
+waitpid($link->{pid}, 0);
+
+stop_daemon($m->{pid});
+stop_daemon($t{$_}{pid}) for 1, 2, 3;
+unlike(slurp($m->{log}), qr/Sanitizer|runtime error/, 'no sanitizer reports');
+done_testing();

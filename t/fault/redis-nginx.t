@@ -1,0 +1,116 @@
+#!/usr/bin/perl
+# Redis failing under nginx with sovereign_key_cache redis://: nginx reads
+# Redis only when it loads its configuration (in the master), so the
+# workers keep serving the carriers they have whatever Redis does.  Hung
+# (SIGSTOP) or killed (-9) at a reload: the reload finishes promptly,
+# keeps the last good carriers and says why; Redis back (empty, as after a
+# crash without persistence) and republished: the next reload serves the
+# new carrier.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use Test::More;
+use Time::HiRes qw(time);
+use SKTest;
+use NginxTest;
+
+my $skip = nginx_skip();
+plan skip_all => $skip if $skip;
+my $REDIS = has_cmd('redis-server');
+plan skip_all => 'redis-server is not installed' unless $REDIS;
+
+my $t = NginxTest->new;
+my $d = $t->dir;
+my $port = $t->port;
+make_ca($d);
+my ($ec, $ec_key) = make_cert($d, 'a.test', 'ec');
+my ($rsa, $rsa_key) = make_cert($d, 'a.test', 'rsa');
+my ($sk, $pub) = make_sk($d, 'a.test');
+make_carrier($sk, $ec, 'a.test', "$d/c1.pem");
+make_carrier($sk, $ec, 'a.test', "$d/c2.pem", '-d', 30);
+make_carrier($sk, $rsa, 'a.test', "$d/c-rsa.pem");
+my ($c1, $c2, $crsa) = map { pem_certs(slurp("$d/$_.pem"))->[0] }
+    qw(c1 c2 c-rsa);
+
+my $rport = free_port();
+my $spec = "redis://127.0.0.1:$rport";
+sub redis {
+    my $pid = run_daemon([$REDIS, '--port', $rport, '--bind', '127.0.0.1',
+        '--save', '', '--appendonly', 'no', '--dir', $d], "$d/redis.log");
+    wait_for_port($rport, 10) or die 'redis-server did not start';
+    return $pid;
+}
+sub publish {
+    my ($file) = @_;
+    my $r = sk('publish', '-a', $file, '--cache', $spec);
+    is($r->{rc}, 0, "sk publish $file") or diag($r->{err});
+}
+sub ec { return served_chain($port, tls => '1.3',
+    sigalgs => 'ECDSA+SHA256')->[2] // '' }
+sub rsa { return served_chain($port, tls => '1.3',
+    sigalgs => 'rsa_pss_rsae_sha256')->[2] // '' }
+sub handshakes {
+    my ($want, $what) = @_;
+    my $bad = grep { ec() ne $want } 1 .. 10;
+    is($bad, 0, "$what: 10 handshakes, each with the carrier");
+}
+sub timed_reload {
+    my ($what) = @_;
+    my $t0 = time;
+    ok($t->reload, "$what: reload");
+    my $secs = time - $t0;
+    ok($secs < 8, "$what: ... done in under 8 s")
+        or diag(sprintf '%.1f s', $secs);
+}
+
+my $redis = redis();
+publish("$d/c1.pem");
+publish("$d/c-rsa.pem");
+$t->write_conf(<<"EOF");
+    server {
+        listen 127.0.0.1:$port ssl;
+        server_name a.test;
+        ssl_certificate $ec; ssl_certificate_key $ec_key;
+        ssl_certificate $rsa; ssl_certificate_key $rsa_key;
+        sovereign_key_public $pub;
+        sovereign_key_cache $spec;
+        location / { }
+    }
+EOF
+$t->start;
+is(ec(), $c1, 'the carrier from Redis');
+
+# Hung.
+kill 'STOP', $redis;
+handshakes($c1, 'Redis hung');
+timed_reload('Redis hung');
+is(ec(), $c1, 'Redis hung: the last good carrier');
+is(rsa(), $crsa, '... for each key');
+like($t->log, qr/\[warn\].*sovereign_key_cache "\Q$spec\E" unavailable \(.*timed out after \d+ ms\), keeping the last good carrier/,
+    '... and the log says Redis timed out');
+kill 'CONT', $redis;
+
+# Killed.
+kill 'KILL', $redis;
+waitpid($redis, 0);
+ok(!wait_for_port($rport, 0.5), 'Redis killed');
+handshakes($c1, 'Redis gone');
+timed_reload('Redis gone');
+is(ec(), $c1, 'Redis gone: the last good carrier');
+like($t->log, qr/\[warn\].*sovereign_key_cache "\Q$spec\E" unavailable \(.*(refused|connect)/i,
+    '... and the log says Redis refused');
+
+# Back, empty; republished.
+$redis = redis();
+publish("$d/c2.pem");
+publish("$d/c-rsa.pem");
+ok($t->reload, 'Redis back: reload');
+is(ec(), $c2, 'Redis back: the new carrier');
+is(rsa(), $crsa, '... and the other key\'s');
+
+$t->stop;
+stop_daemon($redis);
+is($t->alerts, '', 'no alerts or sanitizer reports');
+done_testing();
