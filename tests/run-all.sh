@@ -24,7 +24,7 @@ stage integration env SK_BIN="$PWD/$BUILD/sk" BUILD="$BUILD" \
 # need be; its own make, so a parent's variables do not leak in).
 faults() {
     env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s SAN=1 BUILD=build-san \
-        all && env SK_BIN="$PWD/build-san/sk" BUILD=build-san \
+        all && env SK_BIN="$PWD/build-san/sk" BUILD=build-san SAN=1 \
         prove -I t/lib t/fault/
 }
 stage faults faults
