@@ -6,6 +6,7 @@
 #   make bench      every benchmark (B=name for one)
 
 CC      ?= cc
+NPROC   := $(shell nproc 2>/dev/null || echo 2)
 SAN     ?=
 ifeq ($(SAN),1)
 BUILD   ?= build-san
@@ -88,7 +89,7 @@ unit: $(UNIT_BINS)
 
 # The README's commands: each installs what it needs first.
 test: deps
-	$(MAKE) all fuzz-build
+	$(MAKE) -j$(NPROC) all fuzz-build
 	BUILD=$(BUILD) SAN=$(SAN) tests/run-all.sh
 
 bench: $(BENCH_BINS) $(SK)

@@ -23,11 +23,19 @@ stage integration env SK_BIN="$PWD/$BUILD/sk" BUILD="$BUILD" \
 # Whatever BUILD the caller uses, faults run on build-san (made here if
 # need be; its own make, so a parent's variables do not leak in).
 faults() {
-    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s SAN=1 BUILD=build-san \
+    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -j"$(nproc)" SAN=1 BUILD=build-san \
         all && env SK_BIN="$PWD/build-san/sk" BUILD=build-san SAN=1 \
         prove -I t/lib t/fault/
 }
 stage faults faults
+# Last: build the .debs, install them
+# here, check them as an operator would, purge them (root only: it
+# installs packages).
+if [ "$(id -u)" = 0 ]; then
+    stage packages tests/packages/run.sh
+else
+    echo "=== packages: skipped (needs root to install packages)"
+fi
 
 echo "stages: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
