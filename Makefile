@@ -116,7 +116,7 @@ all: $(NGX_ALL)
 ngx: $(NGX_MOD)
 
 $(NGX_MOD): $(LIBSK) $(wildcard ngx_sk_module/*) scripts/build-ngx-module.sh
-	SAN=$(SAN) NGX_SRC=$(NGX_SRC) scripts/build-ngx-module.sh $(BUILD) $(LIBSK)
+	+SAN=$(SAN) NGX_SRC=$(NGX_SRC) scripts/build-ngx-module.sh $(BUILD) $(LIBSK)
 
 # sk-timeline (timeline/): the append-only timeline server.
 TL_SRCS = $(sort $(wildcard timeline/tl_*.c))

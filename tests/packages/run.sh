@@ -295,7 +295,7 @@ ok "sk-milter starts from its unit and packaged configuration, reports READY=1" 
     start_unit sk-milter.service
 ok "sk-milter runs as sk-milter" runs_as "${pid_sk_milter_service:-0}" sk-milter
 milter_socket() {
-    [ "$(stat -c %U:%G:%a /run/sk-milter/sk-milter.sock)" = sk-milter:sk-milter:770 ] \
+    [ "$(stat -c %U:%G:%a /run/sk-milter/sk-milter.sock)" = sk-milter:sk-milter:660 ] \
         && [ "$(stat -c %U:%G:%a /run/sk-milter)" = sk-milter:sk-milter:750 ]
 }
 ok "its socket is for group sk-milter only" milter_socket
@@ -460,7 +460,7 @@ follow_instructions() {
     cp "$le/archive/example.test/fullchain3.pem" "$s/"
     (cd "$s" && eval "${carrier/-k SK.key/-k sk.key}" && cp example.test-carrier.pem "$work/") \
         && (cd "$work" && eval "$here") \
-        && [ "$(served_serial)" = 03EB ] \
+        && wait_for 10 eval '[ "$(served_serial)" = 03EB ]' \
         && sk check -p "$work/pub/sk.pub" --connect "127.0.0.1:$ngx_port" \
             --servername example.test
 }
