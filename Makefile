@@ -187,7 +187,7 @@ $(BUILD)/sk_milter/%.o: sk_milter/%.c sk_milter/skm.h $(wildcard common/include/
 
 $(SKM_BIN): $(SKM_OBJS) $(LIBSK)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(SKM_OBJS) $(LIBSK) \
-	    -lhiredis -lssl -lcrypto -lresolv -lpthread
+	    -lcurl -lhiredis -lssl -lcrypto -lresolv -lpthread
 
 # Unit tests of the milter's I/O-free parts (tests/unit/test_milter_*.c)
 # link the milter objects they test.
@@ -233,6 +233,15 @@ $(BUILD)/bench/mirror_gen: tests/bench/mirror_gen.c $(LIBSK)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS)
 
+# The first-contact client of tests/bench/bench_staple.pl.
+STAPLE_BENCH = $(BUILD)/bench/staple_client
+all: $(STAPLE_BENCH)
+bench: $(STAPLE_BENCH)
+
+$(STAPLE_BENCH): tests/bench/staple_client.c $(LIBSK)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS) -lcurl
+
 # The socketmap parser's fuzz target links the milter's I/O-free parser.
 $(FUZZ_BUILD)/fuzz_socketmap: tests/fuzz/fuzz_socketmap.c $(FUZZ_BUILD)/sk_milter/skm_netstring.o $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_BUILD)/sk_milter/skm_netstring.o $(FUZZ_OBJS) $(LIBS)
@@ -247,9 +256,10 @@ $(FUZZ_BUILD)/sk_milter/skm_ar.o: sk_milter/skm.h
 # object but main's.
 FUZZ_SKM_OBJS = $(filter-out $(FUZZ_BUILD)/sk_milter/skm_main.o, \
                     $(SKM_SRCS:%.c=$(FUZZ_BUILD)/%.o))
-$(FUZZ_BUILD)/fuzz_milter_session: tests/fuzz/fuzz_milter_session.c $(FUZZ_SKM_OBJS) $(FUZZ_OBJS)
+$(FUZZ_BUILD)/fuzz_milter_session: tests/fuzz/fuzz_milter_session.c $(FUZZ_SKM_OBJS) $(FUZZ_OBJS) $(FUZZ_BUILD)/common/src/client/client_curl.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -pthread -o $@ $< \
-	    $(FUZZ_SKM_OBJS) $(FUZZ_OBJS) $(LIBS) -lresolv
+	    $(FUZZ_SKM_OBJS) $(FUZZ_OBJS) \
+	    $(FUZZ_BUILD)/common/src/client/client_curl.o $(LIBS) -lcurl -lresolv
 $(FUZZ_SKM_OBJS): sk_milter/skm.h
 
 # ---- Installation and Debian packages (docs/operations.md) ----

@@ -6,7 +6,8 @@
  *
  * All the work happens at configuration time in the master (and in
  * "nginx -t"): carriers are loaded, checked against the SK and appended
- * to the SSL_CTX; workers serve them from memory and never block.
+ * to the SSL_CTX; workers serve them from memory and never block.  The
+ * stapled proof (sovereign_key_staple) is ngx_http_sk_staple.c's.
  */
 
 #include <ngx_config.h>
@@ -16,7 +17,7 @@
 #include <pwd.h>
 #include <openssl/sha.h>
 
-#include <sk/sk.h>
+#include "ngx_http_sk_module.h"
 
 
 #define NGX_HTTP_SK_SERVICES  "https"
@@ -28,7 +29,7 @@
 
 /* Where a server's carriers come from; shared by the servers that inherit
  * it, so "matches no certificate" is judged where it was written. */
-typedef struct {
+struct ngx_http_sk_src_s {
     ngx_array_t              *carrier_files;  /* ngx_str_t */
     ngx_str_t                 key;            /* single-host mode */
     ngx_str_t                 cache;
@@ -43,7 +44,7 @@ typedef struct {
     sk_key_t                 *sk;             /* public, or the private key */
     sk_cache_t               *cache_handle;
     ngx_array_t               carriers;       /* ngx_http_sk_carrier_t */
-} ngx_http_sk_src_t;
+};
 
 
 typedef struct {
@@ -54,35 +55,8 @@ typedef struct {
 
 
 typedef struct {
-    ngx_array_t              *carrier_files;  /* sovereign_key_carrier */
-    ngx_str_t                 key;            /* sovereign_key */
-    ngx_str_t                 cache;          /* sovereign_key_cache */
-    ngx_str_t                 pub;            /* sovereign_key_public */
-    ngx_str_t                 services;       /* sovereign_key services= */
-    time_t                    days;           /* sovereign_key days= */
-    ngx_str_t                 onion;          /* sovereign_key_onion */
-    ngx_str_t                 onion_dir;      /* sovereign_key_onion_dir */
-    ngx_str_t                 onion_user;     /* ... user= */
-
-    u_char                   *file;           /* first SK directive here */
-    ngx_uint_t                line;
-    u_char                   *onion_file;
-    ngx_uint_t                onion_line;
-
-    ngx_http_sk_src_t        *src;
-    ngx_str_t                 onion_addr;     /* resolved at postconfig */
-    ngx_str_t                 status;         /* the JSON document */
-} ngx_http_sk_srv_conf_t;
-
-
-typedef struct {
     ngx_flag_t                status;         /* sovereign_key_status */
 } ngx_http_sk_loc_conf_t;
-
-
-typedef struct {
-    ngx_array_t               srcs;           /* ngx_http_sk_src_t * */
-} ngx_http_sk_main_conf_t;
 
 
 typedef struct {
@@ -112,6 +86,9 @@ static char *ngx_http_sk_onion_dir(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_sk_status(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
+static ngx_int_t ngx_http_sk_staple_names(ngx_conf_t *cf,
+    ngx_http_core_srv_conf_t *cscf, ngx_http_sk_srv_conf_t *skcf,
+    SSL_CTX *ctx, ngx_http_sk_carrier_t **cs, ngx_uint_t ncs);
 static ngx_int_t ngx_http_sk_status_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_sk_header_filter(ngx_http_request_t *r);
 
@@ -160,6 +137,27 @@ static ngx_command_t  ngx_http_sk_commands[] = {
       0,
       NULL },
 
+    { ngx_string("sovereign_key_staple"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_sk_staple_directive,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("sovereign_key_trust"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_sk_str,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_sk_srv_conf_t, trust),
+      NULL },
+
+    { ngx_string("sovereign_key_staple_cache"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_sk_str,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_sk_srv_conf_t, staple_cache),
+      NULL },
+
     { ngx_string("sovereign_key_status"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_sk_status,
@@ -193,7 +191,7 @@ ngx_module_t  ngx_http_sk_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    NULL,                                  /* init process */
+    ngx_http_sk_staple_init_process,       /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     NULL,                                  /* exit process */
@@ -220,10 +218,20 @@ ngx_http_sk_create_main_conf(ngx_conf_t *cf)
     }
 
     if (ngx_array_init(&mcf->srcs, cf->pool, 4, sizeof(ngx_http_sk_src_t *))
-        != NGX_OK)
+        != NGX_OK
+        || ngx_array_init(&mcf->staples, cf->pool, 4,
+                          sizeof(ngx_http_sk_staple_t *))
+           != NGX_OK)
     {
         return NULL;
     }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     mcf->trusts = { 0 };      initialised on first use
+     *     mcf->thread_pool = NULL;
+     */
 
     return mcf;
 }
@@ -254,10 +262,15 @@ ngx_http_sk_create_srv_conf(ngx_conf_t *cf)
      *     conf->src = NULL;
      *     conf->onion_addr = { 0, NULL };
      *     conf->status = { 0, NULL };
+     *     conf->trust = { 0, NULL };
+     *     conf->staple_cache = { 0, NULL };
+     *     conf->staple_file = NULL;
+     *     conf->staple = NULL;
      */
 
     conf->carrier_files = NGX_CONF_UNSET_PTR;
     conf->days = NGX_CONF_UNSET;
+    conf->staple_mode = NGX_CONF_UNSET_UINT;
 
     return conf;
 }
@@ -332,6 +345,16 @@ ngx_http_sk_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     if (conf->onion_file == NULL) {
         conf->onion_file = prev->onion_file;
         conf->onion_line = prev->onion_line;
+    }
+
+    ngx_conf_merge_uint_value(conf->staple_mode, prev->staple_mode,
+                              NGX_HTTP_SK_STAPLE_OFF);
+    ngx_conf_merge_str_value(conf->trust, prev->trust, "");
+    ngx_conf_merge_str_value(conf->staple_cache, prev->staple_cache, "");
+
+    if (conf->staple_file == NULL) {
+        conf->staple_file = prev->staple_file;
+        conf->staple_line = prev->staple_line;
     }
 
     if ((conf->carrier_files != NULL) + (conf->key.len != 0)
@@ -496,7 +519,8 @@ ngx_http_sk_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-/* sovereign_key_public, _cache, _onion: one string each. */
+/* sovereign_key_public, _cache, _onion, _trust, _staple_cache: one
+ * string each. */
 static char *
 ngx_http_sk_str(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -533,13 +557,14 @@ ngx_http_sk_str(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_OK;
     }
 
-    if (field == &skcf->pub
+    if ((field == &skcf->pub || field == &skcf->trust)
         && ngx_conf_full_name(cf->cycle, field, 1) != NGX_OK)
     {
         return NGX_CONF_ERROR;
     }
 
-    if (field == &skcf->cache && field->data[0] != '/'
+    if ((field == &skcf->cache || field == &skcf->staple_cache)
+        && field->data[0] != '/'
         && ngx_strncmp(field->data, "redis://", 8) != 0
         && ngx_strncmp(field->data, "unix:", 5) != 0)
     {
@@ -547,6 +572,10 @@ ngx_http_sk_str(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                            "invalid cache \"%V\": expected redis://HOST:PORT,"
                            " unix:/PATH or an absolute directory", field);
         return NGX_CONF_ERROR;
+    }
+
+    if (field == &skcf->trust || field == &skcf->staple_cache) {
+        return NGX_CONF_OK;
     }
 
     ngx_http_sk_mark(cf, skcf);
@@ -924,6 +953,21 @@ ngx_http_sk_from_cache(ngx_conf_t *cf, ngx_http_sk_src_t *src,
 }
 
 
+/* A server_name that is a name: no regex, no wildcard. */
+static ngx_uint_t
+ngx_http_sk_plain_name(ngx_http_server_name_t *sn)
+{
+#if (NGX_PCRE)
+    if (sn->regex) {
+        return 0;
+    }
+#endif
+    return sn->name.len != 0 && sn->name.data[0] != '*'
+           && sn->name.data[0] != '.'
+           && sn->name.data[sn->name.len - 1] != '*';
+}
+
+
 static ngx_str_t *
 ngx_http_sk_server_name(ngx_http_core_srv_conf_t *cscf)
 {
@@ -932,19 +976,9 @@ ngx_http_sk_server_name(ngx_http_core_srv_conf_t *cscf)
 
     sn = cscf->server_names.elts;
     for (i = 0; i < cscf->server_names.nelts; i++) {
-#if (NGX_PCRE)
-        if (sn[i].regex) {
-            continue;
+        if (ngx_http_sk_plain_name(&sn[i])) {
+            return &sn[i].name;
         }
-#endif
-        if (sn[i].name.len == 0 || sn[i].name.data[0] == '*'
-            || sn[i].name.data[0] == '.'
-            || sn[i].name.data[sn[i].name.len - 1] == '*')
-        {
-            continue;
-        }
-
-        return &sn[i].name;
     }
 
     return NULL;
@@ -1055,7 +1089,7 @@ ngx_http_sk_find(ngx_conf_t *cf, ngx_http_sk_src_t *src,
 }
 
 
-static u_char *
+u_char *
 ngx_http_sk_json_str(u_char *p, u_char *last, const char *s)
 {
     if (s == NULL) {
@@ -1082,7 +1116,8 @@ ngx_http_sk_json_str(u_char *p, u_char *last, const char *s)
 
 /*
  * {"name":N,"sk":"sha256:…","services":S,"carriers":[{"key":"sha256:…",
- * "not_before":T,"not_after":T}…],"onion":O|null}
+ * "not_before":T,"not_after":T}…],"onion":O|null, and the staple's
+ * member at request time (ngx_http_sk_staple_status), then "}".
  */
 static ngx_int_t
 ngx_http_sk_status_build(ngx_conf_t *cf, ngx_http_sk_srv_conf_t *skcf,
@@ -1141,8 +1176,6 @@ ngx_http_sk_status_build(ngx_conf_t *cf, ngx_http_sk_srv_conf_t *skcf,
     } else {
         p = ngx_http_sk_json_str(p, last, NULL);
     }
-
-    p = ngx_slprintf(p, last, "}\n");
 
     skcf->status.len = p - skcf->status.data;
 
@@ -1256,7 +1289,101 @@ ngx_http_sk_attach(ngx_conf_t *cf, ngx_http_core_srv_conf_t *cscf,
         return NGX_ERROR;
     }
 
-    return ngx_http_sk_status_build(cf, skcf, attached, n);
+    if (ngx_http_sk_status_build(cf, skcf, attached, n) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (skcf->staple_mode == NGX_HTTP_SK_STAPLE_OFF) {
+        return NGX_OK;
+    }
+
+    return ngx_http_sk_staple_names(cf, cscf, skcf, ctx, attached, n);
+}
+
+
+/* A name once: 1 if added, 0 if there already or no room. */
+static ngx_uint_t
+ngx_http_sk_name_add(const char **names, ngx_uint_t *n, const char *name)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < *n; i++) {
+        if (ngx_strcmp(names[i], name) == 0) {
+            return 0;
+        }
+    }
+
+    if (*n == SK_STAPLE_MAX_ANSWERS) {
+        return 0;
+    }
+
+    names[(*n)++] = name;
+
+    return 1;
+}
+
+
+/*
+ * The names a staple answers for: each carrier's name, and each plain
+ * server_name below one, with the names between (a client of
+ * www.a.example.com covered by example.com's wildcard SK looks up all
+ * three).
+ */
+static ngx_int_t
+ngx_http_sk_staple_names(ngx_conf_t *cf, ngx_http_core_srv_conf_t *cscf,
+    ngx_http_sk_srv_conf_t *skcf, SSL_CTX *ctx, ngx_http_sk_carrier_t **cs,
+    ngx_uint_t ncs)
+{
+    u_char                  *name, *dot;
+    size_t                   len, clen;
+    ngx_uint_t               i, k, n;
+    const char              *names[SK_STAPLE_MAX_ANSWERS], *cname;
+    ngx_http_server_name_t  *sn;
+
+    n = 0;
+
+    for (k = 0; k < ncs; k++) {
+        ngx_http_sk_name_add(names, &n, sk_carrier_name(cs[k]->carrier));
+    }
+
+    sn = cscf->server_names.elts;
+
+    for (i = 0; i < cscf->server_names.nelts; i++) {
+        len = sn[i].name.len;
+
+        if (!ngx_http_sk_plain_name(&sn[i])
+            || sk_name_check((char *) sn[i].name.data, len, NULL) != 0)
+        {
+            continue;
+        }
+
+        for (k = 0; k < ncs; k++) {
+            cname = sk_carrier_name(cs[k]->carrier);
+            clen = ngx_strlen(cname);
+
+            if (len <= clen || sn[i].name.data[len - clen - 1] != '.'
+                || ngx_strncmp(sn[i].name.data + len - clen, cname, clen)
+                   != 0)
+            {
+                continue;
+            }
+
+            name = ngx_pnalloc(cf->pool, len + 1);
+            if (name == NULL) {
+                return NGX_ERROR;
+            }
+
+            ngx_cpystrn(name, sn[i].name.data, len + 1);
+
+            /* the server name and its parents down to the carrier's */
+            for (dot = name; dot < name + len - clen - 1; ) {
+                ngx_http_sk_name_add(names, &n, (char *) dot);
+                dot = (u_char *) ngx_strchr(dot, '.') + 1;
+            }
+        }
+    }
+
+    return ngx_http_sk_staple_init(cf, cscf, skcf, ctx, names, n);
 }
 
 
@@ -1552,6 +1679,15 @@ ngx_http_sk_init(ngx_conf_t *cf)
         }
 
         if (skcf->src == NULL) {
+            if (skcf->staple_mode != NGX_HTTP_SK_STAPLE_OFF
+                && sscf->ssl.ctx != NULL)
+            {
+                ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                              "sovereign_key_staple: the server in %s:%ui "
+                              "has no carrier, so nothing to staple",
+                              cscfp[s]->file_name, cscfp[s]->line);
+            }
+
             continue;
         }
 
@@ -1566,6 +1702,11 @@ ngx_http_sk_init(ngx_conf_t *cf)
         if (ngx_http_sk_attach(cf, cscfp[s], skcf, sscf) != NGX_OK) {
             return NGX_ERROR;
         }
+    }
+
+    if (mcf->staples.nelts > 0 && ngx_http_sk_staple_register(cf) != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
     srcs = mcf->srcs.elts;
@@ -1631,9 +1772,13 @@ ngx_http_sk_header_filter(ngx_http_request_t *r)
 }
 
 
+/* The document: what configuration time built, and this worker's
+ * staple as it is now. */
 static ngx_int_t
 ngx_http_sk_status_handler(ngx_http_request_t *r)
 {
+    u_char                  *p, *last;
+    size_t                   size;
     ngx_int_t                rc;
     ngx_buf_t               *b;
     ngx_chain_t              out;
@@ -1654,23 +1799,36 @@ ngx_http_sk_status_handler(ngx_http_request_t *r)
         return NGX_HTTP_NOT_FOUND;
     }
 
+    size = skcf->status.len + sizeof("}\n")
+           + ngx_http_sk_staple_status_size(skcf->staple);
+
+    p = ngx_pnalloc(r->pool, size);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    last = p + size;
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->pos = p;
+    p = ngx_cpymem(p, skcf->status.data, skcf->status.len);
+    p = ngx_http_sk_staple_status(p, last, skcf->staple);
+    p = ngx_slprintf(p, last, "}\n");
+    b->last = p;
+
     ngx_str_set(&r->headers_out.content_type, "application/json");
     r->headers_out.content_type_len = r->headers_out.content_type.len;
     r->headers_out.status = NGX_HTTP_OK;
-    r->headers_out.content_length_n = skcf->status.len;
+    r->headers_out.content_length_n = b->last - b->pos;
 
     rc = ngx_http_send_header(r);
     if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
         return rc;
     }
 
-    b = ngx_calloc_buf(r->pool);
-    if (b == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    b->pos = skcf->status.data;
-    b->last = skcf->status.data + skcf->status.len;
     b->memory = 1;
     b->last_buf = (r == r->main) ? 1 : 0;
     b->last_in_chain = 1;

@@ -7,9 +7,11 @@
 # sk-timelines, lets an sk-mirror replicate them, serves the name from
 # Debian's nginx with the module and from a private Postfix with sk-milter,
 # asks `sk verify` what an SK-aware client decides about both and about an
-# impostor with a certificate from the same CA, has `sk fetch` refuse that
-# impostor in the handshake and get the real page through the site's onion
-# service over a private Tor network, and last revokes the SK.
+# impostor with a certificate from the same CA, shows a first contact
+# decided from the proof nginx staples in the handshake with no mirror
+# reachable, has `sk fetch` refuse that impostor in the handshake and get
+# the real page through the site's onion service over a private Tor
+# network, and last revokes the SK.
 set -eu
 BUILD=${BUILD:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -190,9 +192,10 @@ mirror = http://127.0.0.1:$mport $D/mirror/mirror.pub
 t1 = 0
 EOT
 
-step "14. Debian's nginx serves the site with the module: the carrier and Onion-Location"
+step "14. Debian's nginx serves the site with the module: the carrier, the stapled proof, Onion-Location"
 nport=$(free_port); eport=$(free_port)
 mkdir -p nginx/html
+mkdir -m 777 staples     # nginx's workers keep the stapled proof here
 echo "hello from $NAME" > nginx/html/index.html
 cat > nginx/nginx.conf <<EOT
 load_module $top/$BUILD/ngx/ngx_http_sk_module.so;
@@ -217,6 +220,9 @@ http {
         sovereign_key_public $D/sk.key.pub;
         sovereign_key_carrier $D/carrier.pem;
         sovereign_key_onion $addr;
+        sovereign_key_staple extension;
+        sovereign_key_trust $D/trust.conf;
+        sovereign_key_staple_cache $D/staples;
         location / { }
         location = /.well-known/sovereign-key { sovereign_key_status; }
     }
@@ -228,7 +234,7 @@ http {
     }
 }
 EOT
-grep -A4 'the real site' nginx/nginx.conf | sed 's/^/   /'
+grep -A7 'the real site' nginx/nginx.conf | sed 's/^/   /'
 # An ASan-built module (make SAN=1) loads into Debian's nginx only with the
 # sanitizer runtime preloaded.
 set -- nginx
@@ -241,7 +247,11 @@ pids="$pids $!"
 wait_for 10 curl -sk "https://127.0.0.1:$nport/" || die "nginx did not start: $(cat nginx/error.log)"
 curl -sk -D - -o /dev/null --resolve "$NAME:$nport:127.0.0.1" "https://$NAME:$nport/" \
     | grep -i '^onion-location' | sed 's/^/   /'
+# A worker fetches the stapled proof from the mirror in the background.
+wait_for 20 "$SK" staple show --connect 127.0.0.1:$nport --servername $NAME \
+    || die "nginx staples no proof: $(cat nginx/error.log)"
 curl -sk --resolve "$NAME:$nport:127.0.0.1" "https://$NAME:$nport/.well-known/sovereign-key" | cut -c1-160 | sed 's/^/   /'
+grep -o 'sovereign_key_staple .*' nginx/error.log | head -1 | sed 's/^/   /'
 echo
 
 step "15. Postfix serves the name too: sk-milter staples the carrier on SMTP TLS"
@@ -273,14 +283,22 @@ if [ -n "${smtp:-}" ]; then
     run verify --connect 127.0.0.1:$smtps "smtps://$NAME:$smtps"
 fi
 
-step "17. The impostor: a certificate for the name from the same (compromised) CA, no cross-signature"
+step "17. A first contact with no mirror reachable: the proof stapled in the handshake decides"
+# The client asks for TLS extension 0xFF53; nginx answers with the mirror's
+# signed answer, which the client checks as if it had fetched it itself.
+run "$SK" staple show --connect 127.0.0.1:$nport --servername $NAME --trust trust.conf
+deadm="http://127.0.0.1:$(free_port)"
+run "$SK" verify --trust trust.conf --mirror "$deadm" --mirror-key "$D/mirror/mirror.pub" \
+    --cache first-contact --connect 127.0.0.1:$nport "https://$NAME:$nport" 2>&1
+
+step "18. The impostor: a certificate for the name from the same (compromised) CA, no cross-signature"
 rc=0
 verify --connect 127.0.0.1:$eport "https://$NAME:$eport" || rc=$?
 [ $rc -eq 1 ] || die "the impostor was not rejected (exit $rc)"
 echo "   exit $rc: refused, although an ordinary client would accept its CA-valid chain"
 
 if command -v tor >/dev/null 2>&1 && command -v tor-gencert >/dev/null 2>&1; then
-    step "18. sk fetch: the impostor gets nothing, the page comes through the onion route"
+    step "19. sk fetch: the impostor gets nothing, the page comes through the onion route"
     # A private Tor network on loopback (3 authorities, 3 relays) carries the
     # onion service of step 8 in front of the real nginx; the Bind lists its
     # address as the https route.  TLS through it still names $NAME.
@@ -295,15 +313,19 @@ if command -v tor >/dev/null 2>&1 && command -v tor-gencert >/dev/null 2>&1; the
     echo "   the impostor's access log: $(wc -l < nginx/impostor.log) requests"
     [ ! -s nginx/impostor.log ] || die "a request reached the impostor"
 else
-    step "18. sk fetch through the onion route: (skipped: needs tor and tor-gencert)"
+    step "19. sk fetch through the onion route: (skipped: needs tor and tor-gencert)"
 fi
 
-step "19. The holder revokes the SK (an Unbind on every timeline); the next check sees it"
+step "20. The holder revokes the SK (an Unbind on every timeline); the next check sees it"
 # shellcheck disable=SC2086
 run "$SK" revoke -k sk.key -n $NAME $tls
 wait_for 30 mirror_entries 6 || die "the mirror did not see the Unbind: $(cat mirror.log)"
+# A client that asks the mirrors sees it at once.  The proof nginx staples
+# is from before the Unbind: clients that take it learn of the revocation
+# when the site refreshes it (staple_refresh, an hour), at the latest once
+# it is staple_max_age old (a day), as with their own cache's T1.
 rc=0
-verify --connect 127.0.0.1:$nport "https://$NAME:$nport" || rc=$?
+verify --no-staple --connect 127.0.0.1:$nport "https://$NAME:$nport" || rc=$?
 [ $rc -eq 3 ] || die "after the Unbind sk verify still enforces the SK (exit $rc)"
 echo "   exit $rc: no SK in force for $NAME any more"
 

@@ -9,6 +9,7 @@
  * skm_filter.c  per message: Authentication-Results, the verdict
  * skm_server.c  the listening sockets, a thread per connection
  * skm_chain.c   the chain files Postfix serves, reload, self-probe
+ * skm_staple.c  StapleProof: the stapled proof in the chain files
  * skm_policy.c  the smtp_tls_policy_maps socketmap server (outbound)
  * skm_netstring.c  the socketmap wire format, no I/O (fuzzed)
  * skm_ar.c      Authentication-Results values, no I/O (fuzzed)
@@ -22,6 +23,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 #include <time.h>
+#include <sk/client.h>
 #include <sk/err.h>
 #include <sk/services.h>
 
@@ -85,6 +87,8 @@ typedef struct {
     long         policyttl;             /* PolicyTTL, seconds */
     long         policyconns;           /* PolicyMaxConnections */
     char        *ccertsocket;           /* ClientPolicySocket */
+    int          stapleproof;           /* StapleProof (boolean) */
+    char        *stapletrustfile;       /* StapleTrust */
 
     /* derived by the checks */
     char        *file;                  /* the top config file */
@@ -98,6 +102,7 @@ typedef struct {
     skm_probe_t *probev;
     size_t       nprobes;
     skm_trust_t *trust;                 /* NULL: no TrustFile */
+    sk_client_trust_t *stapletrust;     /* StapleTrust, loaded; or NULL */
     skm_list_t   warnings;              /* "FILE: line N: warning: ..." */
 } skm_conf_t;
 
@@ -153,17 +158,26 @@ int skm_cache_get(sk_cache_t **cache, const skm_conf_t *conf, sk_err_t *err);
 /* Chain files: build every output; 1 if one changed, 0 if none, -1 if
  * one failed (logged; the last good file stays). */
 int skm_chain_refresh(const skm_conf_t *conf, time_t now);
+/* StapleProof (skm_staple.c; the refresher thread only): the staple
+ * for name as a PEM certificate (malloc()ed) and its age, refreshed when
+ * due: 1, 0 if there is none to serve (logged), -1 on a failure. */
+int skm_staple_pem(char **pem, size_t *len, long *age, const skm_conf_t *conf,
+    const char *name, time_t now);
+/* When a staple is next due for a refresh (0: none kept). */
+time_t skm_staple_next(void);
 /* Run PostfixCommand; then probe every Probe. */
 int skm_chain_reload_postfix(const skm_conf_t *conf);
 int skm_probe_all(const skm_conf_t *conf);
 
 /* A TLS connection to host:port (SMTP STARTTLS first if starttls),
  * offering only sigalgs (OpenSSL list syntax) unless NULL; its peer
- * chain up-referenced in *chain; -1 with res saying why. */
+ * chain up-referenced in *chain; with staple not NULL, asking for the
+ * stapled proof (extension 0xFF53), whose bytes come back in *staple
+ * (malloc()ed; NULL if none came); -1 with res saying why. */
 struct stack_st_X509;
 int skm_tls_chain(struct stack_st_X509 **chain, const char *host,
-    const char *port, int starttls, const char *sigalgs, char *res,
-    size_t reslen);
+    const char *port, int starttls, const char *sigalgs,
+    unsigned char **staple, size_t *stlen, char *res, size_t reslen);
 
 /* The socketmap wire format (skm_netstring.c).  parse: 1 with data/dlen
  * and used (bytes consumed) for a whole netstring, 0 if more bytes are

@@ -7,8 +7,10 @@
  * certifies the leaf's key, found in the CarrierFiles or the KeyCache.
  * OUTPUT is replaced atomically and only when its content changes; a
  * carrier for another key, or an expired one, is never written: the last
- * good OUTPUT stays.  After a change, PostfixCommand runs and every Probe
- * checks, over TLS, that the served chain now carries the carrier.
+ * good OUTPUT stays.  With StapleProof, the certificate carrying the
+ * stapled proof for the carrier's name follows it (skm_staple.c).  After
+ * a change, PostfixCommand runs and every Probe checks, over TLS, that
+ * the served chain now carries the carrier.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -30,6 +32,7 @@
 #include <sk/carrier.h>
 #include <sk/file.h>
 #include <sk/key.h>
+#include <sk/staple.h>
 
 #include "skm.h"
 
@@ -82,8 +85,9 @@ static int
 skm_chain_one(const skm_conf_t *conf, const skm_chain_t *ch,
     sk_cache_t *cache, time_t now)
 {
-    char             *src, *old, *out, *pem, why[256];
-    size_t            srclen, oldlen, outlen, pemlen, spkilen;
+    char             *src, *old, *out, *pem, *spem, why[256];
+    size_t            srclen, oldlen, outlen, pemlen, spkilen, spemlen;
+    long              age;
     unsigned char    *spki;
     STACK_OF(X509)   *chain;
     sk_carrier_t     *car;
@@ -92,7 +96,8 @@ skm_chain_one(const skm_conf_t *conf, const skm_chain_t *ch,
     int               rc, have_old;
     mode_t            mode;
 
-    src = old = out = pem = NULL;
+    src = old = out = pem = spem = NULL;
+    spemlen = 0;
     spki = NULL;
     chain = NULL;
     car = NULL;
@@ -113,6 +118,12 @@ skm_chain_one(const skm_conf_t *conf, const skm_chain_t *ch,
 
     car = skm_carrier_find(conf, cache, spki, spkilen, now, why,
         sizeof(why));
+    if (car != NULL && conf->stapleproof
+        && skm_staple_pem(&spem, &spemlen, &age, conf, sk_carrier_name(car),
+               now) < 0)
+    {
+        goto done;              /* the last good file stays */
+    }
     if (car == NULL) {
         if (have_old) {
             skm_log(LOG_ERR, "ChainFile %s: %s; keeping %s", ch->source,
@@ -133,7 +144,7 @@ skm_chain_one(const skm_conf_t *conf, const skm_chain_t *ch,
         }
     }
 
-    outlen = srclen + 1 + (pem != NULL ? pemlen : 0);
+    outlen = srclen + 1 + (pem != NULL ? pemlen : 0) + spemlen;
     out = malloc(outlen + 1);
     if (out == NULL) {
         goto done;
@@ -146,6 +157,10 @@ skm_chain_one(const skm_conf_t *conf, const skm_chain_t *ch,
     if (pem != NULL) {
         memcpy(out + outlen, pem, pemlen);
         outlen += pemlen;
+    }
+    if (spem != NULL) {
+        memcpy(out + outlen, spem, spemlen);
+        outlen += spemlen;
     }
 
     if (have_old
@@ -167,8 +182,14 @@ skm_chain_one(const skm_conf_t *conf, const skm_chain_t *ch,
         skm_log(LOG_WARNING, "ChainFile %s: cannot keep its owner: %s",
             ch->output, strerror(errno));
     }
-    skm_log(LOG_INFO, "ChainFile %s: wrote %s %s", ch->source, ch->output,
-        car != NULL ? "with its carrier" : "without a carrier");
+    if (spem != NULL) {
+        skm_log(LOG_INFO, "ChainFile %s: wrote %s with its carrier and a "
+            "staple %ld s old", ch->source, ch->output, age);
+    } else {
+        skm_log(LOG_INFO, "ChainFile %s: wrote %s %s", ch->source,
+            ch->output, car != NULL ? "with its carrier" : "without a "
+            "carrier");
+    }
     rc = 1;
 
 done:
@@ -176,6 +197,7 @@ done:
     free(old);
     free(out);
     free(pem);
+    free(spem);
     OPENSSL_free(spki);
     sk_carrier_free(car);
     sk_X509_pop_free(chain, X509_free);
@@ -397,8 +419,10 @@ skm_tcp_connect(const char *host, const char *port)
 
 int
 skm_tls_chain(STACK_OF(X509) **out, const char *host, const char *port,
-    int starttls, const char *sigalgs, char *res, size_t reslen)
+    int starttls, const char *sigalgs, unsigned char **staple, size_t *stlen,
+    char *res, size_t reslen)
 {
+    const unsigned char  *data;
     SSL_CTX           *ctx;
     SSL               *ssl;
     STACK_OF(X509)    *chain;
@@ -432,6 +456,14 @@ skm_tls_chain(STACK_OF(X509) **out, const char *host, const char *port,
         snprintf(res, reslen, "bad signature algorithms \"%s\"", sigalgs);
         goto done;
     }
+    if (staple != NULL) {
+        *staple = NULL;
+        *stlen = 0;
+        if (ctx == NULL || sk_staple_client_init(ctx, 1, NULL) != 0) {
+            snprintf(res, reslen, "cannot ask for the stapled proof");
+            goto done;
+        }
+    }
     ssl = ctx != NULL ? SSL_new(ctx) : NULL;
     if (ssl == NULL || SSL_set_fd(ssl, fd) != 1
         || SSL_set_tlsext_host_name(ssl, host) != 1
@@ -457,6 +489,11 @@ skm_tls_chain(STACK_OF(X509) **out, const char *host, const char *port,
     if (*out == NULL) {
         snprintf(res, reslen, "out of memory");
         goto done;
+    }
+    if (staple != NULL && sk_staple_client_get0(ssl, &data, stlen)
+        && (*staple = malloc(*stlen > 0 ? *stlen : 1)) != NULL)
+    {
+        memcpy(*staple, data, *stlen);
     }
     rc = 0;
 
@@ -485,8 +522,8 @@ skm_probe_one(const skm_probe_t *p, char *res, size_t reslen)
     car = NULL;
     spki = NULL;
     rc = -1;
-    if (skm_tls_chain(&chain, p->host, p->port, p->starttls, NULL, res,
-            reslen)
+    if (skm_tls_chain(&chain, p->host, p->port, p->starttls, NULL, NULL,
+            NULL, res, reslen)
         != 0)
     {
         return -1;

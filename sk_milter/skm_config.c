@@ -67,6 +67,8 @@ static const skm_confdef_t  skm_confdefs[] = {
     { "PolicyTTL",       SKM_INTEGER,  0, offsetof(skm_conf_t, policyttl),  "300" },
     { "PolicyMaxConnections", SKM_INTEGER, 0, offsetof(skm_conf_t, policyconns), "256" },
     { "ClientPolicySocket", SKM_STRING, 0, offsetof(skm_conf_t, ccertsocket), NULL },
+    { "StapleProof",     SKM_BOOLEAN,  0, offsetof(skm_conf_t, stapleproof), "no" },
+    { "StapleTrust",     SKM_STRING,   0, offsetof(skm_conf_t, stapletrustfile), NULL },
     { "Include",         SKM_INCLUDE,  0, 0,                                NULL },
     { NULL,              SKM_STRING,   0, 0,                                NULL }
 };
@@ -513,6 +515,27 @@ skm_conf_check(skm_loader_t *ld, sk_err_t *err)
     {
         return skm_conf_where(ld, "TrustFile", err, "TrustFile: %s", e.msg);
     }
+    if (c->stapleproof && c->stapletrustfile == NULL) {
+        return skm_conf_where(ld, "StapleProof", err, "StapleProof needs "
+            "StapleTrust (the trust file of the timelines and mirrors)");
+    }
+    if (c->stapleproof && c->nchains == 0) {
+        return skm_conf_where(ld, "StapleProof", err, "StapleProof needs a "
+            "ChainFile to staple to");
+    }
+    if (c->stapletrustfile != NULL) {
+        c->stapletrust = calloc(1, sizeof(*c->stapletrust));
+        if (c->stapletrust == NULL) {
+            return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
+        }
+        sk_client_trust_init(c->stapletrust);
+        if (sk_client_trust_load(c->stapletrust, c->stapletrustfile, &e)
+            != 0)
+        {
+            return skm_conf_where(ld, "StapleTrust", err, "StapleTrust: %s",
+                e.msg);
+        }
+    }
     c->onion_uid = c->uid;
     c->onion_gid = c->gid;
     if (c->onionuser != NULL) {
@@ -755,6 +778,8 @@ skm_conf_free(skm_conf_t *c)
     free(c->chains);
     free(c->probev);
     skm_trust_free(c->trust);
+    sk_client_trust_free(c->stapletrust);
+    free(c->stapletrust);
     free(c->file);
     free(c);
 }

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
 #include <sk/daemon.h>
 #include <sk/file.h>
 
@@ -115,6 +116,11 @@ main(int argc, char **argv)
     if (skm_privdrop(conf) != 0) {
         return EX_NOPERM;
     }
+    /* Before any thread: StapleProof asks mirrors with libcurl. */
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        skm_log(LOG_ERR, "cannot initialise libcurl");
+        return EX_OSERR;
+    }
     skm_conf_install(conf);
 
     /* Every thread made from here on inherits the blocked set. */
@@ -176,14 +182,16 @@ main(int argc, char **argv)
 }
 
 
-/* Chain files, onion: at start, every RefreshInterval and after SIGHUP
- * (whose new configuration it loads; a broken one keeps the old). */
+/* Chain files, onion: at start, every RefreshInterval (sooner when a
+ * staple is due) and after SIGHUP (whose new configuration it loads; a
+ * broken one keeps the old). */
 static void *
 skm_refresher(void *arg)
 {
     skm_conf_t       *conf;
     sk_err_t          err;
     struct timespec   ts;
+    time_t            next, wait;
     int               reload;
 
     (void) arg;
@@ -192,7 +200,12 @@ skm_refresher(void *arg)
     while (!skm_rf_stop) {
         conf = skm_conf_acquire();
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += conf->refresh;
+        next = skm_staple_next();
+        wait = conf->refresh;
+        if (next != 0 && next - ts.tv_sec < wait) {
+            wait = next > ts.tv_sec ? next - ts.tv_sec : 1;
+        }
+        ts.tv_sec += wait;
         skm_conf_release(conf);
         while (!skm_rf_stop && !skm_rf_reload) {
             if (pthread_cond_timedwait(&skm_rf_cond, &skm_rf_lock, &ts)

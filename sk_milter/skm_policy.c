@@ -10,7 +10,9 @@
  * bracketed host), checks over STARTTLS that each presents a key the SK
  * cross-signs (the carrier in the served chain, or in the KeyCache), and
  * answers "fingerprint match=<SHA-256 of that public key>..." so Postfix
- * delivers to no other key.  When the SK is known but no host passes, or
+ * delivers to no other key.  A next hop neither the TrustFile nor the
+ * KeyCache knows is learnt, with StapleTrust, from the stapled proof its
+ * host serves, as an SK-aware client would (no mirror asked).  When the SK is known but no host passes, or
  * a lookup fails, it answers TEMP: Postfix defers the mail and keeps it.
  * A next hop with no SK (or an SK without smtp, an IP literal) is
  * NOTFOUND and the admin's defaults apply.  Answers are cached per next
@@ -42,6 +44,7 @@
 #include <sk/key.h>
 #include <sk/name.h>
 #include <sk/services.h>
+#include <sk/staple.h>
 
 #include "skm.h"
 
@@ -326,8 +329,8 @@ skm_policy_host(unsigned char h[SK_SHA256_BYTES], time_t *not_after,
     spki = NULL;
     rc = -1;
     snprintf(portstr, sizeof(portstr), "%d", port);
-    if (skm_tls_chain(&chain, host, portstr, port != 465, sigalgs, res,
-            sizeof(res)) != 0)
+    if (skm_tls_chain(&chain, host, portstr, port != 465, sigalgs, NULL,
+            NULL, res, sizeof(res)) != 0)
     {
         snprintf(why, whylen, "%.100s:%d: %s", host, port, res);
         return -2;
@@ -382,6 +385,98 @@ done:
 }
 
 
+/* A fetch that asks no mirror: the policy learns from staples only. */
+static int
+skm_policy_nofetch(char **body, size_t *len, int *status, const char *url,
+    void *arg, sk_err_t *err)
+{
+    (void) body;
+    (void) len;
+    (void) status;
+    (void) url;
+    (void) arg;
+    return sk_err_set(err, SK_ERR_UNAVAILABLE, "no mirror is asked");
+}
+
+
+/*
+ * StapleTrust: the SK of domain from the stapled proof its first host
+ * that answers serves (extension 0xFF53, else the certificate form), as
+ * an SK-aware client learns it; no mirror is asked.  1 with *key (the SK,
+ * owned) when the staple is fresh and valid and binds an SK covering
+ * smtp; 0 otherwise (logged when a staple was refused).
+ */
+static int
+skm_policy_staple(sk_key_t **key, const skm_conf_t *conf,
+    const char *nexthop, const char *domain, const skm_mx_t *mx, size_t nmx,
+    int port)
+{
+    STACK_OF(X509)     *chain;
+    sk_client_ctx_t     ctx;
+    sk_client_found_t   found;
+    sk_staple_t         s;
+    unsigned char      *ext, *wrapped;
+    size_t              i, extlen, wlen;
+    char                portstr[8], res[128];
+    sk_err_t            err;
+    int                 rc, parsed;
+
+    *key = NULL;
+    snprintf(portstr, sizeof(portstr), "%d", port);
+    for (i = 0; i < nmx; i++) {
+        if (skm_tls_chain(&chain, mx[i].name, portstr, port != 465, NULL,
+                &ext, &extlen, res, sizeof(res)) == 0)
+        {
+            break;
+        }
+    }
+    if (i == nmx) {
+        return 0;
+    }
+    if (ext != NULL) {
+        parsed = sk_staple_parse(&s, ext, extlen, &err) == 0;
+        free(ext);
+    } else if (sk_staple_find(&wrapped, &wlen, chain, &err) == 0) {
+        parsed = sk_staple_parse(&s, wrapped, wlen, &err) == 0;
+        free(wrapped);
+    } else {
+        parsed = 0;
+    }
+    sk_X509_pop_free(chain, X509_free);
+    if (!parsed) {
+        if (err.code != SK_ERR_NOT_FOUND) {
+            skm_log(LOG_WARNING, "policy %s: %s's staple: %s", nexthop,
+                mx[i].name, err.msg);
+        }
+        return 0;
+    }
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.trust = conf->stapletrust;
+    ctx.fetch = skm_policy_nofetch;
+    ctx.now = time(NULL);
+    ctx.staple = &s;
+    rc = 0;
+    if (sk_client_find(&found, domain, &ctx, &err) != 0) {
+        skm_log(LOG_WARNING, "policy %s: %s", nexthop, err.msg);
+    } else if (found.res.outcome != SK_FRESH_STAPLE) {
+        skm_log(LOG_WARNING, "policy %s: %s's staple: %s", nexthop,
+            mx[i].name, found.res.ntries > 0 ? found.res.tries[0].what
+            : "not used");
+    } else if (found.rec.state == SK_RECORD_BOUND
+               && sk_services_covers(&found.rec.services, "smtp", 0)
+               && sk_key_from_pkey(key, sk_key_get0_pkey(found.rec.key),
+                      &err) == 0)
+    {
+        skm_log(LOG_INFO, "policy %s: the SK of %s from %s's staple "
+            "(answer of %s)", nexthop, domain, mx[i].name, found.res.source);
+        rc = 1;
+    }
+    sk_client_found_free(&found);
+    sk_staple_free(&s);
+    return rc;
+}
+
+
 static void
 skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
     const skm_conf_t *conf, const char *key)
@@ -390,6 +485,7 @@ skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
     skm_sk_t        sk, rec;
     skm_mx_t        mx[SKM_POLICY_MX_MAX];
     sk_cache_t     *cache;
+    sk_key_t       *stapled = NULL;
     const sk_key_t *skkey;
     sk_err_t        err;
     unsigned char   h[SK_SHA256_BYTES];
@@ -419,25 +515,41 @@ skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
             "for %s failed", nh.host);
         goto done;
     }
-    if (sk.state == SKM_SK_NONE || !sk_services_covers(&sk.services,
-            "smtp", 0))
+    if (sk.state != SKM_SK_NONE
+        && !sk_services_covers(&sk.services, "smtp", 0))
     {
         snprintf(reply, replylen, "NOTFOUND ");
         *ttl = conf->policyttl;
         goto done;
     }
-    skkey = skm_sk_pubkey(&sk, &rec, cache, nh.host, key);
+    if (sk.state == SKM_SK_NONE && conf->stapletrust == NULL) {
+        snprintf(reply, replylen, "NOTFOUND ");
+        *ttl = conf->policyttl;
+        goto done;
+    }
+    nmx = nh.bracketed ? 0 : skm_mx_lookup(mx, SKM_POLICY_MX_MAX, nh.host);
+    if (nmx == 0) {
+        snprintf(mx[0].name, sizeof(mx[0].name), "%s", nh.host);
+        nmx = 1;
+    }
+    if (sk.state == SKM_SK_NONE) {
+        if (!skm_policy_staple(&stapled, conf, key, nh.host, mx, nmx,
+                nh.port))
+        {
+            snprintf(reply, replylen, "NOTFOUND ");
+            *ttl = conf->policyttl;
+            goto done;
+        }
+        skkey = stapled;
+    } else {
+        skkey = skm_sk_pubkey(&sk, &rec, cache, nh.host, key);
+    }
     if (skkey == NULL) {
         snprintf(reply, replylen, "TEMP sk-milter: %s has a sovereign key "
             "but its public key is not known here", nh.host);
         goto done;
     }
 
-    nmx = nh.bracketed ? 0 : skm_mx_lookup(mx, SKM_POLICY_MX_MAX, nh.host);
-    if (nmx == 0) {
-        snprintf(mx[0].name, sizeof(mx[0].name), "%s", nh.host);
-        nmx = 1;
-    }
     now = time(NULL);
     first = 0;
     off = 0;
@@ -485,6 +597,7 @@ skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
     }
 
 done:
+    sk_key_free(stapled);
     skm_sk_free(&rec);
     skm_sk_free(&sk);
 }

@@ -30,7 +30,7 @@ extern const sk_cmd_t sk_cmd_keygen, sk_cmd_pubkey, sk_cmd_carrier,
 extern const sk_cmd_t sk_cmd_publish;
 extern const sk_cmd_t sk_cmd_register;
 extern const sk_cmd_t sk_cmd_revoke, sk_cmd_rebind, sk_cmd_services;
-extern const sk_cmd_t sk_cmd_verify, sk_cmd_fetch;
+extern const sk_cmd_t sk_cmd_verify, sk_cmd_fetch, sk_cmd_staple;
 extern const sk_cmd_t sk_cmd_check;
 
 /* "sk: <fmt>" on stderr; returns SK_EXIT_FAIL. */

@@ -157,6 +157,9 @@ cli_client_opt(cli_client_opts_t *o, int c, const char *arg, sk_err_t *err)
     case CLI_OPT_TOR:
         o->tor = arg;
         return 0;
+    case CLI_OPT_NO_STAPLE:
+        o->no_staple = 1;
+        return 0;
     }
     return 1;
 }
@@ -232,36 +235,48 @@ cli_client_set_mirrors(sk_client_trust_t *t, const cli_client_opts_t *o,
 
 
 int
+cli_client_trust(sk_client_trust_t *t, const cli_client_opts_t *o,
+    const sk_cmd_t *cmd)
+{
+    sk_err_t  err;
+
+    sk_client_trust_init(t);
+    if (sk_client_trust_load(t, o->trust_file != NULL ? o->trust_file
+            : CLI_TRUST_DEFAULT, &err) != 0
+        || (o->nmirrors > 0 && cli_client_set_mirrors(t, o, &err) != 0))
+    {
+        sk_client_trust_free(t);
+        cli_fail_err(&err);
+        return CLI_EXIT_UNDECIDED;
+    }
+    if (o->tor != NULL && sk_client_trust_set_tor(t, o->tor, &err) != 0) {
+        sk_client_trust_free(t);
+        return cli_usage(cmd, "--%s", err.msg);
+    }
+    if (t->nmirrors == 0) {
+        sk_client_trust_free(t);
+        return cli_usage(cmd, "no mirror: give --mirror URL or list one in "
+            "the trust file");
+    }
+    return 0;
+}
+
+
+int
 cli_client_open(cli_client_t *cl, const cli_client_opts_t *o,
     const sk_cmd_t *cmd)
 {
     sk_tls_conf_t  conf;
     char           dflt[4096];
     sk_err_t       err;
+    int            rc;
 
     memset(cl, 0, sizeof(*cl));
     memset(&conf, 0, sizeof(conf));
-    sk_client_trust_init(&cl->trust);
     cl->curl.timeout_ms = 10000;
-    if (sk_client_trust_load(&cl->trust, o->trust_file != NULL
-            ? o->trust_file : CLI_TRUST_DEFAULT, &err) != 0
-        || (o->nmirrors > 0 && cli_client_set_mirrors(&cl->trust, o, &err)
-            != 0))
-    {
-        cli_client_close(cl);
-        cli_fail_err(&err);
-        return CLI_EXIT_UNDECIDED;
-    }
-    if (o->tor != NULL
-        && sk_client_trust_set_tor(&cl->trust, o->tor, &err) != 0)
-    {
-        cli_client_close(cl);
-        return cli_usage(cmd, "--%s", err.msg);
-    }
-    if (cl->trust.nmirrors == 0) {
-        cli_client_close(cl);
-        return cli_usage(cmd, "no mirror: give --mirror URL or list one in "
-            "the trust file");
+    rc = cli_client_trust(&cl->trust, o, cmd);
+    if (rc != 0) {
+        return rc;
     }
     conf.trust = &cl->trust;
     conf.cache_dir = o->cache_dir;
@@ -272,6 +287,7 @@ cli_client_open(cli_client_t *cl, const cli_client_opts_t *o,
     }
     conf.fetch = sk_client_fetch_curl;
     conf.fetch_arg = &cl->curl;
+    conf.flags = o->no_staple ? SK_TLS_NO_STAPLE : 0;
     if (sk_tls_new(&cl->tls, &conf, &err) != 0) {
         cli_client_close(cl);
         cli_fail_err(&err);
@@ -312,6 +328,22 @@ cli_client_lookup(cli_client_t *cl, const cli_target_t *tg,
 }
 
 
+int
+cli_client_prepare(cli_client_t *cl, const cli_target_t *tg)
+{
+    sk_err_t  err;
+
+    if (sk_tls_prepare(cl->tls, tg->name, tg->service, tg->portnum,
+            time(NULL), &err) != 0
+        && sk_tls_get0_found(cl->tls) == NULL)
+    {
+        cli_fail("%s: %s", tg->name, err.msg);
+        return CLI_EXIT_UNDECIDED;
+    }
+    return 0;
+}
+
+
 const char *
 cli_client_outcome(sk_fresh_outcome_t o)
 {
@@ -320,6 +352,7 @@ cli_client_outcome(sk_fresh_outcome_t o)
     case SK_FRESH_ANSWER: return "answer";
     case SK_FRESH_OPEN:   return "fail-open";
     case SK_FRESH_CLOSED: return "fail-closed";
+    case SK_FRESH_STAPLE: return "staple";
     }
     return "?";
 }
@@ -328,20 +361,39 @@ cli_client_outcome(sk_fresh_outcome_t o)
 void
 cli_client_log_mirrors(FILE *f, const sk_client_found_t *found)
 {
-    size_t  i;
+    const sk_client_try_t  *tr;
+    size_t                  i;
 
     for (i = 0; i < found->res.ntries; i++) {
-        fprintf(f, "sk: mirror %s: %s\n", found->res.tries[i].url,
-            found->res.tries[i].what);
+        tr = &found->res.tries[i];
+        fprintf(f, "sk: %s%s: %s\n", strstr(tr->url, "://") != NULL
+            ? "mirror " : "", tr->url, tr->what);
     }
 }
 
 
+/* What decided: "staple", "cache", "mirror", or "none" (nothing heard). */
+static const char *
+cli_client_from(const sk_client_result_t *r)
+{
+    switch (r->outcome) {
+    case SK_FRESH_STAPLE: return "staple";
+    case SK_FRESH_CACHED: return "cache";
+    case SK_FRESH_ANSWER: return "mirror";
+    default:
+        break;
+    }
+    return strcmp(r->source, "cache") == 0 ? "cache"
+        : r->source[0] != '\0' ? "mirror" : "none";
+}
+
+
 void
-cli_client_json_found(FILE *f, const sk_client_found_t *found,
-    const sk_decide_t *d)
+cli_client_json_found(FILE *f, const cli_client_t *cl,
+    const sk_client_found_t *found, const sk_decide_t *d)
 {
     const sk_client_result_t  *r = &found->res;
+    const char                *form = sk_tls_staple_form(cl->tls);
     size_t                     i;
 
     if (d != NULL && d->sk[0] != '\0') {
@@ -349,8 +401,9 @@ cli_client_json_found(FILE *f, const sk_client_found_t *found,
     }
     fprintf(f, ",\"record\":");
     cli_json_str(f, found->name);
-    fprintf(f, ",\"freshness\":\"%s\",\"source\":",
-        cli_client_outcome(r->outcome));
+    fprintf(f, ",\"freshness\":\"%s\",\"from\":\"%s\",\"staple\":\"%s\","
+        "\"source\":", cli_client_outcome(r->outcome), cli_client_from(r),
+        form != NULL ? form : "none");
     cli_json_str(f, r->source);
     fprintf(f, ",\"fresh\":%zu,\"timelines\":%zu,\"entries\":%zu,"
         "\"mirrors\":[", r->fresh.fresh, r->fresh.ntl, r->view.nitems);

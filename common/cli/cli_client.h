@@ -51,7 +51,8 @@ enum {
     CLI_OPT_CACHE,              /* --cache DIR */
     CLI_OPT_MIRROR,             /* --mirror URL */
     CLI_OPT_MIRROR_KEY,         /* --mirror-key FILE (after its --mirror) */
-    CLI_OPT_TOR                 /* --tor ADDRESS:PORT */
+    CLI_OPT_TOR,                /* --tor ADDRESS:PORT */
+    CLI_OPT_NO_STAPLE           /* --no-staple */
 };
 
 typedef struct {
@@ -61,6 +62,7 @@ typedef struct {
     const char  *mirror_key[SK_CLIENT_MAX_MIRRORS];
     size_t       nmirrors;
     const char  *tor;
+    int          no_staple;
 } cli_client_opts_t;
 
 /* Take option c: 0 if it was a shared option, 1 if not one, -1 for a
@@ -74,9 +76,14 @@ typedef struct {
     sk_tls_t           *tls;
 } cli_client_t;
 
+/* The trust file (default CLI_TRUST_DEFAULT) with --mirror and --tor
+ * applied, at least one mirror: 0, or the exit status after the message
+ * (t is then empty). */
+int cli_client_trust(sk_client_trust_t *t, const cli_client_opts_t *o,
+    const sk_cmd_t *cmd);
+
 /*
- * The trust file (default CLI_TRUST_DEFAULT) with --mirror and --tor
- * applied, the cache (default $XDG_CACHE_HOME/sk or ~/.cache/sk), and an
+ * cli_client_trust, the cache (default $XDG_CACHE_HOME/sk or ~/.cache/sk), and an
  * sk_tls_t over them asking mirrors with libcurl (call
  * curl_global_init first).  0, or the exit status after the message:
  * CLI_EXIT_UNDECIDED for a local failure, SK_EXIT_USAGE.
@@ -91,16 +98,24 @@ void cli_client_close(cli_client_t *cl);
 int cli_client_lookup(cli_client_t *cl, const cli_target_t *tg,
     const sk_client_found_t **found, char *why, size_t size);
 
-/* "cached", "answer", "fail-open", "fail-closed". */
+/* The same as far as the cache goes: the rest is learnt in the
+ * handshake, from the server's staple or the mirrors (sk_tls_prepare).
+ * 0, or the exit status after the message (a local failure). */
+int cli_client_prepare(cli_client_t *cl, const cli_target_t *tg);
+
+/* "cached", "answer", "fail-open", "fail-closed", "staple". */
 const char *cli_client_outcome(sk_fresh_outcome_t o);
 
-/* One "sk: mirror URL: what" line per mirror asked, to f. */
+/* One "sk: mirror URL: what" line per mirror asked ("sk: staple: what"
+ * about the server's staple), to f. */
 void cli_client_log_mirrors(FILE *f, const sk_client_found_t *found);
 
-/* The lookup's JSON members: ,"record":..,"freshness":..,"mirrors":[..]
- * (and "sk" when one is in force). */
-void cli_client_json_found(FILE *f, const sk_client_found_t *found,
-    const sk_decide_t *d);
+/* The lookup's JSON members: ,"record":..,"freshness":..,"from":..,
+ * "staple":..,"mirrors":[..] (and "sk" when one is in force).  "from" is
+ * what decided: "staple", "cache", "mirror" or "none"; "staple" the
+ * staple the lookup had: "extension", "chain" or "none". */
+void cli_client_json_found(FILE *f, const cli_client_t *cl,
+    const sk_client_found_t *found, const sk_decide_t *d);
 
 /* "<prefix>  record of NAME: N entries, OUTCOME (SOURCE), A of B
  * timelines fresh" on f. */

@@ -206,20 +206,74 @@ cli_net_starttls(int fd, sk_err_t *err)
 }
 
 
+/* The context for one handshake: versions, and the staple asked for. */
+static SSL_CTX *
+cli_net_ctx(const cli_net_tls_t *opt, sk_err_t *err)
+{
+    SSL_CTX  *ctx = SSL_CTX_new(TLS_client_method());
+
+    if (ctx == NULL) {
+        sk_err_crypto(err, "cannot set up TLS");
+        return NULL;
+    }
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    if (opt != NULL && opt->version != 0
+        && (SSL_CTX_set_min_proto_version(ctx, opt->version) != 1
+            || SSL_CTX_set_max_proto_version(ctx, opt->version) != 1))
+    {
+        SSL_CTX_free(ctx);
+        sk_err_crypto(err, "cannot set the TLS version");
+        return NULL;
+    }
+    if (opt != NULL && opt->ask_staple
+        && sk_staple_client_init(ctx, 1, err) != 0)
+    {
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+
+/* What the handshake brought besides the chain. */
+static int
+cli_net_after(cli_net_tls_t *opt, SSL *ssl, sk_err_t *err)
+{
+    const unsigned char  *data;
+    size_t                len;
+
+    opt->version_used = SSL_version(ssl);
+    if (!sk_staple_client_get0(ssl, &data, &len)) {
+        return 0;
+    }
+    opt->staple = malloc(len > 0 ? len : 1);
+    if (opt->staple == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
+    }
+    memcpy(opt->staple, data, len);
+    opt->staple_len = len;
+    return 0;
+}
+
+
 int
 cli_net_handshake(STACK_OF(X509) **chain, int fd, const char *sni,
-    sk_err_t *err)
+    cli_net_tls_t *opt, sk_err_t *err)
 {
     STACK_OF(X509) *peer;
     SSL_CTX        *ctx;
     SSL            *ssl = NULL;
     int             rc = -1;
 
-    ctx = SSL_CTX_new(TLS_client_method());
-    if (ctx != NULL) {
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
-        ssl = SSL_new(ctx);
+    if (opt != NULL) {
+        opt->staple = NULL;
+        opt->staple_len = 0;
     }
+    ctx = cli_net_ctx(opt, err);
+    if (ctx == NULL) {
+        return -1;
+    }
+    ssl = SSL_new(ctx);
     if (ssl == NULL || SSL_set_fd(ssl, fd) != 1
         || (sni != NULL && SSL_set_tlsext_host_name(ssl, sni) != 1))
     {
@@ -237,6 +291,9 @@ cli_net_handshake(STACK_OF(X509) **chain, int fd, const char *sni,
             "certificate");
     } else if ((*chain = X509_chain_up_ref(peer)) == NULL) {
         sk_err_crypto(err, "out of memory");
+    } else if (opt != NULL && cli_net_after(opt, ssl, err) != 0) {
+        sk_X509_pop_free(*chain, X509_free);
+        *chain = NULL;
     } else {
         SSL_shutdown(ssl);
         rc = 0;
@@ -244,6 +301,33 @@ cli_net_handshake(STACK_OF(X509) **chain, int fd, const char *sni,
     SSL_free(ssl);
     SSL_CTX_free(ctx);
     ERR_clear_error();
+    return rc;
+}
+
+
+int
+cli_net_fetch_chain(STACK_OF(X509) **chain, const char *target,
+    int starttls, const char *servername, cli_net_tls_t *opt, sk_err_t *err)
+{
+    const char    *port, *sni = servername;
+    char           host[CLI_NET_HOST_MAX];
+    int            fd, rc;
+
+    if (cli_net_split(host, sizeof(host), &port, target) != 0) {
+        return sk_err_set(err, SK_ERR_USAGE,
+            "--connect wants HOST:PORT or [IPv6]:PORT");
+    }
+    /* SNI carries names only, never address literals (RFC 6066). */
+    if (sni == NULL && !cli_net_is_address(host)) {
+        sni = host;
+    }
+    fd = cli_net_connect(host, port, err);
+    if (fd < 0) {
+        return -1;
+    }
+    rc = (starttls && cli_net_starttls(fd, err) != 0)
+        ? -1 : cli_net_handshake(chain, fd, sni, opt, err);
+    close(fd);
     return rc;
 }
 
@@ -284,31 +368,4 @@ cli_net_is_address(const char *host)
 
     return inet_pton(AF_INET, host, addr) == 1
         || inet_pton(AF_INET6, host, addr) == 1;
-}
-
-
-int
-cli_net_fetch_chain(STACK_OF(X509) **chain, const char *target,
-    const char *starttls, const char *servername, sk_err_t *err)
-{
-    const char    *port, *sni = servername;
-    char           host[CLI_NET_HOST_MAX];
-    int            fd, rc;
-
-    if (cli_net_split(host, sizeof(host), &port, target) != 0) {
-        return sk_err_set(err, SK_ERR_USAGE,
-            "--connect wants HOST:PORT or [IPv6]:PORT");
-    }
-    /* SNI carries names only, never address literals (RFC 6066). */
-    if (sni == NULL && !cli_net_is_address(host)) {
-        sni = host;
-    }
-    fd = cli_net_connect(host, port, err);
-    if (fd < 0) {
-        return -1;
-    }
-    rc = (starttls != NULL && cli_net_starttls(fd, err) != 0)
-        ? -1 : cli_net_handshake(chain, fd, sni, err);
-    close(fd);
-    return rc;
 }

@@ -283,8 +283,8 @@ sk_check_run(int argc, char **argv)
     if (in != NULL) {
         rc = sk_chain_load_pem(&chain, in, &err) == 0 ? SK_CHECK_OK
              : sk_check_report(&k, SK_CHECK_UNKNOWN, "chain", "%s", err.msg);
-    } else if (cli_net_fetch_chain(&chain, target, starttls, servername,
-                   &err) != 0)
+    } else if (cli_net_fetch_chain(&chain, target, starttls != NULL,
+                   servername, NULL, &err) != 0)
     {
         rc = err.code == SK_ERR_USAGE ? sk_check_usage("%s", err.msg)
              : sk_check_report(&k, SK_CHECK_CRITICAL, "connect", "%s: %s",

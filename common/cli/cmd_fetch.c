@@ -2,8 +2,10 @@
  * cmd_fetch.c -- `sk fetch URL`: a curl-like request made the way an
  * SK-aware client makes it.
  *
- * The name's record is learnt first (as `sk verify` does).  Then the
- * URL's own host, and when it fails the SK check or the network, the
+ * The name's record is learnt as `sk verify` does: from a fresh cache
+ * before connecting, else in the first handshake, from the server's
+ * stapled proof or the mirrors.  First the URL's own host, and when it
+ * fails the SK check or the network, the
  * alternate routes of the record (sk_routes_for), one after the other;
  * on each, the SK check runs inside the TLS handshake (sk/tls.h), so a
  * server that fails it gets no request.  A route fails over only while
@@ -52,6 +54,7 @@ typedef struct {
     sk_file_tmp_t             tmp;          /* -o FILE, a regular file */
     int                       device;       /* -o FILE, not one: its fd */
     sk_routes_t               routes;
+    int                       have_routes;
     sk_ft_try_t              *tries;
     size_t                    ntries;
     const sk_ft_try_t        *used;         /* the route that answered */
@@ -86,45 +89,88 @@ sk_ft_route_name(const sk_ft_t *f, const sk_route_t *route, char *buf,
 }
 
 
-/* The URL's host, then the record's routes, until one answers or fails
- * after sending. */
-static void
-sk_ft_try_all(sk_ft_t *f)
+/* One route (NULL: the URL's host), i of n (0: not known yet), logged
+ * with -v; 1 if it settles the run (answered, or broke after sending). */
+static int
+sk_ft_try(sk_ft_t *f, const sk_route_t *route, size_t i, size_t n)
 {
-    sk_ft_try_t  *t;
+    sk_ft_try_t  *t = &f->tries[f->ntries++];
     char          name[2 * SK_ROUTE_TEXT_MAX + 2 * SK_ERR_MSG_MAX];
-    size_t        i, n = f->routes.n + 1;
 
-    for (i = 0; i < n; i++) {
-        t = &f->tries[f->ntries++];
-        t->route = i == 0 ? NULL : &f->routes.v[i - 1];
+    t->route = route;
+    if (f->verbose && n > 0) {
+        fprintf(stderr, "sk: route %zu of %zu: %s\n", i + 1, n,
+            sk_ft_route_name(f, t->route, name, sizeof(name)));
+    } else if (f->verbose) {
+        fprintf(stderr, "sk: route 1: %s\n", sk_ft_route_name(f, t->route,
+            name, sizeof(name)));
+    }
+    cli_get(&f->g, t->route, &t->o);
+    if (f->verbose && t->o.decided) {
+        fprintf(stderr, "sk:   %s: %s\n",
+            sk_decision_name(t->o.d.decision), t->o.d.reason);
+    }
+    if (f->verbose && t->o.result != CLI_GET_OK
+        && !(t->o.decided && t->o.result == CLI_GET_REFUSED))
+    {
+        fprintf(stderr, "sk:   %s: %s\n",
+            cli_get_result_name(t->o.result), t->o.why);
+    }
+    if (t->o.result == CLI_GET_OK) {
+        f->used = t;
         if (f->verbose) {
-            fprintf(stderr, "sk: route %zu of %zu: %s\n", i + 1, n,
-                sk_ft_route_name(f, t->route, name, sizeof(name)));
+            fprintf(stderr, "sk:   HTTP %ld, %zu bytes\n", t->o.status,
+                t->o.bytes);
         }
-        cli_get(&f->g, t->route, &t->o);
-        if (f->verbose && t->o.decided) {
-            fprintf(stderr, "sk:   %s: %s\n",
-                sk_decision_name(t->o.d.decision), t->o.d.reason);
-        }
-        if (f->verbose && t->o.result != CLI_GET_OK
-            && !(t->o.decided && t->o.result == CLI_GET_REFUSED))
-        {
-            fprintf(stderr, "sk:   %s: %s\n",
-                cli_get_result_name(t->o.result), t->o.why);
-        }
-        if (t->o.result == CLI_GET_OK) {
-            f->used = t;
-            if (f->verbose) {
-                fprintf(stderr, "sk:   HTTP %ld, %zu bytes\n", t->o.status,
-                    t->o.bytes);
-            }
-            return;
-        }
-        if (t->o.result == CLI_GET_BROKEN) {
-            return;
+        return 1;
+    }
+    return t->o.result == CLI_GET_BROKEN;
+}
+
+
+/* The record's routes, once. */
+static int
+sk_ft_routes(sk_ft_t *f)
+{
+    sk_err_t  err;
+
+    if (f->have_routes) {
+        return 0;
+    }
+    if (sk_routes_for(&f->routes, &f->found->rec, f->tg.service,
+            f->tg.portnum, &err) != 0)
+    {
+        return cli_fail_err(&err);
+    }
+    f->have_routes = 1;
+    return 0;
+}
+
+
+/* The record's routes after the URL's host (tries[0]), until one
+ * answers or fails after sending. */
+static int
+sk_ft_try_routes(sk_ft_t *f)
+{
+    sk_ft_try_t  *tries;
+    size_t        i;
+
+    if (sk_ft_routes(f) != 0) {
+        return CLI_EXIT_UNDECIDED;
+    }
+    tries = realloc(f->tries, (f->routes.n + 1) * sizeof(sk_ft_try_t));
+    if (tries == NULL) {
+        cli_fail("out of memory");
+        return CLI_EXIT_UNDECIDED;
+    }
+    f->tries = tries;
+    f->used = NULL;
+    for (i = 0; i < f->routes.n; i++) {
+        if (sk_ft_try(f, &f->routes.v[i], i + 1, f->routes.n + 1)) {
+            break;
         }
     }
+    return 0;
 }
 
 
@@ -208,7 +254,7 @@ sk_ft_json(const sk_ft_t *f, int rc)
         printf("null");
     }
     if (f->found != NULL) {
-        cli_client_json_found(stdout, f->found, d);
+        cli_client_json_found(stdout, &f->cl, f->found, d);
     }
     printf(",\"routes\":[");
     for (i = 0; i < f->ntries; i++) {
@@ -307,12 +353,13 @@ sk_ft_plain(sk_ft_t *f)
 }
 
 
+/* The record, from the mirrors now: 0, 1 when it fails closed (the
+ * report is made), else the exit status. */
 static int
-sk_ft_run(sk_ft_t *f)
+sk_ft_lookup(sk_ft_t *f)
 {
-    char      why[SK_ERR_MSG_MAX];
-    sk_err_t  err;
-    int       rc;
+    char  why[SK_ERR_MSG_MAX];
+    int   rc;
 
     rc = cli_client_lookup(&f->cl, &f->tg, &f->found, why, sizeof(why));
     if (rc == 1) {
@@ -323,30 +370,73 @@ sk_ft_run(sk_ft_t *f)
             why);
         return sk_ft_report(f);
     }
+    return rc;
+}
+
+
+/*
+ * The cache, if fresh, decides before connecting; else the URL's host is
+ * tried first and its handshake learns the record (its staple, else the
+ * mirrors).  The record's routes follow when the host fails; an
+ * unreachable host leaves the mirrors to learn it from.
+ */
+static int
+sk_ft_run(sk_ft_t *f)
+{
+    sk_err_t  err;
+    size_t    n = 0;
+    int       rc, done;
+
+    rc = cli_client_prepare(&f->cl, &f->tg);
     if (rc != 0) {
         return rc;
     }
-    if (f->verbose) {
+    f->found = sk_tls_get0_found(f->cl.tls);
+    if (f->found == NULL && f->tg.mode == CLI_MODE_PLAIN
+        && (rc = sk_ft_lookup(f)) != 0)
+    {
+        return rc;
+    }
+    if (f->found != NULL && f->verbose) {
         cli_client_log_mirrors(stderr, f->found);
         cli_client_print_found(stderr, "sk: ", f->found);
     }
     if (f->tg.mode == CLI_MODE_PLAIN) {
         return sk_ft_plain(f);
     }
-    if (sk_routes_for(&f->routes, &f->found->rec, f->tg.service,
-            f->tg.portnum, &err) != 0)
-    {
-        cli_fail_err(&err);
-        return CLI_EXIT_UNDECIDED;
-    }
-    f->tries = calloc(f->routes.n + 1, sizeof(sk_ft_try_t));
+    f->tries = calloc(1, sizeof(sk_ft_try_t));
     if (f->tries == NULL) {
         cli_fail("out of memory");
         return CLI_EXIT_UNDECIDED;
     }
     f->g.tls = f->cl.tls;
-    sk_ft_try_all(f);
-    return sk_ft_report(f);
+    if (f->found != NULL) {
+        if (sk_ft_routes(f) != 0) {
+            return CLI_EXIT_UNDECIDED;
+        }
+        n = f->routes.n + 1;
+    }
+    done = sk_ft_try(f, NULL, 0, n);
+    if (f->found == NULL) {         /* learnt in the handshake, or now */
+        f->found = sk_tls_get0_found(f->cl.tls);
+        if (f->found == NULL && !done && (rc = sk_ft_lookup(f)) != 0) {
+            return rc;
+        }
+        if (f->found != NULL && f->verbose) {
+            cli_client_log_mirrors(stderr, f->found);
+            cli_client_print_found(stderr, "sk: ", f->found);
+        }
+        if (!done && sk_client_found_usable(f->found, &err) != 0) {
+            snprintf(f->why, sizeof(f->why), "undecided, nothing sent: %s",
+                err.msg);
+            return sk_ft_report(f);
+        }
+    }
+    if (done) {
+        return sk_ft_report(f);
+    }
+    rc = sk_ft_try_routes(f);
+    return rc != 0 ? rc : sk_ft_report(f);
 }
 
 
@@ -392,6 +482,7 @@ sk_ft_options(sk_ft_t *f, cli_client_opts_t *co, long *max_ms, int argc,
         { "mirror",          required_argument, NULL, CLI_OPT_MIRROR },
         { "mirror-key",      required_argument, NULL, CLI_OPT_MIRROR_KEY },
         { "tor",             required_argument, NULL, CLI_OPT_TOR },
+        { "no-staple",       no_argument,       NULL, CLI_OPT_NO_STAPLE },
         { "output",          required_argument, NULL, 'o' },
         { "header",          required_argument, NULL, 'H' },
         { "data",            required_argument, NULL, 'd' },
@@ -561,20 +652,22 @@ sk_fetch_run(int argc, char **argv)
 const sk_cmd_t sk_cmd_fetch = {
     "fetch", sk_fetch_run,
     "[--trust FILE] [--mirror URL [--mirror-key FILE]]... [--cache DIR]"
-    " [--tor ADDRESS:PORT] [--cacert FILE] [--capath DIR]"
+    " [--no-staple] [--tor ADDRESS:PORT] [--cacert FILE] [--capath DIR]"
     " [--resolve NAME:PORT:ADDRESS]... [-H HEADER]... [-d DATA]"
     " [--connect-timeout SECS] [--max-time SECS] [-o FILE] [-v] [--json]"
     " (https|http)://HOST[:PORT][/PATH]",
     "Fetch URL as an SK-aware client does: learn HOST's SK as `sk verify`\n"
-    "does (--trust, --mirror, --cache alike), then connect, with the SK\n"
-    "check inside the TLS handshake, so a server that fails it receives\n"
-    "no request, header or body.  When the URL's host fails the check\n"
-    "(no carrier, another SK's, a revoked key) or the network (refused,\n"
-    "reset, timeout, TLS alert), try the alternate routes of the SK\n"
-    "record for the service in order, then the SK's own onion (Ed25519,\n"
-    "when the record lists none); each route keeps the site's name for\n"
-    "SNI and the certificate, and is checked again.  .onion and .exit\n"
-    "routes go through Tor's SOCKS port, the name resolved by Tor\n"
+    "does (--trust, --mirror, --cache, --no-staple alike: without a fresh\n"
+    "cache, from the server's stapled proof in the first handshake, else\n"
+    "the mirrors), with the SK check inside the TLS handshake, so a\n"
+    "server that fails it receives no request, header or body.  When the\n"
+    "URL's host fails the check (no carrier, another SK's, a revoked key)\n"
+    "or the network (refused, reset, timeout, TLS alert), try the\n"
+    "alternate routes of the SK record for the service in order, then\n"
+    "the SK's own onion (Ed25519, when the record lists none); each\n"
+    "route keeps the site's name for SNI and the certificate, and is\n"
+    "checked again.  .onion and .exit routes go through Tor's SOCKS\n"
+    "port, the name resolved by Tor\n"
     "(--tor, the trust file's \"tor\", or 127.0.0.1:9050).  A route fails\n"
     "over only while nothing was sent on it.  A name without an SK gets\n"
     "ordinary verified HTTPS (--cacert, --capath), no fallback.  http://\n"

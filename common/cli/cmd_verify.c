@@ -30,6 +30,7 @@ typedef struct {
     cli_client_t             cl;
     const sk_client_found_t *found;        /* NULL: no lookup ran */
     STACK_OF(X509)          *chain;        /* NULL: plaintext */
+    cli_net_tls_t            tls;          /* the staple the server sent */
     char                     plain_why[128];
     const sk_decide_t       *d;            /* NULL: undecided */
     char                     undecided_why[2 * SK_ERR_MSG_MAX + 256];
@@ -69,7 +70,9 @@ sk_vf_connect(sk_vf_t *v, sk_err_t *err)
             rc = -1;
         }
     } else {
-        rc = cli_net_handshake(&v->chain, fd, v->tg.name, err);
+        /* No record yet: ask for the server's staple. */
+        v->tls.ask_staple = v->found == NULL;
+        rc = cli_net_handshake(&v->chain, fd, v->tg.name, &v->tls, err);
     }
     close(fd);
     return rc;
@@ -153,7 +156,7 @@ sk_vf_report(sk_vf_t *v)
             printf(",\"chain_length\":%d", sk_X509_num(v->chain));
         }
         if (v->found != NULL) {
-            cli_client_json_found(stdout, v->found, v->d);
+            cli_client_json_found(stdout, &v->cl, v->found, v->d);
         }
     } else {
         printf("%s: %s: %s\n", decision, v->tg.url, reason);
@@ -174,26 +177,52 @@ sk_vf_report(sk_vf_t *v)
 }
 
 
+/*
+ * The cache first; without a fresh enough copy, the server's staple
+ * (asked for in the handshake) or else the mirrors decide after it.  An
+ * unreachable server gets the mirrors asked all the same, for the
+ * report.
+ */
 static int
 sk_vf_decide(sk_vf_t *v)
 {
+    char      why[SK_ERR_MSG_MAX];
     sk_err_t  err;
     int       rc;
 
-    rc = cli_client_lookup(&v->cl, &v->tg, &v->found, v->undecided_why,
-        sizeof(v->undecided_why));
+    rc = cli_client_prepare(&v->cl, &v->tg);
     if (rc != 0) {
-        /* 1: fail closed, stale information and no SK known from it. */
-        return rc == 1 ? sk_vf_report(v) : rc;
+        return rc;
     }
+    v->found = sk_tls_get0_found(v->cl.tls);
     if (sk_vf_connect(v, &err) != 0) {
         snprintf(v->undecided_why, sizeof(v->undecided_why), "cannot reach "
             "the server: %s", err.msg);
+        if (v->found == NULL) {
+            rc = cli_client_lookup(&v->cl, &v->tg, &v->found, why,
+                sizeof(why));
+            if (rc > 1) {
+                return rc;
+            }
+        }
         return sk_vf_report(v);
     }
-    if (sk_tls_decide(v->cl.tls, v->chain, time(NULL), &err) != 0) {
-        cli_fail("%s: %s", v->tg.url, err.msg);
-        return CLI_EXIT_UNDECIDED;
+    if (sk_tls_set_staple(v->cl.tls, v->tls.staple, v->tls.staple_len,
+            &err) != 0)
+    {
+        return cli_fail_err(&err);
+    }
+    rc = sk_tls_decide(v->cl.tls, v->chain, time(NULL), &err);
+    v->found = sk_tls_get0_found(v->cl.tls);
+    if (rc != 0) {
+        if (err.code != SK_ERR_UNAVAILABLE || v->found == NULL) {
+            cli_fail("%s: %s", v->tg.url, err.msg);
+            return CLI_EXIT_UNDECIDED;
+        }
+        /* Fail closed: stale information and no SK known from it. */
+        snprintf(v->undecided_why, sizeof(v->undecided_why), "%s",
+            err.msg);
+        return sk_vf_report(v);
     }
     v->d = sk_tls_decision(v->cl.tls);
     return sk_vf_report(v);
@@ -209,6 +238,7 @@ sk_verify_run(int argc, char **argv)
         { "mirror",     required_argument, NULL, CLI_OPT_MIRROR },
         { "mirror-key", required_argument, NULL, CLI_OPT_MIRROR_KEY },
         { "tor",        required_argument, NULL, CLI_OPT_TOR },
+        { "no-staple",  no_argument,       NULL, CLI_OPT_NO_STAPLE },
         { "connect",    required_argument, NULL, 'C' },
         { "timeout",    required_argument, NULL, 'T' },
         { "routes",     no_argument,       NULL, 'r' },
@@ -265,6 +295,7 @@ sk_verify_run(int argc, char **argv)
         cli_client_close(&v.cl);
     }
     sk_X509_pop_free(v.chain, X509_free);
+    free(v.tls.staple);
     curl_global_cleanup();
     return rc;
 }
@@ -273,15 +304,18 @@ sk_verify_run(int argc, char **argv)
 const sk_cmd_t sk_cmd_verify = {
     "verify", sk_verify_run,
     "[--trust FILE] [--mirror URL [--mirror-key FILE]]... [--cache DIR]"
-    " [--connect HOST[:PORT]] [--routes [--tor ADDRESS:PORT]] [--json]"
+    " [--no-staple] [--connect HOST[:PORT]] [--routes [--tor ADDRESS:PORT]]"
+    " [--json]"
     " (https|smtps|smtp|http)://HOST[:PORT]",
-    "Do what an SK-aware client does before it sends data.  Ask the\n"
-    "mirrors for HOST's entries (and its parents', for a wildcard SK),\n"
-    "check them against the timelines of the trust file (default\n"
-    "/etc/sk/trust.conf; --mirror replaces its mirrors), judge their\n"
-    "freshness (design 4.b), keep them in the cache (default\n"
-    "~/.cache/sk) and combine the record.  Then connect to HOST (or\n"
-    "--connect HOST[:PORT]; SNI is HOST), with TLS (https, smtps) or SMTP\n"
+    "Do what an SK-aware client does before it sends data.  Learn\n"
+    "HOST's entries (and its parents', for a wildcard SK) from the cache\n"
+    "(default ~/.cache/sk) if it is fresh, else from the server's\n"
+    "stapled proof, asked for in the handshake (not with --no-staple),\n"
+    "else from the mirrors; check them against the timelines of the\n"
+    "trust file (default /etc/sk/trust.conf; --mirror replaces its\n"
+    "mirrors), judge their freshness (design 4.b), keep them in the\n"
+    "cache and combine the record.  Connect to HOST (or --connect\n"
+    "HOST[:PORT]; SNI is HOST), with TLS (https, smtps) or SMTP\n"
     "STARTTLS (smtp), take the chain the server presents and decide.\n"
     "Prints the decision and why; --routes adds the routes `sk fetch`\n"
     "would try, in order (the URL's host, then the SK record's alternate\n"

@@ -143,7 +143,8 @@ sk_verify_chain_run(int argc, char **argv)
     if (in != NULL) {
         rc = sk_chain_load_pem(&chain, in, &err);
     } else {
-        rc = cli_net_fetch_chain(&chain, target, starttls, servername, &err);
+        rc = cli_net_fetch_chain(&chain, target, starttls != NULL,
+            servername, NULL, &err);
         if (rc != 0 && err.code == SK_ERR_USAGE) {
             sk_key_free(sk);
             return cli_usage(&sk_cmd_verify_chain, "%s", err.msg);

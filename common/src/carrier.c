@@ -83,9 +83,8 @@ static const struct {
 };
 
 
-/* Read one DER header of the expected universal tag at *p; on success *p
- * points at the contents and *clen is their length, within end. */
-static int
+/* sk_der_next: see internal.h. */
+int
 sk_der_next(const unsigned char **p, const unsigned char *end, int tag,
     int constructed, size_t *clen, const char *field, sk_err_t *err)
 {
@@ -712,10 +711,7 @@ sk_cert_add_sk_ext(X509 *x, const sk_key_t *sk, const char *services,
 {
     unsigned char      hash[SK_SHA256_BYTES], *der;
     size_t             len;
-    ASN1_OBJECT       *oid;
-    ASN1_OCTET_STRING *val;
-    X509_EXTENSION    *ext = NULL;
-    int                ok;
+    int                rc;
 
     if (sk_carrier_check_services(services, strlen(services), err) != 0) {
         return -1;
@@ -724,7 +720,23 @@ sk_cert_add_sk_ext(X509 *x, const sk_key_t *sk, const char *services,
     if (sk_carrier_ext_encode(&der, &len, hash, services, err) != 0) {
         return -1;
     }
-    oid = OBJ_txt2obj(SK_CARRIER_EXT_OID, 1);
+    rc = sk_cert_add_ext_der(x, SK_CARRIER_EXT_OID, der, len, err);
+    OPENSSL_free(der);
+    return rc;
+}
+
+
+/* sk_cert_add_ext_der: see internal.h. */
+int
+sk_cert_add_ext_der(X509 *x, const char *oidtxt, const unsigned char *der,
+    size_t len, sk_err_t *err)
+{
+    ASN1_OBJECT        *oid;
+    ASN1_OCTET_STRING  *val;
+    X509_EXTENSION     *ext = NULL;
+    int                 ok;
+
+    oid = OBJ_txt2obj(oidtxt, 1);
     val = ASN1_OCTET_STRING_new();
     ok = oid != NULL && val != NULL
         && ASN1_OCTET_STRING_set(val, der, (int) len) == 1
@@ -733,9 +745,8 @@ sk_cert_add_sk_ext(X509 *x, const sk_key_t *sk, const char *services,
     X509_EXTENSION_free(ext);
     ASN1_OCTET_STRING_free(val);
     ASN1_OBJECT_free(oid);
-    OPENSSL_free(der);
     if (!ok) {
-        return sk_err_crypto(err, "cannot add the sovereign-key extension");
+        return sk_err_crypto(err, "cannot add extension %s", oidtxt);
     }
     return 0;
 }

@@ -9,6 +9,7 @@
 
 #include <openssl/bio.h>
 #include <openssl/evp.h>
+#include <openssl/x509.h>
 
 #include <sk/err.h>
 #include <sk/key.h>
@@ -26,5 +27,16 @@ EVP_MD_CTX *sk_key_md_ctx(const sk_key_t *key, int sign);
 /* key.c: the contents of a memory BIO as a malloc()ed, NUL-terminated
  * string (PEM output). */
 int sk_bio_to_str(char **out, size_t *len, BIO *bio, sk_err_t *err);
+
+/* carrier.c: one DER header of the expected universal tag (and
+ * constructed bit) at *p, definite length, within end; on success *p
+ * points at the contents and *clen is their length.  Errors name field. */
+int sk_der_next(const unsigned char **p, const unsigned char *end, int tag,
+    int constructed, size_t *clen, const char *field, sk_err_t *err);
+
+/* carrier.c: add to x a non-critical extension oid (dotted text) whose
+ * value is der. */
+int sk_cert_add_ext_der(X509 *x, const char *oid, const unsigned char *der,
+    size_t len, sk_err_t *err);
 
 #endif

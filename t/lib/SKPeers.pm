@@ -185,6 +185,9 @@ my %serve = (tls => \&serve_tls, plain => \&serve_plain,
 
 sub serve {
     my ($kind, $port, $log, @args) = @_;
+    # A client that closes right after the handshake (sk verify) must not
+    # kill the peer with the session tickets it is sent.
+    $SIG{PIPE} = 'IGNORE';
     $serve{$kind}->($port, $log, @args);
 }
 

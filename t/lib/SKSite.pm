@@ -9,7 +9,7 @@ package SKSite;
 #
 #   my $w = world(DIR, names => { NAME => SERVICES, ... },
 #                 unbind => [NAME, ...], tids => [7, 8, 9],
-#                 trust => "t1 = 0\n")
+#                 trust => "t1 = 0\n", mirror => { KEY => VALUE })
 #       $w->{sk}{NAME}      the SK's private key file (NAME's .pub beside)
 #       $w->{trust}         trust file: the timelines, the mirror, + trust
 #       $w->{mirror}        SKMirror's hash; $w->{timelines}{TID}
@@ -64,7 +64,8 @@ sub world {
         push @tl, [$tid, $t->{url}, "$d/tl$tid/timeline.pub",
             "sk-timeline-$tid"];
     }
-    my $m = $w->{mirror} = SKMirror::start_mirror("$d/m", \@tl);
+    my $m = $w->{mirror} = SKMirror::start_mirror("$d/m", \@tl,
+        %{$a{mirror} // {}});
     die "SKSite: sk-mirror did not start: " . slurp($m->{log}) unless $m->{up};
 
     # Ready once every timeline's entries reach the mirror's answers.

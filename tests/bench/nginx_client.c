@@ -1,7 +1,7 @@
 /*
  * nginx_client.c -- a lean TLS handshake load client for bench_nginx.sh.
  *
- *   nginx_client IP PORT NAME CAFILE THREADS SECONDS RATE
+ *   nginx_client IP PORT NAME CAFILE THREADS SECONDS RATE [staple]
  *
  * Each thread loops: connect, full TLS 1.3 handshake (no tickets, no
  * session cache, so never resumed) with normal CA verification of NAME,
@@ -14,7 +14,9 @@
  * cpu is this process's utime+stime in seconds; bytes_in what the server
  * sent.  Built twice: with OpenSSL (nginx_client) and, with -DSK_GNUTLS,
  * with GnuTLS (nginx_client_gnutls), so both libraries' client-side cost
- * of an extra certificate can be measured.
+ * of an extra certificate can be measured.  "staple" (OpenSSL only) asks
+ * for the stapled SK proof, TLS extension 0xFF53, in every ClientHello,
+ * as an SK-aware client does on first contact (bench_staple.pl).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -89,8 +91,13 @@ nc_connect(void)
 #ifdef SK_GNUTLS
 
 static int
-nc_tls_init(const char *cafile)
+nc_tls_init(const char *cafile, int staple)
 {
+    if (staple) {
+        fprintf(stderr, "nginx_client: \"staple\" is for the OpenSSL "
+            "build\n");
+        return -1;
+    }
     if (gnutls_global_init() < 0
         || gnutls_certificate_allocate_credentials(&nc_cred) < 0
         || gnutls_certificate_set_x509_trust_file(nc_cred, cafile,
@@ -131,8 +138,46 @@ nc_handshake(int fd, unsigned long long *in)
 
 #else
 
+/* The stapled proof's request: an empty extension; the answer is only
+ * counted in bytes_in. */
 static int
-nc_tls_init(const char *cafile)
+nc_staple_add(SSL *ssl, unsigned int type, unsigned int context,
+    const unsigned char **out, size_t *outlen, X509 *x, size_t chainidx,
+    int *al, void *arg)
+{
+    (void) ssl;
+    (void) type;
+    (void) context;
+    (void) x;
+    (void) chainidx;
+    (void) al;
+    (void) arg;
+    *out = NULL;
+    *outlen = 0;
+    return 1;
+}
+
+
+static int
+nc_staple_parse(SSL *ssl, unsigned int type, unsigned int context,
+    const unsigned char *in, size_t inlen, X509 *x, size_t chainidx,
+    int *al, void *arg)
+{
+    (void) ssl;
+    (void) type;
+    (void) context;
+    (void) in;
+    (void) inlen;
+    (void) x;
+    (void) chainidx;
+    (void) al;
+    (void) arg;
+    return 1;
+}
+
+
+static int
+nc_tls_init(const char *cafile, int staple)
 {
     nc_ctx = SSL_CTX_new(TLS_client_method());
     if (nc_ctx == NULL
@@ -145,6 +190,14 @@ nc_tls_init(const char *cafile)
     SSL_CTX_set_verify(nc_ctx, SSL_VERIFY_PEER, NULL);
     SSL_CTX_set_session_cache_mode(nc_ctx, SSL_SESS_CACHE_OFF);
     SSL_CTX_set_options(nc_ctx, SSL_OP_NO_TICKET);
+    if (staple && SSL_CTX_add_custom_ext(nc_ctx, 0xFF53,
+            SSL_EXT_CLIENT_HELLO | SSL_EXT_TLS1_2_SERVER_HELLO
+            | SSL_EXT_TLS1_3_ENCRYPTED_EXTENSIONS, nc_staple_add, NULL,
+            NULL, nc_staple_parse, NULL) != 1)
+    {
+        fprintf(stderr, "nginx_client: cannot add extension 0xFF53\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -212,9 +265,9 @@ main(int argc, char **argv)
     double              start, secs, rate;
     int                 n, i;
 
-    if (argc != 8) {
+    if (argc != 8 && (argc != 9 || strcmp(argv[8], "staple") != 0)) {
         fprintf(stderr, "usage: nginx_client IP PORT NAME CAFILE THREADS "
-            "SECONDS RATE\n");
+            "SECONDS RATE [staple]\n");
         return 2;
     }
     nc_host = argv[3];
@@ -232,7 +285,7 @@ main(int argc, char **argv)
         fprintf(stderr, "nginx_client: bad THREADS, SECONDS or RATE\n");
         return 2;
     }
-    if (nc_tls_init(argv[4]) != 0) {
+    if (nc_tls_init(argv[4], argc == 9) != 0) {
         return 1;
     }
     nc_interval = rate > 0 ? n / rate : 0;

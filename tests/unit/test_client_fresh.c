@@ -528,7 +528,7 @@ test_rebind(void **state)
     assert_int_equal(rec.state, SK_RECORD_UNBOUND);
     sk_record_free(&rec);
 
-    ctx = (sk_client_ctx_t) { &t, NULL, fetch, &m, FX_NOW, 0 };
+    ctx = (sk_client_ctx_t) { &t, NULL, fetch, &m, FX_NOW, 0, NULL };
     tu_assert_ok(sk_client_view_record(&rec, &r.view, sk_client_rebinder_key,
         &ctx, &err), &err);
     assert_int_equal(rec.state, SK_RECORD_BOUND);

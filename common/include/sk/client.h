@@ -17,6 +17,8 @@
  *   client_lookup.c  the query loop over mirrors
  *   client_find.c    the record that covers a host (itself or a parent)
  *   client_decide.c  accept / reject / none / insecure
+ *   client_staple*.c the stapled proof (sk/staple.h): a client's check,
+ *                    a server's fetching
  */
 #ifndef SK_CLIENT_H
 #define SK_CLIENT_H
@@ -31,6 +33,7 @@
 #include "merkle.h"
 #include "name.h"
 #include "record.h"
+#include "staple.h"
 
 /* Design 4.b's constants (seconds, counts). */
 #define SK_CLIENT_T1              (24 * 3600)      /* no query needed */
@@ -75,6 +78,10 @@ typedef struct {
     int64_t               t1, t2, t3, t4;
     int64_t               drop_slack;
     unsigned              max_derelict, n_retries, fresh_percent;
+    int64_t               staple_max_age;   /* a staple older: refused */
+    int64_t               staple_refresh;   /* servers: fetch a new one
+                                               once theirs is this old */
+    int64_t               staple_retry;     /* servers: after a failure */
     char                  tor[SK_CLIENT_TOR_MAX];   /* SOCKS port for
                                                        .onion/.exit routes */
 } sk_client_trust_t;
@@ -89,6 +96,7 @@ void sk_client_trust_init(sk_client_trust_t *t);
  *   mirror   = URL [PUBKEY-FILE]
  *   t1 = 86400   t2 = ...  t3 = ...  t4 = ...   (seconds)
  *   max_derelict = 2   retries = 5   fresh_percent = 80   drop_slack = 3600
+ *   staple_max_age = 86400   staple_refresh = 3600   staple_retry = 300
  *   tor = 127.0.0.1:9050    (Tor's SOCKS port, for .onion/.exit routes)
  *
  * Relative key paths are relative to the file's directory.  Errors name
@@ -297,7 +305,8 @@ typedef enum {
     SK_FRESH_ANSWER,        /* a mirror gave a fresh enough answer */
     SK_FRESH_OPEN,          /* none did; the system looks broken: the best
                                information at hand decides (fail open) */
-    SK_FRESH_CLOSED         /* none did; do not connect (fail closed) */
+    SK_FRESH_CLOSED,        /* none did; do not connect (fail closed) */
+    SK_FRESH_STAPLE         /* the server's staple was fresh: no query */
 } sk_fresh_outcome_t;
 
 #define SK_CLIENT_LOG_MAX  (SK_CLIENT_MAX_MIRRORS + 1)
@@ -330,7 +339,7 @@ int sk_client_lookup(sk_client_result_t *res, const char *name,
     sk_client_fetch_fn fetch, void *arg, int64_t now, sk_err_t *err) SK_WUR;
 void sk_client_result_free(sk_client_result_t *res);
 
-/* What a rebinder lookup needs to run sk_client_lookup itself. */
+/* What a lookup needs (and a rebinder lookup, to run one itself). */
 typedef struct {
     const sk_client_trust_t  *trust;
     sk_client_cache_t        *cache;        /* may be NULL */
@@ -338,7 +347,38 @@ typedef struct {
     void                     *arg;
     int64_t                   now;
     unsigned                  depth;        /* 0 at the top */
+    const sk_staple_t        *staple;       /* the server's; may be NULL */
 } sk_client_ctx_t;
+
+/*
+ * sk_client_lookup with a staple: between the cache (within T1) and the
+ * mirrors, the staple's answer for name (sk_client_staple_view).  If it
+ * verifies, is fresh (staple_max_age) and holds every entry the cache
+ * holds for the timelines it covers, it decides (SK_FRESH_STAPLE, source
+ * the mirror that signed it) and is cached; else the reason is logged
+ * (url "staple") and the mirrors are asked as without one.
+ */
+int sk_client_lookup_ctx(sk_client_result_t *res, const char *name,
+    const sk_client_ctx_t *ctx, sk_err_t *err) SK_WUR;
+
+/* The oldest checkpoint Timestamp among t's timelines in v; -1
+ * (SK_ERR_EXPIRED) naming a trusted timeline v has no checkpoint of. */
+int sk_client_view_oldest(int64_t *oldest, const sk_client_view_t *v,
+    const sk_client_trust_t *t, sk_err_t *err) SK_WUR;
+
+/*
+ * The view of name a staple carries: its first answer for name from a
+ * mirror of t listed with a key (*mirror, if not NULL), verified as a
+ * fetched answer (sk_client_answer_verify, since 0), with every trusted
+ * timeline's checkpoint younger than t->staple_max_age.  -1 with the
+ * reason: SK_ERR_NOT_FOUND (no answer for name), SK_ERR_SIGNATURE (none
+ * from a trusted mirror, or a bad signature), SK_ERR_EXPIRED (stale),
+ * or what the answer's check found.
+ */
+int sk_client_staple_view(sk_client_view_t *v,
+    const sk_client_mirror_t **mirror, const sk_staple_t *s,
+    const char *name, const sk_client_trust_t *t, int64_t now,
+    sk_err_t *err) SK_WUR;
 
 /*
  * An sk_rebinder_key_fn (record.h) for sk_client_view_record: the SK in

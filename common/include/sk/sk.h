@@ -27,6 +27,7 @@
 #include "merkle.h"
 #include "client.h"
 #include "route.h"
+#include "staple.h"
 #include "tls.h"
 
 #endif

@@ -20,7 +20,8 @@
  *
  * sk_tls_lookup learns the record before connecting (the network, if
  * any, happens there: mirrors, through conf.fetch), so the check in the
- * handshake costs no round trip.  Unless SK_TLS_NO_CA_CHECK is given,
+ * handshake costs no round trip.  sk_tls_prepare instead asks the server
+ * for its stapled proof and asks mirrors only without a good one.  Unless SK_TLS_NO_CA_CHECK is given,
  * OpenSSL's own chain verification (the caller's trust store) and the
  * host name check on the certificate still apply, for every decision.
  *
@@ -50,6 +51,9 @@ typedef struct sk_tls_s sk_tls_t;
 /* Skip OpenSSL's chain and host name verification: only the SK decides
  * (and for a name without an SK, nothing checks the server). */
 #define SK_TLS_NO_CA_CHECK  0x01
+/* Never ask for nor use the server's stapled proof: sk_tls_prepare is
+ * then sk_tls_lookup. */
+#define SK_TLS_NO_STAPLE    0x02
 
 typedef struct {
     const char               *trust_file;   /* sk/client.h's trust file */
@@ -74,24 +78,52 @@ int sk_tls_new(sk_tls_t **t, const sk_tls_conf_t *conf, sk_err_t *err)
 int sk_tls_lookup(sk_tls_t *t, const char *host, const char *service,
     unsigned port, int64_t now, sk_err_t *err) SK_WUR;
 
-/* What the last sk_tls_lookup found (record, lookup log), borrowed;
- * NULL before one. */
+/*
+ * sk_tls_lookup, but what needs the mirrors waits for the handshake: the
+ * cache decides here if it can (no network); else the handshake asks the
+ * server for its stapled proof (sk/staple.h), and the record is learnt
+ * inside it, from the staple if it is fresh and valid, else from the
+ * mirrors (the handshake then waits for them; a fail closed fails it).
+ * A client that connects anyway saves the first visit's mirror query.
+ * -1 only for local failures.
+ */
+int sk_tls_prepare(sk_tls_t *t, const char *host, const char *service,
+    unsigned port, int64_t now, sk_err_t *err) SK_WUR;
+
+/* What the last lookup found (record, lookup log), borrowed; NULL before
+ * one, and after sk_tls_prepare until a handshake or sk_tls_decide
+ * learnt it. */
 const sk_client_found_t *sk_tls_get0_found(const sk_tls_t *t);
+
+/* Which staple the lookup had: "extension", "chain" (the certificate
+ * form), or NULL (none; or the record came before the handshake). */
+const char *sk_tls_staple_form(const sk_tls_t *t);
+
+/* For a chain taken some other way after sk_tls_prepare: the bytes of
+ * extension 0xFF53 the server sent (NULL: none), for sk_tls_decide. */
+int sk_tls_set_staple(sk_tls_t *t, const unsigned char *data, size_t len,
+    sk_err_t *err) SK_WUR;
 
 /* Make ssl's next handshake SK-enforcing: SNI and the certificate's host
  * name are the looked-up host, verify mode SSL_VERIFY_PEER with libsk's
- * callback.  Call after sk_tls_lookup, before the handshake. */
+ * callback.  Call after sk_tls_lookup or sk_tls_prepare, before the
+ * handshake.  After sk_tls_prepare it also asks for the staple, if the
+ * SSL_CTX was set up for it before SSL_new (sk_staple_client_init). */
 int sk_tls_attach(sk_tls_t *t, SSL *ssl, sk_err_t *err) SK_WUR;
 
 /* The same for every SSL made from ctx afterwards (set SNI on each SSL
- * yourself; libcurl's CURLOPT_SSL_CTX_FUNCTION is such a place). */
+ * yourself; libcurl's CURLOPT_SSL_CTX_FUNCTION is such a place); after
+ * sk_tls_prepare each asks for the staple. */
 int sk_tls_attach_ctx(sk_tls_t *t, SSL_CTX *ctx, sk_err_t *err) SK_WUR;
 
 /*
  * The decision for a chain (leaf first, as the server sent it; NULL for
  * the service offered without TLS, which is SK_DECIDE_INSECURE when the
  * SK covers it), remembered as sk_tls_decision.  The callback calls this;
- * call it yourself for a chain taken some other way.
+ * call it yourself for a chain taken some other way.  After
+ * sk_tls_prepare it first learns the record (the staple of
+ * sk_tls_set_staple, else one in chain, else the mirrors): -1 with
+ * SK_ERR_UNAVAILABLE when that fails closed.
  */
 int sk_tls_decide(sk_tls_t *t, STACK_OF(X509) *chain, time_t now,
     sk_err_t *err) SK_WUR;

@@ -20,9 +20,7 @@ sk_client_find(sk_client_found_t *f, const char *host,
 
     memset(f, 0, sizeof(*f));
     for (;;) {
-        if (sk_client_lookup(&r, name, ctx->trust, ctx->cache, ctx->fetch,
-                ctx->arg, ctx->now, err) != 0)
-        {
+        if (sk_client_lookup_ctx(&r, name, ctx, err) != 0) {
             sk_client_found_free(f);
             return -1;
         }

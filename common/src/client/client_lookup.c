@@ -3,6 +3,9 @@
  *
  *   1. The cached view, if every trusted timeline's checkpoint in it is
  *      within T1: no query.
+ *   1b. The server's staple (sk_client_lookup_ctx), if its answer for the
+ *      name verifies, is within staple_max_age and omits nothing the
+ *      client holds: no query either.
  *   2. Else mirrors in order (dropped ones skipped), at most n_retries
  *      asked: GET <mirror>/query/<name>.  An answer that does not verify,
  *      is less fresh than what the mirror said before, or omits or alters
@@ -28,6 +31,7 @@ typedef struct {
     void                     *arg;
     int64_t                   now;
     const char               *name;
+    const sk_staple_t        *staple;       /* NULL: none */
     sk_client_view_t          cached;       /* empty if none */
     int                       have_cached;
 } sk_lookup_t;
@@ -172,6 +176,77 @@ sk_lookup_ask(sk_lookup_t *l, sk_client_result_t *res,
 }
 
 
+/* A staple may add to what the client holds, never take from it: a
+ * timeline's tree smaller than the cached one is an older answer. */
+static int
+sk_lookup_staple_older(const sk_client_view_t *v,
+    const sk_client_view_t *cached, sk_err_t *err)
+{
+    const sk_client_cp_t  *cp;
+    size_t                 i;
+
+    for (i = 0; i < cached->ncps; i++) {
+        cp = sk_client_view_cp(v, cached->cps[i].tid);
+        if (cp != NULL && cp->cp.size < cached->cps[i].cp.size) {
+            return sk_err_set(err, SK_ERR_SIGNATURE, "is older than what "
+                "the client holds: timeline %" PRIu64 " tree of %" PRIu64
+                " entries, the cache has %" PRIu64, cp->tid, cp->cp.size,
+                cached->cps[i].cp.size);
+        }
+    }
+    return 0;
+}
+
+
+/* The staple's answer for the name.  1: res holds the decision; 0: not
+ * used (logged); -1: a local failure. */
+static int
+sk_lookup_staple(sk_lookup_t *l, sk_client_result_t *res, sk_err_t *err)
+{
+    const sk_client_mirror_t  *m;
+    sk_client_view_t           v;
+    int64_t                    oldest;
+    sk_err_t                   e;
+
+    if (sk_client_staple_view(&v, &m, l->staple, l->name, l->t, l->now, &e)
+        != 0)
+    {
+        if (e.code == SK_ERR_NOMEM) {
+            *err = e;
+            return -1;
+        }
+        sk_lookup_log(res, "staple", "%s: %s", e.code == SK_ERR_NOT_FOUND
+            ? "not used" : "refused", e.msg);
+        return 0;
+    }
+    /* A replayed answer from before what the client holds. */
+    if (l->have_cached
+        && (sk_lookup_staple_older(&v, &l->cached, &e) != 0
+            || sk_client_fresh_check_mirror(NULL, &v, &l->cached, l->t, &e)
+               != 0))
+    {
+        sk_client_view_free(&v);
+        sk_lookup_log(res, "staple", "refused: answer of %s %s", m->url,
+            e.msg);
+        return 0;
+    }
+    if (sk_client_view_oldest(&oldest, &v, l->t, err) != 0) {
+        sk_client_view_free(&v);
+        return -1;              /* sk_client_staple_view checked it */
+    }
+    sk_lookup_log(res, "staple", "fresh: answer of %s, oldest checkpoint "
+        "%" PRId64 " s old", m->url, l->now - oldest);
+    if (l->cache != NULL && sk_client_cache_put(l->cache, &v, &e) != 0) {
+        sk_lookup_log(res, "cache", "not written: %s", e.msg);
+    }
+    res->outcome = SK_FRESH_STAPLE;
+    res->view = v;
+    sk_client_fresh_eval(&res->fresh, l->t, &v, l->now);
+    snprintf(res->source, sizeof(res->source), "%s", m->url);
+    return 1;
+}
+
+
 /* 1 if a is better information than b. */
 static int
 sk_lookup_better(const sk_client_fresh_t *a, const sk_client_fresh_t *b)
@@ -242,10 +317,11 @@ sk_lookup_mirrors(sk_lookup_t *l, sk_client_result_t *res,
 }
 
 
-int
-sk_client_lookup(sk_client_result_t *res, const char *name,
+static int
+sk_lookup_run(sk_client_result_t *res, const char *name,
     const sk_client_trust_t *t, sk_client_cache_t *cache,
-    sk_client_fetch_fn fetch, void *arg, int64_t now, sk_err_t *err)
+    const sk_staple_t *staple, sk_client_fetch_fn fetch, void *arg,
+    int64_t now, sk_err_t *err)
 {
     sk_lookup_t        l;
     sk_client_view_t   best;
@@ -265,6 +341,7 @@ sk_client_lookup(sk_client_result_t *res, const char *name,
     l.arg = arg;
     l.now = now;
     l.name = name;
+    l.staple = staple;
     if (cache != NULL) {
         if (sk_client_cache_get(cache, &l.cached, name, t, now, &e) == 0) {
             l.have_cached = 1;
@@ -279,6 +356,13 @@ sk_client_lookup(sk_client_result_t *res, const char *name,
         res->fresh = bestf;
         snprintf(res->source, sizeof(res->source), "cache");
         return 0;
+    }
+    if (staple != NULL) {
+        r = sk_lookup_staple(&l, res, err);
+        if (r != 0) {
+            sk_client_view_free(&l.cached);
+            return r > 0 ? 0 : -1;
+        }
     }
     if (l.have_cached) {
         if (sk_lookup_merge(&best, &l.cached, err) != 0) {
@@ -314,6 +398,24 @@ fail:
     sk_client_view_free(&best);
     sk_client_view_free(&l.cached);
     return -1;
+}
+
+
+int
+sk_client_lookup(sk_client_result_t *res, const char *name,
+    const sk_client_trust_t *t, sk_client_cache_t *cache,
+    sk_client_fetch_fn fetch, void *arg, int64_t now, sk_err_t *err)
+{
+    return sk_lookup_run(res, name, t, cache, NULL, fetch, arg, now, err);
+}
+
+
+int
+sk_client_lookup_ctx(sk_client_result_t *res, const char *name,
+    const sk_client_ctx_t *ctx, sk_err_t *err)
+{
+    return sk_lookup_run(res, name, ctx->trust, ctx->cache, ctx->staple,
+        ctx->fetch, ctx->arg, ctx->now, err);
 }
 
 

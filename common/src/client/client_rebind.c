@@ -23,9 +23,7 @@ sk_client_rebinder_key(sk_key_t **key, const char *rebinder, void *arg,
         return sk_err_set(err, SK_ERR_NOT_FOUND, "%s: rebinders nest more "
             "than %d deep", rebinder, SK_CLIENT_REBIND_DEPTH);
     }
-    if (sk_client_lookup(&res, rebinder, ctx->trust, ctx->cache, ctx->fetch,
-            ctx->arg, ctx->now, err) != 0)
-    {
+    if (sk_client_lookup_ctx(&res, rebinder, ctx, err) != 0) {
         return -1;
     }
     inner = *ctx;

@@ -9,6 +9,12 @@
  * every call, so the handshake ends with an alert before any
  * application data.  The callback finds its sk_tls_t in the SSL's
  * ex_data (sk_tls_attach) or its SSL_CTX's (sk_tls_attach_ctx).
+ *
+ * After sk_tls_prepare, when the cache could not decide, the record is
+ * learnt there too: the handshake asked for the server's staple, which
+ * OpenSSL has parsed before the certificates (ServerHello or
+ * EncryptedExtensions), or it is in the chain; the lookup takes it, or
+ * asks the mirrors when it is missing or refused.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +40,12 @@ struct sk_tls_s {
     sk_client_found_t        found;
     int                      usable;    /* found may decide */
     sk_err_t                 closed;    /* why not, when !usable */
+    int                      pending;   /* found is learnt in the
+                                           handshake (sk_tls_prepare) */
+    unsigned char           *staple;    /* the extension's bytes */
+    size_t                   staple_len;
+    int                      staple_got;
+    const char              *staple_form;   /* what the lookup had */
 
     sk_decide_t              d;
     int                      decided;
@@ -95,28 +107,56 @@ sk_tls_new(sk_tls_t **out, const sk_tls_conf_t *conf, sk_err_t *err)
 }
 
 
+static int sk_tls_found(sk_tls_t *t, sk_err_t *err);
+
+
+/* Forget the last lookup and handshake; aim at host. */
+static int
+sk_tls_reset(sk_tls_t *t, const char *host, const char *service,
+    unsigned port, sk_err_t *err)
+{
+    size_t  hl = strlen(host);
+
+    sk_client_found_free(&t->found);
+    t->host[0] = '\0';
+    t->usable = 0;
+    t->pending = 0;
+    t->decided = 0;
+    t->staple_form = NULL;
+    if (hl >= sizeof(t->host) || strlen(service) >= sizeof(t->service)) {
+        return sk_err_set(err, SK_ERR_USAGE, "tls: host or service too "
+            "long");
+    }
+    memcpy(t->host, host, hl + 1);
+    snprintf(t->service, sizeof(t->service), "%s", service);
+    t->port = port;
+    return 0;
+}
+
+
 int
 sk_tls_lookup(sk_tls_t *t, const char *host, const char *service,
     unsigned port, int64_t now, sk_err_t *err)
 {
     sk_client_ctx_t  ctx = { t->trust, t->cache, t->fetch, t->fetch_arg,
-                             now, 0 };
-    size_t           hl = strlen(host);
+                             now, 0, NULL };
 
-    sk_client_found_free(&t->found);
-    t->host[0] = '\0';
-    t->usable = 0;
-    t->decided = 0;
-    if (hl >= sizeof(t->host) || strlen(service) >= sizeof(t->service)) {
-        return sk_err_set(err, SK_ERR_USAGE, "tls: host or service too "
-            "long");
-    }
-    if (sk_client_find(&t->found, host, &ctx, err) != 0) {
+    if (sk_tls_reset(t, host, service, port, err) != 0) {
         return -1;
     }
-    memcpy(t->host, host, hl + 1);
-    snprintf(t->service, sizeof(t->service), "%s", service);
-    t->port = port;
+    if (sk_client_find(&t->found, host, &ctx, err) != 0) {
+        t->host[0] = '\0';
+        return -1;
+    }
+    return sk_tls_found(t, err);
+}
+
+
+/* found is learnt: may it decide? */
+static int
+sk_tls_found(sk_tls_t *t, sk_err_t *err)
+{
+    t->pending = 0;
     if (sk_client_found_usable(&t->found, &t->closed) != 0) {
         if (err != NULL) {
             *err = t->closed;
@@ -128,10 +168,160 @@ sk_tls_lookup(sk_tls_t *t, const char *host, const char *service,
 }
 
 
+/* A fetch that asks nothing and notes that a mirror was wanted. */
+static int
+sk_tls_nofetch(char **body, size_t *len, int *status, const char *url,
+    void *arg, sk_err_t *err)
+{
+    int  *wanted = arg;
+
+    (void) body;
+    (void) len;
+    (void) status;
+    (void) url;
+    *wanted = 1;
+    return sk_err_set(err, SK_ERR_UNAVAILABLE, "not asked before the "
+        "handshake");
+}
+
+
+int
+sk_tls_prepare(sk_tls_t *t, const char *host, const char *service,
+    unsigned port, int64_t now, sk_err_t *err)
+{
+    sk_client_ctx_t  ctx = { t->trust, t->cache, sk_tls_nofetch, NULL, now,
+                             0, NULL };
+    int              wanted = 0;
+
+    if (t->flags & SK_TLS_NO_STAPLE) {
+        return sk_tls_lookup(t, host, service, port, now, err);
+    }
+    if (sk_tls_reset(t, host, service, port, err) != 0) {
+        return -1;
+    }
+    ctx.arg = &wanted;
+    if (sk_client_find(&t->found, host, &ctx, err) != 0) {
+        t->host[0] = '\0';
+        return -1;
+    }
+    /* The cache decided; else (a mirror was wanted, or there is none to
+     * ask) the handshake's staple may. */
+    if (!wanted && t->found.res.outcome == SK_FRESH_CACHED) {
+        return sk_tls_found(t, err);
+    }
+    sk_client_found_free(&t->found);
+    t->pending = 1;
+    t->usable = 1;
+    return 0;
+}
+
+
 const sk_client_found_t *
 sk_tls_get0_found(const sk_tls_t *t)
 {
-    return t->host[0] != '\0' ? &t->found : NULL;
+    return t->host[0] != '\0' && !t->pending ? &t->found : NULL;
+}
+
+
+const char *
+sk_tls_staple_form(const sk_tls_t *t)
+{
+    return t->staple_form;
+}
+
+
+static void
+sk_tls_drop_staple(sk_tls_t *t)
+{
+    free(t->staple);
+    t->staple = NULL;
+    t->staple_len = 0;
+    t->staple_got = 0;
+}
+
+
+int
+sk_tls_set_staple(sk_tls_t *t, const unsigned char *data, size_t len,
+    sk_err_t *err)
+{
+    sk_tls_drop_staple(t);
+    t->staple_got = data != NULL;
+    if (data == NULL) {
+        return 0;
+    }
+    t->staple = malloc(len > 0 ? len : 1);
+    if (t->staple == NULL) {
+        t->staple_got = 0;
+        return sk_err_set(err, SK_ERR_NOMEM, "tls: out of memory");
+    }
+    memcpy(t->staple, data, len);
+    t->staple_len = len;
+    return 0;
+}
+
+
+/* "refused: why" about the staple, first in the lookup's log. */
+static void
+sk_tls_note(sk_tls_t *t, const char *why)
+{
+    sk_client_result_t  *r = &t->found.res;
+
+    if (r->ntries == SK_CLIENT_LOG_MAX) {
+        r->ntries--;
+    }
+    memmove(&r->tries[1], &r->tries[0], r->ntries * sizeof(r->tries[0]));
+    r->ntries++;
+    snprintf(r->tries[0].url, sizeof(r->tries[0].url), "staple");
+    snprintf(r->tries[0].what, sizeof(r->tries[0].what), "refused: %s",
+        why);
+}
+
+
+/* The pending lookup, with the staple the server sent: the extension's
+ * bytes (sk_tls_set_staple), else the certificate form in chain. */
+static int
+sk_tls_learn(sk_tls_t *t, STACK_OF(X509) *chain, int64_t now, sk_err_t *err)
+{
+    sk_client_ctx_t   ctx = { t->trust, t->cache, t->fetch, t->fetch_arg,
+                              now, 0, NULL };
+    sk_staple_t       s;
+    unsigned char    *wrapped = NULL;
+    size_t            wlen = 0;
+    sk_err_t          e;
+    char              why[SK_ERR_MSG_MAX] = "";
+    int               rc;
+
+    t->staple_form = NULL;
+    if (t->staple_got) {
+        if (sk_staple_parse(&s, t->staple, t->staple_len, &e) == 0) {
+            t->staple_form = "extension";
+        } else {
+            snprintf(why, sizeof(why), "%s", e.msg);
+        }
+    }
+    if (t->staple_form == NULL && chain != NULL) {
+        if (sk_staple_find(&wrapped, &wlen, chain, &e) == 0) {
+            if (sk_staple_parse(&s, wrapped, wlen, &e) == 0) {
+                t->staple_form = "chain";
+            }
+            free(wrapped);
+        } else if (e.code != SK_ERR_NOT_FOUND && why[0] == '\0') {
+            snprintf(why, sizeof(why), "%s", e.msg);
+        }
+    }
+    ctx.staple = t->staple_form != NULL ? &s : NULL;
+    rc = sk_client_find(&t->found, t->host, &ctx, err);
+    if (t->staple_form != NULL) {
+        sk_staple_free(&s);
+    }
+    sk_tls_drop_staple(t);
+    if (rc != 0) {
+        return -1;
+    }
+    if (why[0] != '\0') {
+        sk_tls_note(t, why);
+    }
+    return sk_tls_found(t, err);
 }
 
 
@@ -139,6 +329,11 @@ int
 sk_tls_decide(sk_tls_t *t, STACK_OF(X509) *chain, time_t now, sk_err_t *err)
 {
     t->decided = 0;
+    if (t->pending && sk_tls_learn(t, chain, now, err) != 0
+        && (err == NULL || err->code != SK_ERR_UNAVAILABLE))
+    {
+        return -1;
+    }
     if (!t->usable) {
         return t->host[0] == '\0'
             ? sk_err_set(err, SK_ERR_USAGE, "tls: no lookup before the "
@@ -207,9 +402,11 @@ sk_tls_decide_xs(sk_tls_t *t, X509_STORE_CTX *xs)
 static int
 sk_tls_verify_cb(int ok, X509_STORE_CTX *xs)
 {
-    SSL       *ssl;
-    sk_tls_t  *t = NULL;
-    void      *mark;
+    SSL                  *ssl;
+    sk_tls_t             *t = NULL;
+    void                 *mark;
+    const unsigned char  *ext;
+    size_t                elen;
 
     ssl = X509_STORE_CTX_get_ex_data(xs,
         SSL_get_ex_data_X509_STORE_CTX_idx());
@@ -225,6 +422,12 @@ sk_tls_verify_cb(int ok, X509_STORE_CTX *xs)
     }
     mark = X509_STORE_CTX_get_ex_data(xs, sk_tls_xs_idx);
     if (mark == NULL) {
+        if (t->pending && sk_staple_client_get0(ssl, &ext, &elen)
+            && sk_tls_set_staple(t, ext, elen, NULL) != 0)
+        {
+            X509_STORE_CTX_set_error(xs, X509_V_ERR_OUT_OF_MEM);
+            return 0;
+        }
         mark = sk_tls_decide_xs(t, xs) == 0
             && (t->d.decision == SK_DECIDE_ACCEPT
                 || t->d.decision == SK_DECIDE_NONE)
@@ -250,6 +453,7 @@ sk_tls_ready(sk_tls_t *t, sk_err_t *err)
         return sk_err_set(err, SK_ERR_UNAVAILABLE, "%s", t->closed.msg);
     }
     t->decided = 0;
+    sk_tls_drop_staple(t);
     return 0;
 }
 
@@ -271,7 +475,7 @@ sk_tls_attach(sk_tls_t *t, SSL *ssl, sk_err_t *err)
         return sk_err_crypto(err, "tls: cannot set up the connection");
     }
     SSL_set_verify(ssl, SSL_VERIFY_PEER, sk_tls_verify_cb);
-    return 0;
+    return t->pending ? sk_staple_client_ask(ssl, err) : 0;
 }
 
 
@@ -289,7 +493,7 @@ sk_tls_attach_ctx(sk_tls_t *t, SSL_CTX *ctx, sk_err_t *err)
         return sk_err_crypto(err, "tls: cannot set up the context");
     }
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, sk_tls_verify_cb);
-    return 0;
+    return t->pending ? sk_staple_client_init(ctx, 1, err) : 0;
 }
 
 
@@ -302,5 +506,6 @@ sk_tls_free(sk_tls_t *t)
     sk_client_found_free(&t->found);
     sk_client_cache_close(t->cache);
     sk_client_trust_free(&t->own);
+    sk_tls_drop_staple(t);
     free(t);
 }

@@ -30,6 +30,9 @@ sk_client_trust_init(sk_client_trust_t *t)
     t->max_derelict = SK_CLIENT_MAX_DERELICT;
     t->n_retries = SK_CLIENT_N_RETRIES;
     t->fresh_percent = SK_CLIENT_FRESH_PERCENT;
+    t->staple_max_age = SK_STAPLE_MAX_AGE;
+    t->staple_refresh = SK_STAPLE_REFRESH;
+    t->staple_retry = SK_STAPLE_RETRY;
     snprintf(t->tor, sizeof(t->tor), "%s", SK_CLIENT_TOR_DEFAULT);
 }
 
@@ -262,6 +265,9 @@ sk_trust_number(sk_client_trust_t *t, const char *k, const char *v,
         { "t3", 1, offsetof(sk_client_trust_t, t3) },
         { "t4", 1, offsetof(sk_client_trust_t, t4) },
         { "drop_slack", 1, offsetof(sk_client_trust_t, drop_slack) },
+        { "staple_max_age", 1, offsetof(sk_client_trust_t, staple_max_age) },
+        { "staple_refresh", 1, offsetof(sk_client_trust_t, staple_refresh) },
+        { "staple_retry", 1, offsetof(sk_client_trust_t, staple_retry) },
         { "max_derelict", 0, offsetof(sk_client_trust_t, max_derelict) },
         { "retries", 0, offsetof(sk_client_trust_t, n_retries) },
         { "fresh_percent", 0, offsetof(sk_client_trust_t, fresh_percent) },

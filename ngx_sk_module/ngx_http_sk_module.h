@@ -1,0 +1,94 @@
+
+/*
+ * ngx_http_sk_module.h -- what the module's two files share:
+ * ngx_http_sk_module.c (carriers, onion, status) and ngx_http_sk_staple.c
+ * (the stapled proof, TLS extension 0xFF53).
+ */
+
+#ifndef _NGX_HTTP_SK_MODULE_H_INCLUDED_
+#define _NGX_HTTP_SK_MODULE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include <sk/sk.h>
+#include <sk/staple_serve.h>
+
+
+#define NGX_HTTP_SK_STAPLE_OFF        0
+#define NGX_HTTP_SK_STAPLE_EXTENSION  1
+#define NGX_HTTP_SK_STAPLE_CHAIN      2
+
+
+typedef struct ngx_http_sk_src_s     ngx_http_sk_src_t;
+typedef struct ngx_http_sk_staple_s  ngx_http_sk_staple_t;
+
+
+typedef struct {
+    ngx_array_t              *carrier_files;  /* sovereign_key_carrier */
+    ngx_str_t                 key;            /* sovereign_key */
+    ngx_str_t                 cache;          /* sovereign_key_cache */
+    ngx_str_t                 pub;            /* sovereign_key_public */
+    ngx_str_t                 services;       /* sovereign_key services= */
+    time_t                    days;           /* sovereign_key days= */
+    ngx_str_t                 onion;          /* sovereign_key_onion */
+    ngx_str_t                 onion_dir;      /* sovereign_key_onion_dir */
+    ngx_str_t                 onion_user;     /* ... user= */
+    ngx_uint_t                staple_mode;    /* sovereign_key_staple */
+    ngx_str_t                 trust;          /* sovereign_key_trust */
+    ngx_str_t                 staple_cache;   /* sovereign_key_staple_cache */
+
+    u_char                   *file;           /* first SK directive here */
+    ngx_uint_t                line;
+    u_char                   *onion_file;
+    ngx_uint_t                onion_line;
+    u_char                   *staple_file;
+    ngx_uint_t                staple_line;
+
+    ngx_http_sk_src_t        *src;
+    ngx_str_t                 onion_addr;     /* resolved at postconfig */
+    ngx_str_t                 status;         /* the JSON document, but
+                                                 its closing brace */
+    ngx_http_sk_staple_t     *staple;         /* this server's, if any */
+} ngx_http_sk_srv_conf_t;
+
+
+typedef struct {
+    ngx_array_t               srcs;           /* ngx_http_sk_src_t * */
+    ngx_array_t               staples;        /* ngx_http_sk_staple_t * */
+    ngx_array_t               trusts;         /* ngx_http_sk_trust_t */
+    void                     *thread_pool;    /* ngx_thread_pool_t * */
+} ngx_http_sk_main_conf_t;
+
+
+extern ngx_module_t  ngx_http_sk_module;
+
+
+char *ngx_http_sk_staple_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+/* Postconfiguration: a server's staple for the names its carriers
+ * certify (and its server names below them), from the cache, attached
+ * to its SSL_CTX. */
+ngx_int_t ngx_http_sk_staple_init(ngx_conf_t *cf,
+    ngx_http_core_srv_conf_t *cscf, ngx_http_sk_srv_conf_t *skcf,
+    SSL_CTX *ctx, const char **names, ngx_uint_t n);
+
+/* Postconfiguration, after every server: extension 0xFF53 on every
+ * server's SSL_CTX, for the SNI switch. */
+ngx_int_t ngx_http_sk_staple_register(ngx_conf_t *cf);
+
+ngx_int_t ngx_http_sk_staple_init_process(ngx_cycle_t *cycle);
+
+/* The status JSON's "staple" member (",\"staple\":{...}"), at most
+ * ngx_http_sk_staple_status_size() bytes. */
+size_t ngx_http_sk_staple_status_size(ngx_http_sk_staple_t *st);
+u_char *ngx_http_sk_staple_status(u_char *p, u_char *last,
+    ngx_http_sk_staple_t *st);
+
+u_char *ngx_http_sk_json_str(u_char *p, u_char *last, const char *s);
+
+
+#endif /* _NGX_HTTP_SK_MODULE_H_INCLUDED_ */
