@@ -198,8 +198,8 @@ $(BUILD)/tests/test_milter_%: tests/unit/test_milter_%.c $(SKM_UNIT_OBJS) $(LIBS
 	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(SKM_UNIT_OBJS) \
 	    $(LIBSK) $(LIBS) -lcmocka
 
-# sk-mirror (timeline/mr_*.c): replicates timelines, answers name queries.
-MR_SRCS = $(sort $(wildcard timeline/mr_*.c))
+# sk-mirror (mirror/): replicates timelines, answers name queries.
+MR_SRCS = $(sort $(wildcard mirror/mr_*.c))
 MR_OBJS = $(MR_SRCS:%.c=$(BUILD)/%.o)
 MR_BIN  = $(BUILD)/sk-mirror
 
@@ -207,7 +207,7 @@ MR_BIN  = $(BUILD)/sk-mirror
 all: $(MR_BIN)
 mirror: $(MR_BIN)
 
-$(BUILD)/timeline/mr_%.o: timeline/mr_%.c timeline/mr.h $(wildcard common/include/sk/*.h)
+$(BUILD)/mirror/mr_%.o: mirror/mr_%.c mirror/mr.h $(wildcard common/include/sk/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -pthread -c -o $@ $<
 
