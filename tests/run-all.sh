@@ -12,7 +12,9 @@ pass=0 fail=0
 stage() {   # name, then the command
     name=$1; shift
     echo "=== $name"
+    t0=$(date +%s)
     if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "=== $name: FAILED"; fi
+    echo "=== $name: $(($(date +%s) - t0)) s"
 }
 
 stage unit tests/run-unit.sh "$BUILD"
