@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,19 +18,6 @@
 #include <sk/keyfile.h>
 
 #include "mr.h"
-
-
-void
-mr_log(const char *fmt, ...)
-{
-    va_list  ap;
-    char     msg[1024];
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "%s: %s\n", MR_PROG, msg);
-}
 
 
 static int
