@@ -85,7 +85,7 @@ tl_tree_open(tl_timeline_t *tl, sk_err_t *err)
     how = tl->mode == TL_REPAIR ? SK_TILES_REBUILD
         : stat(dir, &st) != 0 && errno == ENOENT ? SK_TILES_REBUILD
         : SK_TILES_OPEN;
-    if (how == SK_TILES_REBUILD && tl->mode == TL_RUN) {
+    if (how == SK_TILES_REBUILD && tl->mode == TL_RUN && tl->size > 0) {
         tl_log("%s: no tiles yet: building them from %" PRIu64 " entries",
             dir, tl->size);
     }
