@@ -190,5 +190,22 @@ is(append($t, bind_entry(name => 'example.org', key => $sk,
 is(checkpoint('cp5'), 604, '... size 604');
 tlogcheck('cp2', 'cp5', '603 -> 604');
 
+# The origin: a schema-less URL (c2sp.org/tlog-checkpoint), also the
+# signed-note key name the Go client verifies with.
+stop_daemon($t->{pid});
+$t->{conf}{origin} = 'https://tl.example/sk/7';
+SKTimeline::write_conf($t);
+$r = tl('--check');
+isnt($r->{rc}, 0, 'an origin with a scheme is refused');
+like($r->{out} . $r->{err}, qr/"origin": a schema-less URL, without "https:\/\/"/,
+    '... saying so') or diag($r->{out}, $r->{err});
+$t->{conf}{origin} = 'tl.example/sk/7';
+restart_timeline($t);
+ok($t->{up}, 'starts with origin tl.example/sk/7');
+checkpoint('cp6');
+like(slurp("$d/cp6"), qr{\Atl\.example/sk/7\n604\n.*\n\n\x{e2}\x{80}\x{94} tl\.example/sk/7 }s,
+    '... the checkpoint names it, signed under it');
+tlogcheck('cp6', 'cp6', 'with a URL origin');
+
 stop_daemon($t->{pid});
 done_testing();
