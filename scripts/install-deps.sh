@@ -3,7 +3,8 @@
 # Idempotent and non-interactive: safe to run on every invocation.
 # dpkg-dev, debhelper, fakeroot, lintian: make deb / make test-packages
 # build and lint the Debian packages; systemd: systemd-analyze checks the
-# units (PID 1 need not be systemd).
+# units (PID 1 need not be systemd).  golang-go, golang-golang-x-mod-dev:
+# t/timeline-tiles.t checks the tiles with Go's sumdb/tlog, built offline.
 set -eu
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
@@ -11,7 +12,7 @@ libssl-dev openssl libcmocka-dev libhiredis-dev libmilter-dev
 libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev
 nginx nginx-dev redis-server tor postfix miltertest swaks
 gnutls-bin libgnutls28-dev curl python3 perl libio-socket-ssl-perl libtest-simple-perl
-valgrind groff-base
+valgrind groff-base golang-go golang-golang-x-mod-dev
 dpkg-dev debhelper fakeroot lintian systemd"
 
 missing=""

@@ -29,6 +29,7 @@
 #define TL_INC_FILE    "incorporated.log"
 #define TL_CALOG_FILE  "certs.log"
 #define TL_SIGNED_FILE "signed-head"
+#define TL_TILE_DIR    "tile"
 
 /* A key that may repeat ("peer = ..." lines), in file order. */
 typedef struct {
@@ -318,6 +319,18 @@ void tl_signed_close(tl_timeline_t *tl);
 
 /* tl_store.c: open and check the log, append durably, read back. */
 int tl_store_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* tl_tree.c: tl->tree over the log's tl->size entries (after the replay):
+ * data_dir/tile/ opened (built if absent, rebuilt by --repair), in memory
+ * for --check; for a run, a root that is not signed-head's rebuilds the
+ * tiles from the log once before tl_signed_verify has the last word. */
+int tl_tree_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* tl_tiles.c: GET /tile/<path> (c2sp.org/tlog-tiles) up to the durable
+ * size; path is what follows "/tile/". */
+struct MHD_Connection;
+enum MHD_Result tl_tiles_get(struct MHD_Connection *c, tl_timeline_t *tl,
+    const char *path);
+/* tl_tree.c: --check: every full tile equals what the log gives. */
+int tl_tree_check(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 void tl_store_close(tl_timeline_t *tl);
 /* The length of the stored entry at p, up to and with its blank line;
  * 0 if no whole entry is left (a write cut short). */

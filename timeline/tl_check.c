@@ -219,6 +219,10 @@ tl_check(tl_timeline_t *tl)
         tl_check_torn(&tl->log);
         tl_check_torn(&tl->calog_file);
         tl_check_torn(&tl->inc);
+        if (tl_tree_check(tl, &err) != 0) {
+            tl_check_say("%s (sk-timeline --repair rebuilds the tiles)",
+                err.msg);
+        }
     }
     if (tl_chunk_open(tl, &err) != 0) {
         tl_check_say("%s", err.msg);

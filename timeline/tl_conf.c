@@ -151,6 +151,13 @@ tl_conf_finish(tl_conf_t *conf, sk_err_t *err)
         return sk_err_set(err, SK_ERR_FORMAT,
             "\"origin\": no spaces or '+' (it is also the key name)");
     }
+    /* c2sp.org/tlog-checkpoint: a schema-less URL. */
+    if (strstr(conf->origin, "://") != NULL) {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"origin\": a schema-less "
+            "URL, without \"%.*s://\" (c2sp.org/tlog-checkpoint)",
+            (int) (strstr(conf->origin, "://") - conf->origin),
+            conf->origin);
+    }
     return 0;
 }
 

@@ -386,6 +386,9 @@ tl_http_get(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
     if (strncmp(url, "/incorporated/", 14) == 0) {
         return tl_http_copy(c, tl, url + 14);
     }
+    if (strncmp(url, "/tile/", 6) == 0) {
+        return tl_tiles_get(c, tl, url + 6);
+    }
     return sk_httpd_text(c, MHD_HTTP_NOT_FOUND, "no such resource\n");
 }
 

@@ -124,16 +124,18 @@ static int
 tl_repair_keep(tl_repair_t *r, tl_timeline_t *tl, uint64_t sn,
     const char *text, size_t len, const char *src, sk_err_t *err)
 {
-    sk_merkle_hash_t   leaf;
+    sk_merkle_hash_t   leaf, have;
     tl_found_t        *f;
     uint64_t           n;
 
     if (sn < tl->size) {
-        if (sk_merkle_leaf_hash(leaf, text, len, err) != 0) {
+        if (sk_merkle_leaf_hash(leaf, text, len, err) != 0
+            || sk_merkle_tree_leaf_get(have, tl->tree, sn, err) != 0)
+        {
             return -1;
         }
-        return memcmp(leaf, sk_merkle_tree_leaf(tl->tree, sn), sizeof(leaf))
-            == 0 ? 0 : tl_repair_fork(err, sn, src, tl->log.path);
+        return memcmp(leaf, have, sizeof(leaf)) == 0 ? 0
+            : tl_repair_fork(err, sn, src, tl->log.path);
     }
     if (sn >= r->nfound) {
         n = sn + 1 > 2 * r->nfound ? sn + 1 : 2 * r->nfound;
@@ -498,8 +500,8 @@ tl_repair_root(tl_repair_t *r, tl_timeline_t *tl, uint64_t target,
         }
         for (sn = 0; rc == 0 && sn < tl->signed_size && sn < target; sn++) {
             rc = sn < tl->size
-                ? sk_merkle_tree_append(t, sk_merkle_tree_leaf(tl->tree, sn),
-                      err)
+                ? (sk_merkle_tree_leaf_get(leaf, tl->tree, sn, err) != 0 ? -1
+                   : sk_merkle_tree_append(t, leaf, err))
                 : sk_merkle_leaf_hash(leaf, r->found[sn].text,
                       r->found[sn].len, err) != 0 ? -1
                 : sk_merkle_tree_append(t, leaf, err);

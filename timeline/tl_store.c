@@ -53,8 +53,11 @@ tl_store_index(tl_timeline_t *tl, const char *buf, size_t len, size_t slen,
     if (tl->size == tl->cap && tl_store_grow(tl, err) != 0) {
         return -1;
     }
-    if (sk_merkle_leaf_hash(leaf, buf, len, err) != 0
-        || sk_merkle_tree_append(tl->tree, leaf, err) != 0)
+    /* The replay at start leaves the tree to tl_tree_open: entries the
+     * tiles hold are not hashed again. */
+    if (tl->tree != NULL
+        && (sk_merkle_leaf_hash(leaf, buf, len, err) != 0
+            || sk_merkle_tree_append(tl->tree, leaf, err) != 0))
     {
         return -1;
     }
@@ -213,15 +216,22 @@ tl_store_replay(tl_timeline_t *tl, sk_err_t *err)
 int
 tl_store_open(tl_timeline_t *tl, sk_err_t *err)
 {
-    if (sk_merkle_tree_new(&tl->tree, err) != 0
-        || tl_store_grow(tl, err) != 0)
-    {
+    sk_err_t  more;
+    int       rc;
+
+    if (tl_store_grow(tl, err) != 0) {
         return -1;
     }
     tl->off[0] = 0;
-    if (tl_file_open(&tl->log, tl, TL_LOG_FILE, err) != 0
-        || tl_store_replay(tl, err) != 0)
+    rc = tl_file_open(&tl->log, tl, TL_LOG_FILE, err) != 0
+         || tl_store_replay(tl, err) != 0 ? -1 : 0;
+    /* --check goes on past a damaged log, with the tree of what reads. */
+    if ((rc == 0 || tl->mode == TL_CHECK)
+        && tl_tree_open(tl, rc == 0 ? err : &more) != 0)
     {
+        rc = -1;
+    }
+    if (rc != 0) {
         return -1;
     }
     tl_log("%s: %" PRIu64 " entries", tl->log.path, tl->size);

@@ -442,6 +442,26 @@ sk_httpd_reply(struct MHD_Connection *c, unsigned status, char *body,
 
 
 enum MHD_Result
+sk_httpd_reply_cached(struct MHD_Connection *c, unsigned status, char *body,
+    size_t len, const char *type, const char *cache_control)
+{
+    struct MHD_Response  *r;
+    enum MHD_Result       rc;
+
+    r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (r == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, cache_control);
+    rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+
+enum MHD_Result
 sk_httpd_text(struct MHD_Connection *c, unsigned status, const char *fmt,
     ...)
 {

@@ -9,25 +9,11 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
-#include "sk/merkle.h"
+#include "merkle_int.h"
 
-#define SK_MERKLE_LEVELS        64
 #define SK_CHECKPOINT_SIGS_MAX  64
 #define SK_EMDASH               "\xe2\x80\x94"
 #define SK_B64STD_HASH_LEN      44      /* 32 bytes, padded */
-
-/* Complete subtrees of 2^k leaves, left to right. */
-typedef struct {
-    sk_merkle_hash_t  *hash;
-    uint64_t           n;
-    uint64_t           cap;
-} sk_merkle_level_t;
-
-struct sk_merkle_tree_s {
-    uint64_t           size;
-    sk_merkle_level_t  level[SK_MERKLE_LEVELS];
-};
-
 
 int
 sk_merkle_leaf_hash(sk_merkle_hash_t out, const void *data, size_t len,
@@ -88,6 +74,7 @@ sk_merkle_tree_free(sk_merkle_tree_t *t)
     for (k = 0; k < SK_MERKLE_LEVELS; k++) {
         free(t->level[k].hash);
     }
+    sk_merkle_tiles_free(t->tiles);
     free(t);
 }
 
@@ -128,6 +115,13 @@ sk_merkle_tree_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
     sk_merkle_level_t *l;
     int                k;
 
+    if (t->tiles != NULL) {
+        if (sk_merkle_tiles_append(t, leaf, err) != 0) {
+            return -1;
+        }
+        t->size++;
+        return 0;
+    }
     if (sk_merkle_level_push(&t->level[0], leaf, err) != 0) {
         return -1;
     }
@@ -151,7 +145,71 @@ sk_merkle_tree_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
 const unsigned char *
 sk_merkle_tree_leaf(const sk_merkle_tree_t *t, uint64_t index)
 {
-    return index < t->size ? t->level[0].hash[index] : NULL;
+    return index < t->size && t->tiles == NULL ? t->level[0].hash[index]
+        : NULL;
+}
+
+
+/* The complete subtree idx at level lg, from RAM or from the tiles. */
+static int
+sk_merkle_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t, unsigned lg,
+    uint64_t idx, sk_err_t *err)
+{
+    if (t->tiles != NULL) {
+        return sk_merkle_tiles_node(out, t, lg, idx, err);
+    }
+    memcpy(out, t->level[lg].hash[idx], SK_MERKLE_HASH_BYTES);
+    return 0;
+}
+
+
+int
+sk_merkle_tree_leaf_get(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
+    uint64_t index, sk_err_t *err)
+{
+    if (index >= t->size) {
+        return sk_err_set(err, SK_ERR_NOT_FOUND,
+            "leaf %" PRIu64 " beyond tree size %" PRIu64, index, t->size);
+    }
+    return sk_merkle_node(out, t, 0, index, err);
+}
+
+
+int
+sk_merkle_tree_tile(unsigned char *out, size_t *len,
+    const sk_merkle_tree_t *t, unsigned level, uint64_t n, unsigned width,
+    uint64_t size, sk_err_t *err)
+{
+    uint64_t  have;
+    unsigned  i;
+
+    if (level >= SK_MERKLE_LEVELS / SK_TILE_HEIGHT || width == 0
+        || width > SK_TILE_WIDTH)
+    {
+        return sk_err_set(err, SK_ERR_USAGE, "tile %u/%" PRIu64 " width %u:"
+            " no such tile", level, n, width);
+    }
+    if (size > t->size) {
+        return sk_err_set(err, SK_ERR_NOT_FOUND,
+            "tree size %" PRIu64 " beyond %" PRIu64, size, t->size);
+    }
+    /* Hashes at tree level 8 * level in a tree of size leaves. */
+    have = size >> (SK_TILE_HEIGHT * level);
+    if (n >= have / SK_TILE_WIDTH + 1
+        || n * SK_TILE_WIDTH + width > have)
+    {
+        return sk_err_set(err, SK_ERR_NOT_FOUND, "tile %u/%" PRIu64
+            " width %u: beyond tree size %" PRIu64, level, n, width, size);
+    }
+    for (i = 0; i < width; i++) {
+        if (sk_merkle_node(out + (size_t) i * SK_MERKLE_HASH_BYTES, t,
+                SK_TILE_HEIGHT * level, n * SK_TILE_WIDTH + i, err) != 0)
+        {
+            return -1;
+        }
+    }
+    *len = (size_t) width * SK_MERKLE_HASH_BYTES;
+    return 0;
 }
 
 
@@ -164,23 +222,26 @@ sk_merkle_split(uint64_t n)
 
 
 /* MTH(D[a:b]) for a < b <= size. */
-static void
+static int
 sk_merkle_range(sk_merkle_hash_t out, const sk_merkle_tree_t *t, uint64_t a,
-    uint64_t b)
+    uint64_t b, sk_err_t *err)
 {
     sk_merkle_hash_t  l, r;
     uint64_t          n = b - a, k;
-    int               lg;
+    unsigned          lg;
 
     if ((n & (n - 1)) == 0 && a % n == 0) {
-        lg = __builtin_ctzll(n);
-        memcpy(out, t->level[lg].hash[a >> lg], SK_MERKLE_HASH_BYTES);
-        return;
+        lg = (unsigned) __builtin_ctzll(n);
+        return sk_merkle_node(out, t, lg, a >> lg, err);
     }
     k = sk_merkle_split(n);
-    sk_merkle_range(l, t, a, a + k);
-    sk_merkle_range(r, t, a + k, b);
+    if (sk_merkle_range(l, t, a, a + k, err) != 0
+        || sk_merkle_range(r, t, a + k, b, err) != 0)
+    {
+        return -1;
+    }
     sk_merkle_node_hash(out, l, r);
+    return 0;
 }
 
 
@@ -194,39 +255,37 @@ sk_merkle_tree_root(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
     }
     if (size == 0) {
         sk_merkle_empty_root(out);
-    } else {
-        sk_merkle_range(out, t, 0, size);
+        return 0;
     }
-    return 0;
+    return sk_merkle_range(out, t, 0, size, err);
 }
 
 
-static void
+static int
 sk_merkle_proof_add(sk_merkle_proof_t *p, const sk_merkle_tree_t *t,
-    uint64_t a, uint64_t b)
+    uint64_t a, uint64_t b, sk_err_t *err)
 {
-    sk_merkle_range(p->hash[p->len++], t, a, b);
+    return sk_merkle_range(p->hash[p->len++], t, a, b, err);
 }
 
 
 /* RFC 6962 2.1.1 PATH(m, D[a:b]), appending leaf-to-root. */
-static void
+static int
 sk_merkle_path(sk_merkle_proof_t *p, const sk_merkle_tree_t *t, uint64_t m,
-    uint64_t a, uint64_t b)
+    uint64_t a, uint64_t b, sk_err_t *err)
 {
     uint64_t  k;
 
     if (b - a <= 1) {
-        return;
+        return 0;
     }
     k = sk_merkle_split(b - a);
     if (m < a + k) {
-        sk_merkle_path(p, t, m, a, a + k);
-        sk_merkle_proof_add(p, t, a + k, b);
-    } else {
-        sk_merkle_path(p, t, m, a + k, b);
-        sk_merkle_proof_add(p, t, a, a + k);
+        return sk_merkle_path(p, t, m, a, a + k, err) != 0 ? -1
+            : sk_merkle_proof_add(p, t, a + k, b, err);
     }
+    return sk_merkle_path(p, t, m, a + k, b, err) != 0 ? -1
+        : sk_merkle_proof_add(p, t, a, a + k, err);
 }
 
 
@@ -243,32 +302,27 @@ sk_merkle_tree_inclusion(sk_merkle_proof_t *proof, const sk_merkle_tree_t *t,
         return sk_err_set(err, SK_ERR_NOT_FOUND,
             "leaf %" PRIu64 " not in a tree of size %" PRIu64, index, size);
     }
-    sk_merkle_path(proof, t, index, 0, size);
-    return 0;
+    return sk_merkle_path(proof, t, index, 0, size, err);
 }
 
 
 /* RFC 6962 2.1.2 SUBPROOF(m, D[a:b], b); m counts leaves from 0. */
-static void
+static int
 sk_merkle_subproof(sk_merkle_proof_t *p, const sk_merkle_tree_t *t,
-    uint64_t m, uint64_t a, uint64_t b, int whole)
+    uint64_t m, uint64_t a, uint64_t b, int whole, sk_err_t *err)
 {
     uint64_t  k;
 
     if (m == b) {
-        if (!whole) {
-            sk_merkle_proof_add(p, t, a, b);
-        }
-        return;
+        return whole ? 0 : sk_merkle_proof_add(p, t, a, b, err);
     }
     k = sk_merkle_split(b - a);
     if (m <= a + k) {
-        sk_merkle_subproof(p, t, m, a, a + k, whole);
-        sk_merkle_proof_add(p, t, a + k, b);
-    } else {
-        sk_merkle_subproof(p, t, m, a + k, b, 0);
-        sk_merkle_proof_add(p, t, a, a + k);
+        return sk_merkle_subproof(p, t, m, a, a + k, whole, err) != 0 ? -1
+            : sk_merkle_proof_add(p, t, a + k, b, err);
     }
+    return sk_merkle_subproof(p, t, m, a + k, b, 0, err) != 0 ? -1
+        : sk_merkle_proof_add(p, t, a, a + k, err);
 }
 
 
@@ -285,10 +339,8 @@ sk_merkle_tree_consistency(sk_merkle_proof_t *proof,
         return sk_err_set(err, SK_ERR_USAGE,
             "no consistency proof from %" PRIu64 " to %" PRIu64, from, to);
     }
-    if (from < to) {
-        sk_merkle_subproof(proof, t, from, 0, to, 1);
-    }
-    return 0;
+    return from < to ? sk_merkle_subproof(proof, t, from, 0, to, 1, err)
+        : 0;
 }
 
 

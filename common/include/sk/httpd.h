@@ -63,6 +63,12 @@ int sk_httpd_u64(uint64_t *v, const char *s) SK_WUR;
 enum MHD_Result sk_httpd_reply(struct MHD_Connection *c, unsigned status,
     char *body, size_t len, const char *type);
 
+/* The same with a Cache-Control header (tiles: immutable ones for a
+ * year, so any HTTP cache or CDN can serve them). */
+enum MHD_Result sk_httpd_reply_cached(struct MHD_Connection *c,
+    unsigned status, char *body, size_t len, const char *type,
+    const char *cache_control);
+
 /* A "text/plain; charset=us-ascii" reply made by printf. */
 enum MHD_Result sk_httpd_text(struct MHD_Connection *c, unsigned status,
     const char *fmt, ...) SK_PRINTF(3, 4);

@@ -18,9 +18,13 @@
  * The signature covers the text above the blank line (newline included);
  * key id = first 4 bytes of SHA-256(key name | 0x0A | 0x01 | raw pubkey).
  *
- * An sk_merkle_tree_t keeps every complete subtree hash (about 2n hashes),
- * so appends are amortised O(1) and roots and proofs for any earlier size
- * O(log n).  One tree is not safe for concurrent use; lock around it.
+ * An sk_merkle_tree_t from sk_merkle_tree_new keeps every complete subtree
+ * hash in RAM (about 2n hashes), so appends are amortised O(1) and roots
+ * and proofs for any earlier size O(log n).  One opened with
+ * sk_merkle_tree_open_tiles keeps the same hashes on disk as C2SP
+ * tlog-tiles (c2sp.org/tlog-tiles) and in RAM only its right edge and a
+ * few tiles; both answer the same calls.  One tree is not safe for
+ * concurrent use, not even for reads (tiles are cached); lock around it.
  */
 #ifndef SK_MERKLE_H
 #define SK_MERKLE_H
@@ -55,9 +59,13 @@ uint64_t sk_merkle_tree_size(const sk_merkle_tree_t *t);
 /* Append one leaf hash (already sk_merkle_leaf_hash()ed). */
 int sk_merkle_tree_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
     sk_err_t *err) SK_WUR;
-/* Leaf hash at index (borrowed); NULL if index >= size. */
+/* Leaf hash at index (borrowed); NULL if index >= size or the tree is
+ * kept in tiles (use sk_merkle_tree_leaf_get there). */
 const unsigned char *sk_merkle_tree_leaf(const sk_merkle_tree_t *t,
     uint64_t index);
+/* Leaf hash at index, copied, from either kind of tree. */
+int sk_merkle_tree_leaf_get(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
+    uint64_t index, sk_err_t *err) SK_WUR;
 /* Root of the tree's first size leaves (size <= current size). */
 int sk_merkle_tree_root(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
     uint64_t size, sk_err_t *err) SK_WUR;
@@ -70,6 +78,68 @@ int sk_merkle_tree_inclusion(sk_merkle_proof_t *proof,
 int sk_merkle_tree_consistency(sk_merkle_proof_t *proof,
     const sk_merkle_tree_t *t, uint64_t from, uint64_t to, sk_err_t *err)
     SK_WUR;
+
+/* Tiles (c2sp.org/tlog-tiles): tile L/N holds the hashes at tree level
+ * 8L, N * 256 onwards, 32 bytes each, 256 of them when full; a partial
+ * tile of width W (1..255) holds the first W.  Its path is
+ * tile/<L>/<N>[.p/<W>], N written in 3-digit elements, all but the last
+ * prefixed with "x" (1234067 is x001/x234/067); entry bundles are
+ * tile/entries/<N>[.p/<W>]. */
+#define SK_TILE_HEIGHT   8
+#define SK_TILE_WIDTH    256
+#define SK_TILE_BYTES    (SK_TILE_WIDTH * SK_MERKLE_HASH_BYTES)
+#define SK_TILE_LEVELS   8          /* 64 tree levels / 8 */
+#define SK_TILE_ENTRIES  (-1)       /* the level of entry bundles */
+#define SK_TILE_PATH_MAX 96
+
+/* Leaf hash of entry index, from the log the tree is built over; the
+ * tree calls it to recompute its right edge and tiles that are missing or
+ * damaged. */
+typedef int (*sk_merkle_leaf_fn)(sk_merkle_hash_t out, uint64_t index,
+    void *arg, sk_err_t *err);
+
+typedef enum {
+    SK_TILES_OPEN,      /* trust full tiles below size (checked as read) */
+    SK_TILES_REBUILD,   /* rewrite every tile from the leaves */
+    SK_TILES_CHECK      /* read only: every tile below size must equal the
+                           one the leaves give (SK_ERR_FORMAT naming it) */
+} sk_tiles_how_t;
+
+/* A tree of size leaves whose tiles live under dir (created if missing,
+ * but for SK_TILES_CHECK).  Tiles at or past size are ignored and written
+ * anew as the tree grows; a full tile is written (temp file, fsync,
+ * rename) when it fills, partial tiles are never written: reopening
+ * recomputes the right edge, at most 255 hashes a level, from leaf() and
+ * the full tiles.  A full tile found missing or damaged when read is
+ * rebuilt from leaf() and must then hash to its parent, or the call fails
+ * (SK_ERR_FORMAT).  The caller checks the root against what it signed;
+ * a mismatch means a tile was damaged in a way only SK_TILES_REBUILD
+ * (or the log's own damage) explains.  leaf and arg are kept. */
+int sk_merkle_tree_open_tiles(sk_merkle_tree_t **t, const char *dir,
+    uint64_t size, sk_tiles_how_t how, sk_merkle_leaf_fn leaf, void *arg,
+    sk_err_t *err) SK_WUR;
+
+/* Tiles found missing or damaged and rebuilt since the tree was opened;
+ * *last names the last one ("" if none or not a tiled tree). */
+unsigned long sk_merkle_tree_tiles_rebuilt(const sk_merkle_tree_t *t,
+    const char **last);
+
+/* Tile level/n of width 1..256 as it is in the tree's first size leaves
+ * (size <= tree size): width * 32 bytes into out (SK_TILE_BYTES room).
+ * SK_ERR_NOT_FOUND if that tree has fewer hashes there. */
+int sk_merkle_tree_tile(unsigned char *out, size_t *len,
+    const sk_merkle_tree_t *t, unsigned level, uint64_t n, unsigned width,
+    uint64_t size, sk_err_t *err) SK_WUR;
+
+/* The path of a tile below "tile/" ("0/x001/234", "entries/005.p/7");
+ * level SK_TILE_ENTRIES for a bundle, width 256 for a full tile. */
+void sk_tile_path(char out[SK_TILE_PATH_MAX], int level, uint64_t n,
+    unsigned width);
+/* Strict parse of such a path (no leading "tile/"): only the canonical
+ * spelling, level 0..63 or "entries", width 1..255 after ".p/" (256 is
+ * returned for a full tile); SK_ERR_FORMAT otherwise. */
+int sk_tile_path_parse(int *level, uint64_t *n, unsigned *width,
+    const char *path, sk_err_t *err) SK_WUR;
 
 /* RFC 9162 2.1.3.2: -1 with SK_ERR_SIGNATURE if the proof does not lead
  * from leaf at index to root of a tree of size leaves. */

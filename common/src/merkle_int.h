@@ -1,0 +1,38 @@
+/*
+ * merkle_int.h -- the tree's layout, shared by merkle.c (hashing, proofs)
+ * and merkle_tiles.c (the same tree kept on disk as C2SP tlog-tiles).
+ * Not part of the public API.
+ */
+#ifndef SK_MERKLE_INT_H
+#define SK_MERKLE_INT_H
+
+#include <sk/merkle.h>
+
+#define SK_MERKLE_LEVELS        64
+
+/* Complete subtrees of 2^k leaves, left to right (in-memory trees). */
+typedef struct {
+    sk_merkle_hash_t  *hash;
+    uint64_t           n;
+    uint64_t           cap;
+} sk_merkle_level_t;
+
+typedef struct sk_merkle_tiles_s sk_merkle_tiles_t;
+
+struct sk_merkle_tree_s {
+    uint64_t            size;
+    sk_merkle_level_t   level[SK_MERKLE_LEVELS];   /* unused with tiles */
+    sk_merkle_tiles_t  *tiles;                     /* NULL: in memory */
+};
+
+/* merkle_tiles.c: the hash of the complete subtree idx at tree level lg
+ * (2^lg leaves from idx << lg), idx << lg + 2^lg <= t->size. */
+int sk_merkle_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
+    unsigned lg, uint64_t idx, sk_err_t *err) SK_WUR;
+/* merkle_tiles.c: take leaf as leaf t->size (the caller then counts it);
+ * full tiles are on disk before this returns. */
+int sk_merkle_tiles_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
+    sk_err_t *err) SK_WUR;
+void sk_merkle_tiles_free(sk_merkle_tiles_t *tiles);
+
+#endif

@@ -1,0 +1,538 @@
+/*
+ * merkle_tiles.c -- the Merkle tree kept on disk as C2SP tlog-tiles.
+ *
+ * Tile level L holds the hashes at tree level 8L, 256 to a file.  In RAM
+ * are only the right edge (the hashes of each level not yet in a full
+ * tile: at most 255 a level, 64 KiB in all) and a few cached tiles; every
+ * other node hash is one tile read and at most 127 node hashes away.
+ *
+ * Trust: a full tile read from disk is checked against its parent hash
+ * (the parent tile, itself checked, or the right edge) before use, so a
+ * damaged tile is found when read and rebuilt from the leaves, never used.
+ * The right edge is recomputed at open from the leaves (level 0) and the
+ * full tiles below it; the caller checks the root against the head it
+ * signed, which covers those.
+ */
+#define _GNU_SOURCE             /* syncfs */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sk/file.h"
+#include "merkle_int.h"
+
+#define SK_TILES_CACHE  64          /* tiles kept, 8 KiB each */
+
+typedef struct {
+    int               used;
+    unsigned          level;
+    uint64_t          n;
+    unsigned char     hash[SK_TILE_BYTES];
+} sk_tiles_slot_t;
+
+struct sk_merkle_tiles_s {
+    char              *dir;
+    sk_tiles_how_t     how;
+    sk_merkle_leaf_fn  leaf;
+    void              *arg;
+    /* edge[L]: hashes at tree level 8L past the last full tile L/N;
+     * their number is (size >> 8L) % 256. */
+    unsigned char      edge[SK_TILE_LEVELS][SK_TILE_BYTES];
+    sk_tiles_slot_t    cache[SK_TILES_CACHE];
+    unsigned long      rebuilt;     /* tiles found bad and rebuilt */
+    char               note[SK_ERR_MSG_MAX];    /* the last one */
+};
+
+
+static void
+sk_tiles_note(sk_merkle_tiles_t *tt, const char *why)
+{
+    tt->rebuilt++;
+    snprintf(tt->note, sizeof(tt->note), "%.200s", why);
+}
+
+
+unsigned long
+sk_merkle_tree_tiles_rebuilt(const sk_merkle_tree_t *t, const char **last)
+{
+    *last = t->tiles != NULL ? t->tiles->note : "";
+    return t->tiles != NULL ? t->tiles->rebuilt : 0;
+}
+
+
+/* A rebuild writes many tiles: each goes in place by rename without its
+ * own fsync, and one syncfs() at the end makes them all durable.  A tile
+ * a crash cuts short in between is found (size, parent hash) and rebuilt
+ * when next read. */
+static int
+sk_tiles_write_fast(const char *path, const unsigned char *bytes,
+    sk_err_t *err)
+{
+    char  tmp[4096 + 8];
+    int   fd;
+
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+        0644);
+    if (fd < 0) {
+        return sk_err_sys(err, "%s: create", tmp);
+    }
+    if (sk_file_write_all(fd, bytes, SK_TILE_BYTES) != 0) {
+        sk_err_sys(err, "%s: write", tmp);
+        close(fd);
+        unlink(tmp);
+        return -1;
+    }
+    if (close(fd) != 0 || rename(tmp, path) != 0) {
+        sk_err_sys(err, "%s: write", path);
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+
+/* The root of the complete subtree over count (a power of 2) hashes. */
+static void
+sk_tiles_subtree(sk_merkle_hash_t out, const unsigned char *h,
+    unsigned count)
+{
+    sk_merkle_hash_t  l, r;
+
+    if (count == 1) {
+        memcpy(out, h, SK_MERKLE_HASH_BYTES);
+        return;
+    }
+    sk_tiles_subtree(l, h, count / 2);
+    sk_tiles_subtree(r, h + (size_t) count / 2 * SK_MERKLE_HASH_BYTES,
+        count / 2);
+    sk_merkle_node_hash(out, l, r);
+}
+
+
+static void
+sk_tiles_file(char *out, size_t len, const sk_merkle_tiles_t *tt,
+    unsigned level, uint64_t n)
+{
+    char  rel[SK_TILE_PATH_MAX];
+
+    sk_tile_path(rel, (int) level, n, SK_TILE_WIDTH);
+    snprintf(out, len, "%s/%s", tt->dir, rel);
+}
+
+
+/* mkdir -p of the directories above path (below tt->dir). */
+static int
+sk_tiles_mkdirs(const sk_merkle_tiles_t *tt, char *path, sk_err_t *err)
+{
+    char  *p;
+
+    for (p = path + strlen(tt->dir) + 1; (p = strchr(p, '/')) != NULL; p++) {
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+            sk_err_sys(err, "%s: mkdir", path);
+            *p = '/';
+            return -1;
+        }
+        *p = '/';
+    }
+    return 0;
+}
+
+
+/* A full tile's bytes from disk: 0, 1 if missing or not 8 KiB (named in
+ * why), -1 on a read error. */
+static int
+sk_tiles_read(unsigned char *out, const sk_merkle_tiles_t *tt,
+    unsigned level, uint64_t n, char *why, size_t whylen, sk_err_t *err)
+{
+    char     path[4096];
+    ssize_t  got;
+    int      fd;
+
+    sk_tiles_file(path, sizeof(path), tt, level, n);
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        if (errno == ENOENT) {
+            snprintf(why, whylen, "%s: missing", path);
+            return 1;
+        }
+        return sk_err_sys(err, "%s: open", path);
+    }
+    /* One byte more than a tile tells a long file from a whole one. */
+    got = pread(fd, out, SK_TILE_BYTES, 0);
+    if (got == SK_TILE_BYTES) {
+        unsigned char  extra;
+
+        if (pread(fd, &extra, 1, SK_TILE_BYTES) != 0) {
+            got = SK_TILE_BYTES + 1;
+        }
+    }
+    close(fd);
+    if (got < 0) {
+        return sk_err_sys(err, "%s: read", path);
+    }
+    if (got != SK_TILE_BYTES) {
+        snprintf(why, whylen, "%s: %s, not %d bytes", path,
+            got > SK_TILE_BYTES ? "longer" : "shorter", SK_TILE_BYTES);
+        return 1;
+    }
+    return 0;
+}
+
+
+/* Tile level/n goes to disk as bytes: written atomically, or (CHECK)
+ * compared with what is there. */
+static int
+sk_tiles_put(sk_merkle_tiles_t *tt, unsigned level, uint64_t n,
+    const unsigned char *bytes, sk_err_t *err)
+{
+    unsigned char  old[SK_TILE_BYTES];
+    char           path[4096], why[4096 + 64];
+    int            rc;
+
+    if (tt->how == SK_TILES_CHECK) {
+        rc = sk_tiles_read(old, tt, level, n, why, sizeof(why), err);
+        if (rc < 0) {
+            return -1;
+        }
+        if (rc > 0) {
+            return sk_err_set(err, SK_ERR_FORMAT, "%s", why);
+        }
+        if (memcmp(old, bytes, SK_TILE_BYTES) != 0) {
+            sk_tiles_file(path, sizeof(path), tt, level, n);
+            return sk_err_set(err, SK_ERR_FORMAT, "%s: not the hashes the "
+                "log's entries give", path);
+        }
+        return 0;
+    }
+    sk_tiles_file(path, sizeof(path), tt, level, n);
+    if (sk_tiles_mkdirs(tt, path, err) != 0) {
+        return -1;
+    }
+    return tt->how == SK_TILES_REBUILD ? sk_tiles_write_fast(path, bytes, err)
+        : sk_file_write_atomic(path, bytes, SK_TILE_BYTES, 0644, err);
+}
+
+
+static sk_tiles_slot_t *
+sk_tiles_slot(sk_merkle_tiles_t *tt, unsigned level, uint64_t n)
+{
+    return &tt->cache[(n * 8 + level) % SK_TILES_CACHE];
+}
+
+
+/* Tile level/n computed from the leaves: level 0 from leaf(), higher
+ * levels from the tiles below, themselves computed. */
+static int
+sk_tiles_build(unsigned char *out, sk_merkle_tiles_t *tt, unsigned level,
+    uint64_t n, sk_err_t *err)
+{
+    unsigned char  *below;
+    unsigned        k;
+    int             rc = 0;
+
+    if (level == 0) {
+        for (k = 0; k < SK_TILE_WIDTH; k++) {
+            if (tt->leaf(out + (size_t) k * SK_MERKLE_HASH_BYTES,
+                    n * SK_TILE_WIDTH + k, tt->arg, err) != 0)
+            {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    below = malloc(SK_TILE_BYTES);
+    if (below == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "merkle tile");
+    }
+    for (k = 0; rc == 0 && k < SK_TILE_WIDTH; k++) {
+        rc = sk_tiles_build(below, tt, level - 1, n * SK_TILE_WIDTH + k, err);
+        if (rc == 0) {
+            sk_tiles_subtree(out + (size_t) k * SK_MERKLE_HASH_BYTES, below,
+                SK_TILE_WIDTH);
+        }
+    }
+    free(below);
+    return rc;
+}
+
+
+static int sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
+    unsigned level, uint64_t n, sk_err_t *err);
+
+
+/* The hash at tree level 8L, index i, in tile level L: i < size >> 8L. */
+static int
+sk_tiles_hash(const unsigned char **out, const sk_merkle_tree_t *t,
+    unsigned level, uint64_t i, sk_err_t *err)
+{
+    const unsigned char  *tile;
+    uint64_t              full = t->size >> (SK_TILE_HEIGHT * (level + 1));
+
+    if (i / SK_TILE_WIDTH >= full) {
+        *out = t->tiles->edge[level]
+            + (size_t) (i % SK_TILE_WIDTH) * SK_MERKLE_HASH_BYTES;
+        return 0;
+    }
+    if (sk_tiles_load(&tile, t, level, i / SK_TILE_WIDTH, err) != 0) {
+        return -1;
+    }
+    *out = tile + (size_t) (i % SK_TILE_WIDTH) * SK_MERKLE_HASH_BYTES;
+    return 0;
+}
+
+
+/* Full tile level/n (n < size >> 8(L+1)), checked against its parent
+ * hash; one found missing or damaged is rebuilt and written again. */
+static int
+sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
+    unsigned level, uint64_t n, sk_err_t *err)
+{
+    sk_merkle_tiles_t    *tt = t->tiles;
+    sk_tiles_slot_t      *s = sk_tiles_slot(tt, level, n);
+    const unsigned char  *parent;
+    unsigned char         tile[SK_TILE_BYTES];
+    sk_merkle_hash_t      root, want;
+    char                  why[4096 + 64];
+    int                   rc;
+
+    if (s->used && s->level == level && s->n == n) {
+        *out = s->hash;
+        return 0;
+    }
+    /* The parent first: loading it may reuse this tile's slot. */
+    if (sk_tiles_hash(&parent, t, level + 1, n, err) != 0) {
+        return -1;
+    }
+    memcpy(want, parent, sizeof(want));
+    rc = sk_tiles_read(tile, tt, level, n, why, sizeof(why), err);
+    if (rc < 0) {
+        return -1;
+    }
+    if (rc == 0) {
+        sk_tiles_subtree(root, tile, SK_TILE_WIDTH);
+        if (memcmp(root, want, sizeof(root)) != 0) {
+            sk_tiles_file(why, sizeof(why), tt, level, n);
+            strcat(why, ": does not hash to its parent");
+            rc = 1;
+        }
+    }
+    if (rc > 0) {
+        if (tt->how == SK_TILES_CHECK) {
+            return sk_err_set(err, SK_ERR_FORMAT, "%s", why);
+        }
+        sk_tiles_note(tt, why);
+        if (sk_tiles_build(tile, tt, level, n, err) != 0) {
+            return -1;
+        }
+        sk_tiles_subtree(root, tile, SK_TILE_WIDTH);
+        if (memcmp(root, want, sizeof(root)) != 0) {
+            sk_tiles_file(why, sizeof(why), tt, level, n);
+            return sk_err_set(err, SK_ERR_FORMAT, "%s: rebuilt from the "
+                "log, it still does not hash to its parent: the log and the "
+                "tree disagree", why);
+        }
+        if (sk_tiles_put(tt, level, n, tile, err) != 0) {
+            return -1;
+        }
+    }
+    s = sk_tiles_slot(tt, level, n);
+    memcpy(s->hash, tile, sizeof(tile));
+    s->used = 1;
+    s->level = level;
+    s->n = n;
+    *out = s->hash;
+    return 0;
+}
+
+
+int
+sk_merkle_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
+    unsigned lg, uint64_t idx, sk_err_t *err)
+{
+    const unsigned char  *first;
+    unsigned              level = lg / SK_TILE_HEIGHT, r = lg % SK_TILE_HEIGHT;
+    uint64_t              i = idx << r;
+
+    /* The 2^r hashes below it share one tile (r < 8). */
+    if (sk_tiles_hash(&first, t, level, i, err) != 0) {
+        return -1;
+    }
+    sk_tiles_subtree(out, first, 1u << r);
+    return 0;
+}
+
+
+int
+sk_merkle_tiles_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
+    sk_err_t *err)
+{
+    sk_merkle_tiles_t  *tt = t->tiles;
+    sk_merkle_hash_t    h;
+    uint64_t            count;
+    unsigned            level, top, w;
+
+    /* Write every tile this leaf fills, bottom up, before changing the
+     * edge: a failed write leaves the tree as it was. */
+    memcpy(h, leaf, sizeof(h));
+    for (level = 0; level < SK_TILE_LEVELS; level++) {
+        count = (t->size + 1) >> (SK_TILE_HEIGHT * level);
+        w = (unsigned) ((count - 1) % SK_TILE_WIDTH);
+        if (((t->size + 1) & ((UINT64_C(1) << (SK_TILE_HEIGHT * level)) - 1))
+            != 0 || w != SK_TILE_WIDTH - 1)
+        {
+            break;
+        }
+        memcpy(tt->edge[level] + (size_t) w * SK_MERKLE_HASH_BYTES, h,
+            sizeof(h));
+        if (sk_tiles_put(tt, level, count / SK_TILE_WIDTH - 1,
+                tt->edge[level], err) != 0)
+        {
+            return -1;
+        }
+        sk_tiles_subtree(h, tt->edge[level], SK_TILE_WIDTH);
+    }
+    top = level;
+    if (top < SK_TILE_LEVELS) {
+        count = (t->size + 1) >> (SK_TILE_HEIGHT * top);
+        memcpy(tt->edge[top] + (size_t) ((count - 1) % SK_TILE_WIDTH)
+            * SK_MERKLE_HASH_BYTES, h, sizeof(h));
+    }
+    /* The tiles written are on disk; drop stale copies of them. */
+    for (level = 0; level < top; level++) {
+        sk_tiles_slot_t  *s;
+        uint64_t          n = ((t->size + 1) >> (SK_TILE_HEIGHT * (level + 1)))
+                              - 1;
+
+        s = sk_tiles_slot(tt, level, n);
+        if (s->used && s->level == level && s->n == n) {
+            s->used = 0;
+        }
+    }
+    return 0;
+}
+
+
+void
+sk_merkle_tiles_free(sk_merkle_tiles_t *tiles)
+{
+    if (tiles != NULL) {
+        free(tiles->dir);
+        free(tiles);
+    }
+}
+
+
+/* The right edge of a tree of size leaves whose full tiles are on disk. */
+static int
+sk_tiles_edge(sk_merkle_tree_t *t, uint64_t size, sk_err_t *err)
+{
+    sk_merkle_tiles_t  *tt = t->tiles;
+    unsigned char       tile[SK_TILE_BYTES];
+    char                why[4096 + 64];
+    uint64_t            full, i;
+    unsigned            level, k, w;
+    int                 rc;
+
+    for (level = 0; level < SK_TILE_LEVELS; level++) {
+        full = size >> (SK_TILE_HEIGHT * (level + 1));
+        w = (unsigned) ((size >> (SK_TILE_HEIGHT * level)) % SK_TILE_WIDTH);
+        for (k = 0; k < w; k++) {
+            i = full * SK_TILE_WIDTH + k;
+            if (level == 0) {
+                if (tt->leaf(tt->edge[0] + (size_t) k * SK_MERKLE_HASH_BYTES,
+                        i, tt->arg, err) != 0)
+                {
+                    return -1;
+                }
+                continue;
+            }
+            /* Full tile level-1/i: its root is this edge hash.  Nothing
+             * above checks it; the caller's signed root does. */
+            rc = sk_tiles_read(tile, tt, level - 1, i, why, sizeof(why), err);
+            if (rc < 0) {
+                return -1;
+            }
+            if (rc > 0) {
+                if (tt->how == SK_TILES_CHECK) {
+                    return sk_err_set(err, SK_ERR_FORMAT, "%s", why);
+                }
+                sk_tiles_note(tt, why);
+                if (sk_tiles_build(tile, tt, level - 1, i, err) != 0
+                    || sk_tiles_put(tt, level - 1, i, tile, err) != 0)
+                {
+                    return -1;
+                }
+            }
+            sk_tiles_subtree(tt->edge[level]
+                + (size_t) k * SK_MERKLE_HASH_BYTES, tile, SK_TILE_WIDTH);
+        }
+    }
+    t->size = size;
+    return 0;
+}
+
+
+int
+sk_merkle_tree_open_tiles(sk_merkle_tree_t **tp, const char *dir,
+    uint64_t size, sk_tiles_how_t how, sk_merkle_leaf_fn leaf, void *arg,
+    sk_err_t *err)
+{
+    sk_merkle_tree_t  *t;
+    sk_merkle_hash_t   h;
+    uint64_t           i;
+    int                rc;
+
+    *tp = NULL;
+    if (how != SK_TILES_CHECK && mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        return sk_err_sys(err, "%s: mkdir", dir);
+    }
+    if (sk_merkle_tree_new(&t, err) != 0) {
+        return -1;
+    }
+    t->tiles = calloc(1, sizeof(*t->tiles));
+    if (t->tiles == NULL || (t->tiles->dir = strdup(dir)) == NULL) {
+        sk_merkle_tree_free(t);
+        return sk_err_set(err, SK_ERR_NOMEM, "merkle tiles");
+    }
+    t->tiles->how = how;
+    t->tiles->leaf = leaf;
+    t->tiles->arg = arg;
+    if (how == SK_TILES_OPEN) {
+        rc = sk_tiles_edge(t, size, err);
+    } else {
+        /* Every leaf again, each full tile written or compared. */
+        rc = 0;
+        for (i = 0; rc == 0 && i < size; i++) {
+            rc = leaf(h, i, arg, err) != 0 ? -1
+                : sk_merkle_tree_append(t, h, err);
+        }
+    }
+    if (rc == 0 && how == SK_TILES_REBUILD) {
+        int  fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0 || syncfs(fd) != 0) {
+            rc = sk_err_sys(err, "%s: sync", dir);
+        }
+        if (fd >= 0) {
+            close(fd);
+        }
+    }
+    if (rc != 0) {
+        sk_merkle_tree_free(t);
+        return -1;
+    }
+    /* Reads from now on are checked, not written: CHECK stays read only;
+     * a rebuilt tree repairs what it finds like an opened one. */
+    if (how == SK_TILES_REBUILD) {
+        t->tiles->how = SK_TILES_OPEN;
+    }
+    *tp = t;
+    return 0;
+}
