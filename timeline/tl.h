@@ -68,6 +68,9 @@ typedef struct {
     uint64_t   reply_ms;        /* then answer 202 and a token */
     uint64_t   tokens;          /* outcomes kept for GET /status/<token> */
     uint64_t   sync_delay_ms;   /* tests only: sleep before each sync */
+    uint64_t   index_batch;     /* entries held in memory between index
+                                   flushes */
+    uint64_t   index_map_size;  /* bytes of address space for the index */
     tl_conf_list_t peers;       /* "TID PUBKEY": timelines to incorporate */
 } tl_conf_t;
 
@@ -403,10 +406,12 @@ int tl_state_roots_done(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 void tl_state_forget(tl_timeline_t *tl);
 void tl_state_free(tl_timeline_t *tl);
 
+#define TL_INDEX_SCHEMA  1       /* the rows' layout (tl_index.c) */
+#define TL_META_LOG      "log"   /* its meta record of entries.log */
+
 /* tl_index.c: the index in data_dir/index/ (LMDB, sk/db.h).  The logs
  * stay the truth: the index is checked against them at open and built
  * anew from them when missing, damaged or not theirs. */
-#define TL_INDEX_BATCH  4096    /* entries held in memory between flushes */
 /* Open (serving: data_dir/index/; --check: a temporary one; --repair:
  * data_dir/index/ emptied), check it against the logs and load what the
  * process keeps in memory (roots, peers, the tree's leaves); after it the
@@ -445,8 +450,9 @@ int tl_index_copy_get(tl_timeline_t *tl, const unsigned char *h,
     tl_copy_t *c, sk_err_t *err) SK_WUR;
 /* Where incorporated.log's unindexed copies start. */
 off_t tl_index_inc_from(const tl_timeline_t *tl);
-/* --check: data_dir/index/ against the log just replayed into the
- * scratch index, a line each (tl_say); the number of problems. */
+/* tl_index_check.c, --check: data_dir/index/ against the log just
+ * replayed into the scratch index, a line each (tl_say); the number of
+ * problems. */
 unsigned tl_index_check(tl_timeline_t *tl);
 
 /* tl_validate.c */
