@@ -274,6 +274,9 @@ struct tl_timeline_s {
     tl_pending_t     *pend;
     size_t            npend, pend_cap;
     int               roots_dirty;  /* roots or ca_next changed */
+    int               stat_stale;   /* the logs changed other than by
+                                       entries (a torn tail cut): the next
+                                       flush writes logstat anew */
     uint64_t          flushes;      /* commits so far (tests, logs) */
     sk_merkle_tree_t *tree;
     int64_t           last_ts;      /* newest stamp */

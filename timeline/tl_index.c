@@ -513,8 +513,16 @@ tl_index_open(tl_timeline_t *tl, sk_err_t *err)
     rc = tl_index_agrees(tl, t, &m, &inc, &why);
     if (rc == 0 && (rc = tl_index_load(tl, t, &m, &inc, &why)) != 0) {
         tl_index_forget(tl);
+        sk_merkle_tree_free(tl->tree);
+        if (sk_merkle_tree_new(&tl->tree, err) != 0) {
+            sk_db_abort(t);
+            return -1;
+        }
     }
     sk_db_abort(t);
+    /* A start may cut torn tails: the flush at its end records the logs
+     * as they are then. */
+    tl->stat_stale = 1;
     if (rc != 0) {
         tl_log("%s: %s; rebuilding it from the log", tl->db_dir, why.msg);
         return tl_index_fresh(tl, err);
@@ -909,7 +917,9 @@ tl_index_dirty(const tl_timeline_t *tl)
 {
     size_t  i;
 
-    if (tl->npend > 0 || tl->ncopies > 0 || tl->roots_dirty) {
+    if (tl->npend > 0 || tl->ncopies > 0 || tl->roots_dirty
+        || tl->stat_stale)
+    {
         return 1;
     }
     for (i = 0; i < tl->nslots; i++) {
@@ -955,7 +965,7 @@ tl_index_flush(tl_timeline_t *tl, sk_err_t *err)
     tl->npend = 0;
     tl->ncopies = 0;
     tl->inc_indexed = tl->inc.end;
-    tl->roots_dirty = 0;
+    tl->roots_dirty = tl->stat_stale = 0;
     tl->flushes++;
     tl_state_forget(tl);
     return 0;
@@ -988,6 +998,9 @@ tl_index_close(tl_timeline_t *tl)
 {
     sk_err_t  err;
 
+    /* A failed append cut back since the last flush changed the log's
+     * mtime, not its entries: record the logs as they are left. */
+    tl->stat_stale = 1;
     if (tl->db != NULL && tl->db_ready && !tl->db_scratch && !tl->failed
         && tl_index_flush(tl, &err) != 0)
     {

@@ -174,6 +174,19 @@ sub same_answers {
         "$what: the same refusal of a second Bind");
 }
 
+# A torn tail cut at start changes the log's mtime, not its entries: the
+# start records the log as it leaves it, so the next one takes the index.
+my $whole = slurp("$d/entries.log");
+spew("$d/entries.log", $whole . substr($bind0, 0, 150));
+$said = restart_logged($t);
+like($said, qr/truncating a torn tail of 150 bytes/, 'a torn tail: cut');
+unlike($said, qr/rebuilding|building it/, '... the index taken as it is');
+stop_daemon($t->{pid});
+$said = restart_logged($t);
+like($said, qr/entries \(\d+ from \S+index, 0 read\)/,
+    '... and at the next start too');
+stop_daemon($t->{pid});
+
 my $mdb = "$d/index/data.mdb";
 open my $fh, '+<', $mdb or die "$mdb: $!";
 print $fh "\x5a" x 8192;
