@@ -5,11 +5,12 @@
 # build and lint the Debian packages; systemd: systemd-analyze checks the
 # units (PID 1 need not be systemd).  golang-go, golang-golang-x-mod-dev:
 # t/timeline-tiles.t checks the tiles with Go's sumdb/tlog, built offline.
+# liblmdb-dev: the daemons' on-disk indexes (common/src/db.c).
 set -eu
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
 libssl-dev openssl libcmocka-dev libhiredis-dev libmilter-dev
-libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev
+libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev liblmdb-dev
 nginx nginx-dev redis-server tor postfix miltertest swaks
 gnutls-bin libgnutls28-dev curl python3 perl libio-socket-ssl-perl libtest-simple-perl
 valgrind groff-base golang-go golang-golang-x-mod-dev

@@ -63,18 +63,23 @@ tl_file_close(tl_file_t *f)
 
 
 int
-tl_file_read(tl_file_t *f, char **buf, size_t *len, sk_err_t *err)
+tl_file_read(tl_file_t *f, off_t from, char **buf, size_t *len,
+    sk_err_t *err)
 {
     size_t   got = 0;
     ssize_t  n;
 
-    *len = (size_t) f->size;
+    if (from > f->size) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s: %jd bytes, shorter than "
+            "offset %jd", f->path, (intmax_t) f->size, (intmax_t) from);
+    }
+    *len = (size_t) (f->size - from);
     *buf = malloc(*len + 1);
     if (*buf == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "%s: reading", f->path);
     }
     while (got < *len) {
-        n = pread(f->fd, *buf + got, *len - got, (off_t) got);
+        n = pread(f->fd, *buf + got, *len - got, from + (off_t) got);
         if (n <= 0) {
             free(*buf);
             *buf = NULL;

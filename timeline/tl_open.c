@@ -158,6 +158,14 @@ tl_open(tl_timeline_t *tl, sk_err_t *err)
     {
         return -1;
     }
-    /* Every check passed: only now cut torn tails. */
-    return tl->mode == TL_RUN ? tl_store_settle(tl, err) : 0;
+    if (tl->mode != TL_RUN) {
+        return 0;
+    }
+    /* Every check passed: only now cut torn tails, then bring the index
+     * level with the log, so the next start reads nothing twice. */
+    if (tl_store_settle(tl, err) != 0) {
+        return -1;
+    }
+    tl->db_ready = 1;
+    return tl_index_flush(tl, err);
 }
