@@ -4,6 +4,7 @@
 #   make SAN=1 test the same under AddressSanitizer + UBSan
 #   make fuzz       each fuzz target for FUZZ_TIME seconds
 #   make bench      every benchmark (B=name for one)
+#   make bench-scale  growth to millions of entries (docs/benchmarks.md)
 
 CC      ?= cc
 NPROC   := $(shell nproc 2>/dev/null || echo 2)
@@ -231,7 +232,14 @@ $(BUILD)/bench/mirror_client: tests/bench/mirror_client.c
 
 $(BUILD)/bench/mirror_gen: tests/bench/mirror_gen.c $(LIBSK)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIBSK) $(LIBS)
+
+# Growth with the number of entries (issue 15): minutes to hours, so in
+# neither `make test` nor `make bench`.  SCALE_SIZES="10000 20000 40000"
+# for a quick run; generated logs are kept in SK_BENCH_CACHE.
+.PHONY: bench-scale
+bench-scale: $(TL_BIN) $(MR_BIN) $(MR_BENCH)
+	BUILD=$(BUILD) tests/bench/bench_scale.sh
 
 # The first-contact client of tests/bench/bench_staple.pl.
 STAPLE_BENCH = $(BUILD)/bench/staple_client

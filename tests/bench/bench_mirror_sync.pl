@@ -1,16 +1,19 @@
 #!/usr/bin/perl
-# bench_mirror_sync.pl -- an sk-timeline whose log holds COUNT entries (an
-# Add-Root-CA, then Binds of n<i>.bench.example, made by mirror_gen and
-# signed with the timeline's key), published in chunks of at most 50000;
-# then a fresh sk-mirror bootstraps from /chunks and the time until it
-# holds every entry is taken.  Each entry costs the mirror its timeline
-# signature, a Merkle leaf, and for a Bind its SK-Signature and a chain
-# check; `mirror_gen verify` runs exactly those checks in one thread over
-# the same log (the reference).  Both are single-threaded per timeline.
+# bench_mirror_sync.pl -- TIMELINES sk-timelines (one per core by default),
+# each holding COUNT / TIMELINES entries (an Add-Root-CA, then Binds of
+# n<i>.bench.example with an RSA-2048 chain, made by mirror_gen, a few
+# certificates per CA reused, and signed with that timeline's key, checked
+# by `sk-timeline --repair`), published in chunks of at most 50000; then a
+# fresh sk-mirror bootstraps from all of them at once (one sync thread per
+# timeline) and the time until it holds every entry is taken.  Each entry
+# costs the mirror its timeline signature, a Merkle leaf, and for a Bind
+# its SK-Signature and a chain check; `mirror_gen verify` runs exactly
+# those checks over the same logs, one thread per log, all at once (the
+# reference: what the crypto allows on these cores).
 #
 #   mirror-sync   entries merged/s, ref = crypto-bound checks/s  target 0.7
 #
-# Environment: BUILD, COUNT (100000).
+# Environment: BUILD, COUNT (100000), TIMELINES (cores, at least 2).
 
 use strict;
 use warnings;
@@ -25,49 +28,65 @@ for my $need ($SKTimeline::TL, $SKMirror::MR, $gen) {
     if (!-x $need) { print "bench_mirror_sync: $need not built: skipped\n"; exit 0 }
 }
 
+my $ntl = $ENV{TIMELINES} // do { my $n = `nproc` + 0; $n < 2 ? 2 : $n };
+my $per = int($count / $ntl);
+$count = $per * $ntl;
 my $d = tmpdir();
-my $ca = make_ca($d, 'testca');
-my $sk = ed25519_key($d, 'sk');
-my $ee = issue($d, $ca, $sk, '*.bench.example', "$d/ee");
-mkdir "$d/tl";
-ed25519_key("$d/tl", 'timeline');
-my $r = run_cmd([$gen, 'gen', "$d/tl/timeline.key", 1, $count, $sk,
-    "$ca.crt", $ee, "$d/tl/entries.log"]);
-die "bench_mirror_sync: gen: $r->{err}" if $r->{rc} != 0;
-# A log made offline: --repair checks it and writes the signed head a
-# timeline keeps of what it signed (docs/timeline.md, "Damage").
-spew("$d/tl/tl.conf", "listen = 127.0.0.1:1\ndata_dir = $d/tl\ntid = 1\n");
-$r = run_cmd([$SKTimeline::TL, '--repair', '-c', "$d/tl/tl.conf"]);
-die "bench_mirror_sync: --repair: $r->{out}$r->{err}" if $r->{rc} != 0;
-
+my (@t, @ver);
 my $t0 = time;
-my $t = start_timeline("$d/tl", tid => 1, chunk_interval => 1,
-    chunk_max_entries => 50000);
-# It replays the whole log first: allow for it.
-$t->{up} ||= wait_for_port($t->{port}, 600);
-$t->{up} or die "bench_mirror_sync: sk-timeline: " . slurp($t->{log});
-my $last = $count - 1;
-wait_until(sub { http('GET', "$t->{url}/status")->{body}
-    =~ /^Max-Published-SN: $last$/m }, 900)
-    or die "bench_mirror_sync: not published: " . slurp($t->{log});
-printf "timeline: %d entries published in %.1f s\n", $count, time - $t0;
+for my $tid (1 .. $ntl) {
+    my $dir = "$d/tl$tid";
+    mkdir $dir;
+    ed25519_key($dir, 'timeline');
+    my $r = run_cmd([$gen, 'gen', "$dir/timeline.key", $tid, $per, $dir]);
+    die "bench_mirror_sync: gen: $r->{err}" if $r->{rc} != 0;
+    # A log made offline: --repair checks every entry's timeline signature
+    # and writes the signed head (docs/timeline.md, "Damage").
+    spew("$dir/tl.conf", "listen = 127.0.0.1:1\ndata_dir = $dir\ntid = $tid\n");
+    $r = run_cmd([$SKTimeline::TL, '--repair', '-c', "$dir/tl.conf"]);
+    die "bench_mirror_sync: --repair: $r->{out}$r->{err}" if $r->{rc} != 0;
+    push @ver, "$dir/timeline.pub", "$dir/root.crt", $dir;
+}
+printf "generated: %d timelines of %d entries in %.1f s\n", $ntl, $per,
+    time - $t0;
 
 $t0 = time;
-my $m = start_mirror("$d/m", [[1, $t->{url}, "$d/tl/timeline.pub"]],
+my $last = $per - 1;
+for my $tid (1 .. $ntl) {
+    my $dir = "$d/tl$tid";
+    my $t = start_timeline($dir, tid => $tid, chunk_interval => 1,
+        chunk_max_entries => 50000);
+    # It may replay the whole log first: allow for it.
+    $t->{up} ||= wait_for_port($t->{port}, 600);
+    $t->{up} or die "bench_mirror_sync: sk-timeline: " . slurp($t->{log});
+    push @t, $t;
+}
+for my $t (@t) {
+    wait_until(sub { http('GET', "$t->{url}/status")->{body}
+        =~ /^Max-Published-SN: $last$/m }, 900)
+        or die "bench_mirror_sync: not published: " . slurp($t->{log});
+}
+printf "timelines: %d entries published in %.1f s\n", $count, time - $t0;
+
+$t0 = time;
+my $m = start_mirror("$d/m",
+    [map { [$_, $t[$_ - 1]{url}, "$d/tl$_/timeline.pub"] } 1 .. $ntl],
     poll_interval => 600, fetch_timeout_ms => 120000);
 wait_until(sub {
     my $s = mirror_status($m);
-    $s && $s->{timelines}[0]{entries} == $count
-        && $s->{timelines}[0]{state} eq 'Idle' }, 900)
+    $s && $ntl == grep { $_->{entries} == $per && $_->{state} eq 'Idle' }
+        @{$s->{timelines}} }, 900)
     or die "bench_mirror_sync: mirror did not catch up: " . slurp($m->{log});
 my $secs = time - $t0;
 my $rate = $count / $secs;
 
-$r = run_cmd([$gen, 'verify', "$d/tl/timeline.pub", "$ca.crt",
-    "$d/tl/entries.log"]);
+my $r = run_cmd([$gen, 'verify', @ver]);
 die "bench_mirror_sync: verify: $r->{err}" if $r->{rc} != 0;
 my $ref = $r->{out} + 0;
-printf "mirror: %d entries merged in %.1f s\n", $count, $secs;
+printf "mirror: %d entries of %d timelines merged in %.1f s\n", $count,
+    $ntl, $secs;
 printf "BENCH mirror-sync %.0f entries/s ref=%.0f ratio=%.3f target=0.7\n",
     $rate, $ref, $rate / $ref;
-stop_daemon($_->{pid}) for $m, $t;
+print "# ref: the same entries' checks (mirror_gen verify), one thread per "
+    . "timeline, $ntl timelines on " . (`nproc` + 0) . " cores\n";
+stop_daemon($_->{pid}) for $m, @t;

@@ -3,7 +3,11 @@
  * C connections (keep-alive), each in its own thread, GET the same path
  * for S seconds; prints "<requests/s> <p50 us> <p99 us> <bytes/answer>".
  *
- *   mirror_client HOST PORT PATH SECONDS CONNECTIONS
+ *   mirror_client HOST PORT PATH SECONDS CONNECTIONS [RANGE]
+ *
+ * With RANGE, PATH holds one "%lu", replaced in each request by a number
+ * drawn uniformly from [0, RANGE) (a different name each time: answers
+ * not yet cached, for bench_scale.sh).
  */
 #define _GNU_SOURCE             /* strcasestr */
 #include <arpa/inet.h>
@@ -24,6 +28,9 @@
 typedef struct {
     struct sockaddr_in   sa;
     const char          *path;
+    unsigned long        range;     /* 0: path as is */
+    const char          *mark;      /* its "%lu" */
+    uint64_t             rnd;       /* xorshift64 state */
     double               until;
     uint64_t             n;
     size_t               body;
@@ -121,6 +128,15 @@ work(void *arg)
         w->path);
     fd = dial(&w->sa);
     while (buf != NULL && fd >= 0 && now_s() < w->until) {
+        if (w->range != 0) {
+            w->rnd ^= w->rnd << 13;
+            w->rnd ^= w->rnd >> 7;
+            w->rnd ^= w->rnd << 17;
+            /* PATH is data, not a format: split it at its "%lu". */
+            rl = snprintf(req, sizeof(req), "GET %.*s%lu%s HTTP/1.1\r\n"
+                "Host: bench\r\n\r\n", (int) (w->mark - w->path), w->path,
+                (unsigned long) (w->rnd % w->range), w->mark + 3);
+        }
         t0 = now_s();
         if (write(fd, req, (size_t) rl) != rl
             || (len = read_response(fd, buf, cap)) < 0)
@@ -163,8 +179,9 @@ main(int argc, char **argv)
     double     secs, t0;
     int        i, conns, failed = 0;
 
-    if (argc != 6) {
-        fprintf(stderr, "usage: mirror_client HOST PORT PATH SECONDS CONNS\n");
+    if (argc != 6 && argc != 7) {
+        fprintf(stderr, "usage: mirror_client HOST PORT PATH SECONDS CONNS "
+            "[RANGE]\n");
         return 2;
     }
     secs = atof(argv[4]);
@@ -182,6 +199,13 @@ main(int argc, char **argv)
         w[i].sa.sin_port = htons((uint16_t) atoi(argv[2]));
         inet_pton(AF_INET, argv[1], &w[i].sa.sin_addr);
         w[i].path = argv[3];
+        w[i].range = argc == 7 ? strtoul(argv[6], NULL, 10) : 0;
+        w[i].mark = strstr(argv[3], "%lu");
+        if (w[i].range != 0 && w[i].mark == NULL) {
+            fprintf(stderr, "mirror_client: RANGE needs a %%lu in PATH\n");
+            return 2;
+        }
+        w[i].rnd = 0x9e3779b97f4a7c15ULL * (uint64_t) (i + 1);
         w[i].until = t0 + secs;
         w[i].lat = malloc(LAT_MAX * sizeof(uint32_t));
         if (w[i].lat == NULL) {
