@@ -337,6 +337,9 @@ sub forge {
             @after ? undef : 304);
     }
     put($w, "/entry/$_", $e[$_]) for 0 .. $size - 1;
+    # The copies Incorporate entries refer to: { SN => text }.
+    put($w, "/incorporated/$_", $a{incorporated}{$_})
+        for keys %{$a{incorporated} // {}};
     # Swap in at once: the server never sees half a timeline.
     remove_tree("$dir/www.old");
     rename("$dir/www", "$dir/www.old") if -d "$dir/www";
