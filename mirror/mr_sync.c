@@ -107,7 +107,12 @@ mr_sync_set_state(mr_mirror_t *m, mr_tl_t *t, mr_state_t s,
             mr_state_name(t->state), mr_state_name(s),
             reason != NULL && reason[0] ? ": " : "",
             reason != NULL ? reason : "");
-        if (mr_servable(s) != mr_servable(t->state)) {
+        /* Cached answers go when what they would show changes: a Stuck
+         * timeline is shown from its last checked state, a Defunct one
+         * not at all. */
+        if (mr_servable(s) != mr_servable(t->state) || s == MR_STUCK
+            || t->state == MR_STUCK)
+        {
             m->gen++;
         }
         t->state = s;

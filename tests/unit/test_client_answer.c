@@ -190,8 +190,12 @@ test_layout(void **state)
     refused(a, len, NAME, SK_ERR_FORMAT, "Since 5, asked 0");
     a = edit("Timeline: 2 Idle\n", "Timeline: 1 Idle\n", 1, &len);
     refused(a, len, NAME, SK_ERR_FORMAT, "out of order");
+    /* A Stuck timeline is served with its checkpoint's age; another
+     * state not at all. */
     a = edit("Timeline: 2 Idle\n", "Timeline: 2 Stuck\n", 1, &len);
-    refused(a, len, NAME, SK_ERR_FORMAT, "is Stuck but has a checkpoint");
+    refused(a, len, NAME, SK_ERR_FORMAT, "want a \"Checkpoint-Age: \" line");
+    a = edit("Timeline: 2 Idle\n", "Timeline: 2 Defunct\n", 1, &len);
+    refused(a, len, NAME, SK_ERR_FORMAT, "is Defunct but has a checkpoint");
     a = edit("Timeline: 2 Idle\n", "Timeline: 2 Sleepy\n", 1, &len);
     refused(a, len, NAME, SK_ERR_FORMAT, "bad TID or state");
     a = edit("Timelines: 3\n", "Timelines: 2\n", 1, &len);

@@ -126,6 +126,10 @@ typedef struct {
     size_t            notelen;
     sk_checkpoint_t   cp;
     int64_t           ts;           /* its "Timestamp" extension line */
+    char              state[12];    /* the mirror's state of the timeline
+                                       in the answer it came from ("Stuck":
+                                       its last checked state); "" if from
+                                       the cache */
 } sk_client_cp_t;
 
 typedef struct {
@@ -263,6 +267,9 @@ typedef struct {
     size_t    ntl;                      /* timelines listed */
     uint64_t  tid[SK_CLIENT_MAX_TIMELINES];
     char      state[SK_CLIENT_MAX_TIMELINES][12];   /* "Idle", ... */
+    int64_t   age[SK_CLIENT_MAX_TIMELINES];     /* Checkpoint-Age of a Stuck
+                                                   timeline served from its
+                                                   last checked state; -1 */
 } sk_client_answer_info_t;
 
 /*
