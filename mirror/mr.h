@@ -113,6 +113,8 @@ typedef struct {
     struct x509_store_st *store;    /* the first store_k root changes */
     size_t              store_k;
 
+    struct mr_inc_s    *inc;        /* incorporated copies (mr_incorp.c) */
+
     pthread_t           thread;
     int                 thread_up;
 } mr_tl_t;
@@ -264,6 +266,39 @@ void mr_pending_free(mr_pending_t *p);
  * is p's (may be NULL), else the stored copy's.  Call without the lock. */
 int mr_check_update(mr_mirror_t *m, mr_tl_t *t, const sk_entry_t *e,
     uint64_t sn, const mr_pending_t *p, sk_err_t *err) SK_WUR;
+
+/* mr_incorp.c: Incorporate entries, their copies judged by their own
+ * rules and kept in tl-<TID>/incorporated for the names' rules. */
+typedef struct mr_inc_s mr_inc_t;
+
+/* After mr_store_open: load the copies, cut those past the stored size. */
+int mr_inc_open(mr_tl_t *t, sk_err_t *err) SK_WUR;
+void mr_inc_close(mr_tl_t *t);
+/* Durably keep the copy (canonical text) of Incorporate SN sn; records
+ * at or past sn (left by a failed round) go first. */
+int mr_inc_put(mr_tl_t *t, uint64_t sn, const char *text, size_t len,
+    sk_err_t *err) SK_WUR;
+/* The copy of Incorporate SN sn (malloc()ed), SK_ERR_NOT_FOUND if none. */
+int mr_inc_read(mr_tl_t *t, uint64_t sn, char **out, size_t *len,
+    sk_err_t *err) SK_WUR;
+/* SNs (ascending, malloc()ed) of the Incorporates before SN before whose
+ * copy is for name; 0 if none (or out of memory: *sns NULL). */
+size_t mr_inc_for_name(mr_tl_t *t, const char *name, uint64_t before,
+    uint64_t **sns);
+/* The mirrored timeline with this TID, or NULL. */
+mr_tl_t *mr_inc_source(mr_mirror_t *m, uint64_t tid);
+/* Judge the Incorporate inc (SN sn on t) with text, the copy it refers
+ * to: 0 and the parsed copy if it keeps the rules; 1 and why (text any
+ * verifier can check: the copy is the one Incorporated-Hash names) if
+ * not, *earlier_sn set when an earlier Incorporate (earlier, if given,
+ * else the stored ones) already took that peer's SN or a later one; -1
+ * if it could not be judged (not the copy named, a source timeline not
+ * mirrored here, the copy's state not readable).  p: this round's
+ * pending names (may be NULL).  Call without the lock. */
+int mr_inc_judge(mr_mirror_t *m, mr_tl_t *t, const sk_entry_t *inc,
+    uint64_t sn, const char *text, size_t len, const sk_entry_t *earlier,
+    const mr_pending_t *p, sk_entry_t **copy, uint64_t *earlier_sn,
+    char *why, size_t whylen, sk_err_t *err) SK_WUR;
 
 /* mr_evidence.c: the contradicting signed statements (docs/protocol.md,
  * "Renegation tracking"). */

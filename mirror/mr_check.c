@@ -133,12 +133,17 @@ mr_check_stored(mr_mirror_t *m, mr_tl_t *t, const char *name, uint64_t sn,
 {
     const mr_name_t  *n;
     sk_entry_t       *e;
-    uint64_t         *sns = NULL;
-    size_t            i, cnt = 0, len;
+    uint64_t         *sns = NULL, *inc = NULL;
+    size_t            i, cnt = 0, ninc, len;
     char             *text;
-    int               rc = 0, unbound = 0;
+    int               rc = 0, unbound = 0, is_inc;
 
     memset(st, 0, sizeof(*st));
+    /* Copies the timeline incorporated count as its own entries. */
+    ninc = t->inc != NULL ? mr_inc_for_name(t, name, sn, &inc) : 0;
+    if (ninc > 0 && inc == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "name state");
+    }
     pthread_mutex_lock(&m->lock);
     n = mr_names_find(m, name);
     if (n != NULL && (sns = malloc(n->nrefs * sizeof(*sns) + 1)) != NULL) {
@@ -150,12 +155,15 @@ mr_check_stored(mr_mirror_t *m, mr_tl_t *t, const char *name, uint64_t sn,
     }
     pthread_mutex_unlock(&m->lock);
     if (n != NULL && sns == NULL) {
+        free(inc);
         return sk_err_set(err, SK_ERR_NOMEM, "name state");
     }
-    /* Newest first (one timeline's refs are in SN order), back to the
-     * newest Bind or Rebind. */
-    while (cnt > 0 && st->key == NULL && rc == 0) {
-        rc = mr_store_read(m, t, &text, &len, sns[--cnt], err);
+    /* Newest first (one timeline's refs are in SN order, and so are its
+     * copies), back to the newest Bind or Rebind. */
+    while ((cnt > 0 || ninc > 0) && st->key == NULL && rc == 0) {
+        is_inc = ninc > 0 && (cnt == 0 || inc[ninc - 1] > sns[cnt - 1]);
+        rc = is_inc ? mr_inc_read(t, inc[--ninc], &text, &len, err)
+                    : mr_store_read(m, t, &text, &len, sns[--cnt], err);
         if (rc != 0) {
             break;
         }
@@ -186,6 +194,7 @@ mr_check_stored(mr_mirror_t *m, mr_tl_t *t, const char *name, uint64_t sn,
         sk_entry_free(e);
     }
     free(sns);
+    free(inc);
     return rc;
 }
 

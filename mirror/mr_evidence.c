@@ -345,6 +345,61 @@ mr_ev_update(mr_mirror_t *m, mr_tl_t *t, const mr_stmt_t *s, size_t n,
 }
 
 
+/* An Incorporate signed by t whose copy (the entry its Incorporated-Hash
+ * names) breaks the incorporation rules, judged against the verifier's
+ * own copies (with p, the sync thread's pending entries); a third
+ * statement: the earlier Incorporate that took the peer's SN already. */
+static int
+mr_ev_incorporate(mr_mirror_t *m, mr_tl_t *t, const mr_stmt_t *s, size_t n,
+    const mr_pending_t *p, sk_err_t *err)
+{
+    sk_entry_t  *e, *earlier = NULL, *copy;
+    uint64_t     sn, esn, size;
+    int64_t      ts;
+    char         why[SK_ERR_MSG_MAX];
+    int          rc;
+
+    if (n != 2 && n != 3) {
+        return sk_err_set(err, SK_ERR_FORMAT, "want two or three statements");
+    }
+    if (!mr_ev_is(&s[1], "copy")) {
+        return sk_err_set(err, SK_ERR_FORMAT, "statement 2: want a copy");
+    }
+    if (mr_ev_entry(&e, &sn, &ts, t, &s[0], err) != 0) {
+        return sk_err_prefix(err, "statement 1");
+    }
+    if (sk_entry_type(e) != SK_ENTRY_INCORPORATE) {
+        sk_entry_free(e);
+        return sk_err_set(err, SK_ERR_FORMAT, "statement 1: not an "
+            "Incorporate");
+    }
+    if (n == 3 && mr_ev_entry(&earlier, &esn, &ts, t, &s[2], err) != 0) {
+        sk_entry_free(e);
+        return sk_err_prefix(err, "statement 3");
+    }
+    pthread_mutex_lock(&m->lock);
+    size = t->size;
+    pthread_mutex_unlock(&m->lock);
+    if (p == NULL && size < sn) {
+        rc = sk_err_set(err, SK_ERR_UNAVAILABLE, "the copy holds %" PRIu64
+            " entries, not yet SN %" PRIu64, size, sn);
+    } else {
+        rc = mr_inc_judge(m, t, e, sn, s[1].p, s[1].len, earlier, p, &copy,
+            &esn, why, sizeof(why), err);
+        if (rc == 0) {
+            sk_entry_free(copy);
+            rc = sk_err_set(err, SK_ERR_FORMAT, "the incorporation is valid");
+        } else if (rc > 0) {
+            rc = n == 3 && esn == UINT64_MAX ? sk_err_set(err, SK_ERR_FORMAT,
+                "statement 3 is not an earlier Incorporate of that SN") : 0;
+        }
+    }
+    sk_entry_free(e);
+    sk_entry_free(earlier);
+    return rc;
+}
+
+
 /* Entries 0..size-1 whose root is not the head's. */
 static int
 mr_ev_root(const mr_tl_t *t, const mr_stmt_t *s, size_t n, sk_err_t *err)
@@ -419,6 +474,8 @@ mr_evidence_verify(mr_mirror_t *m, mr_tl_t *t, const char *text, size_t len,
         rc = mr_ev_update(m, t, s, n, p, 0, err);
     } else if (strcmp(kind, "inconsistent-bind") == 0) {
         rc = mr_ev_update(m, t, s, n, p, 1, err);
+    } else if (strcmp(kind, "bad-incorporation") == 0) {
+        rc = mr_ev_incorporate(m, t, s, n, p, err);
     } else if (strcmp(kind, "checkpoint-root") == 0) {
         rc = mr_ev_root(t, s, n, err);
     } else {

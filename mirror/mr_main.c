@@ -63,7 +63,9 @@ mr_main_open(mr_mirror_t *m, sk_err_t *err)
         m->tl[i].index = (uint32_t) i;
         m->tl[i].fd = -1;
         m->order[i] = (uint32_t) i;
-        if (mr_store_open(m, &m->tl[i], err) != 0) {
+        if (mr_store_open(m, &m->tl[i], err) != 0
+            || mr_inc_open(&m->tl[i], err) != 0)
+        {
             return sk_err_prefix(err, "timeline %" PRIu64,
                 m->conf.tl[i].tid);
         }
@@ -151,6 +153,7 @@ main(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     rc = mr_main_run(&m);
     for (i = 0; i < m.ntl; i++) {
+        mr_inc_close(&m.tl[i]);
         mr_store_close(&m.tl[i]);
     }
     mr_names_free(&m);

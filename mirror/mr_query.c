@@ -20,9 +20,13 @@
 
 
 /* One timeline's block of the answer. */
+/* A Stuck timeline is served from its last checked state (the draft:
+ * never Stuck, "except cached answers up to 24 h"), its checkpoint's age
+ * said; a Stuck timeline turns Defunct after defunct_after seconds and is
+ * no longer served.  Clients judge the age by their freshness rules. */
 static int
 mr_query_timeline(mr_buf_t *b, mr_tl_t *t,
-    const mr_name_t *n, int64_t since, sk_err_t *err)
+    const mr_name_t *n, int64_t since, int64_t now, sk_err_t *err)
 {
     sk_merkle_proof_t  proof;
     const mr_ref_t    *r;
@@ -31,7 +35,8 @@ mr_query_timeline(mr_buf_t *b, mr_tl_t *t,
     char              *ptext, *text;
     int                serve;
 
-    serve = (t->state == MR_IDLE || t->state == MR_SYNCING) && t->cp != NULL;
+    serve = (t->state == MR_IDLE || t->state == MR_SYNCING
+             || t->state == MR_STUCK) && t->cp != NULL;
     mr_buf_printf(b, "Timeline: %" PRIu64 " %s\nCheckpoint: %zu\n",
         t->conf->tid, mr_state_name(t->state), serve ? t->cplen : 0);
     if (!serve) {
@@ -39,6 +44,10 @@ mr_query_timeline(mr_buf_t *b, mr_tl_t *t,
         return 0;
     }
     mr_buf_add(b, t->cp, t->cplen);
+    if (t->state == MR_STUCK) {
+        mr_buf_printf(b, "Checkpoint-Age: %" PRId64 "\n",
+            now > t->cp_ts ? now - t->cp_ts : 0);
+    }
     for (i = 0; n != NULL && i < n->nrefs; i++) {
         cnt += n->refs[i].tl == t->index && n->refs[i].sn < t->cpv.size
             && t->ts[n->refs[i].sn] >= since;
@@ -85,6 +94,7 @@ mr_query_body(mr_mirror_t *m, mr_buf_t *b, const char *name, int64_t since,
 {
     mr_name_t  *n = mr_names_find(m, name);
     size_t      i, hlen;
+    int64_t     now = mr_now();
     char        hash[9], *list;
 
     if (mr_track_list(m, &list, &hlen, hash, err) != 0) {
@@ -93,9 +103,9 @@ mr_query_body(mr_mirror_t *m, mr_buf_t *b, const char *name, int64_t since,
     free(list);
     mr_buf_printf(b, "SK-Mirror-Answer: 1\nName: %s\nSince: %" PRId64
         "\nTimestamp: %" PRId64 "\nReneged-Hash: %s\nTimelines: %zu\n", name,
-        since, mr_now(), hash, m->ntl);
+        since, now, hash, m->ntl);
     for (i = 0; i < m->ntl; i++) {
-        if (mr_query_timeline(b, &m->tl[m->order[i]], n, since, err)
+        if (mr_query_timeline(b, &m->tl[m->order[i]], n, since, now, err)
             != 0)
         {
             return -1;
@@ -146,7 +156,8 @@ mr_query_copy(char **out, size_t *len, const char *p, size_t n,
 }
 
 
-/* Under the lock: the servable TIDs, "7,9" (ascending). */
+/* Under the lock: the servable TIDs, "7,9" (ascending), a Stuck one
+ * served from its last checked state with an "s" ("7,8s,9"). */
 static void
 mr_query_servable(const mr_mirror_t *m, char *out, size_t cap)
 {
@@ -156,9 +167,11 @@ mr_query_servable(const mr_mirror_t *m, char *out, size_t cap)
     out[0] = '\0';
     for (i = 0; i < m->ntl; i++) {
         t = &m->tl[m->order[i]];
-        if (t->state == MR_IDLE || t->state == MR_SYNCING) {
-            n += (size_t) snprintf(out + n, cap - n, "%s%" PRIu64,
-                n ? "," : "", t->conf->tid);
+        if (t->state == MR_IDLE || t->state == MR_SYNCING
+            || (t->state == MR_STUCK && t->cp != NULL))
+        {
+            n += (size_t) snprintf(out + n, cap - n, "%s%" PRIu64 "%s",
+                n ? "," : "", t->conf->tid, t->state == MR_STUCK ? "s" : "");
         }
     }
 }
@@ -173,7 +186,7 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     uint64_t    gen;
     size_t      servable, nrefs;
     int64_t     now = mr_now();
-    char        fp[MR_MAX_TIMELINES * 21 + 1];
+    char        fp[MR_MAX_TIMELINES * 22 + 1];
     int         rc, shared, fresh;
 
     if (sk_name_check(name, strlen(name), err) != 0) {

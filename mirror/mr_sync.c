@@ -107,7 +107,12 @@ mr_sync_set_state(mr_mirror_t *m, mr_tl_t *t, mr_state_t s,
             mr_state_name(t->state), mr_state_name(s),
             reason != NULL && reason[0] ? ": " : "",
             reason != NULL ? reason : "");
-        if (mr_servable(s) != mr_servable(t->state)) {
+        /* Cached answers go when what they would show changes: a Stuck
+         * timeline is shown from its last checked state, a Defunct one
+         * not at all. */
+        if (mr_servable(s) != mr_servable(t->state) || s == MR_STUCK
+            || t->state == MR_STUCK)
+        {
             m->gen++;
         }
         t->state = s;
@@ -298,6 +303,88 @@ mr_sync_rewind(mr_sync_t *s)
 }
 
 
+/* The source's own copy holds the incorporated SN: it must be the same
+ * signed entry, else the source signed two entries with one SN. */
+static void
+mr_sync_inc_source(mr_sync_t *s, const sk_entry_t *copy, const char *text,
+    size_t len)
+{
+    mr_evidence_t  ev;
+    mr_tl_t       *src;
+    uint64_t       tid = 0, sn = 0, size;
+    size_t         olen;
+    char          *old, reason[128];
+
+    if (sk_entry_tid(copy, &tid, s->err) != 0
+        || sk_entry_sn(copy, &sn, s->err) != 0
+        || (src = mr_inc_source(s->m, tid)) == NULL)
+    {
+        return;
+    }
+    pthread_mutex_lock(&s->m->lock);
+    size = src->state == MR_CORRUPT ? 0 : src->size;
+    pthread_mutex_unlock(&s->m->lock);
+    if (sn >= size || mr_store_read(s->m, src, &old, &olen, sn, s->err) != 0)
+    {
+        return;
+    }
+    if (olen != len || memcmp(old, text, len) != 0) {
+        snprintf(reason, sizeof(reason), "two different signed entries "
+            "with SN %" PRIu64 " (one incorporated by timeline %" PRIu64 ")",
+            sn, s->t->conf->tid);
+        mr_evidence_begin(&ev, "duplicate-sn", reason);
+        mr_evidence_add(&ev, "entry", old, olen);
+        mr_evidence_add(&ev, "entry", text, len);
+        mr_evidence_renege(s->m, src, &ev, NULL);
+    }
+    free(old);
+}
+
+
+/* An Incorporate (SN s->next): fetch the copy it refers to and judge it
+ * by its own rules; keep it (synced) for the names' rules. */
+static mr_round_t
+mr_sync_incorporate(mr_sync_t *s, const sk_entry_t *e, const char *text,
+    size_t len, sk_entry_t **copy)
+{
+    mr_evidence_t  ev;
+    mr_resp_t      r;
+    uint64_t       earlier;
+    size_t         clen;
+    char           path[64], why[SK_ERR_MSG_MAX + 128], *ctext;
+    int            rc;
+
+    snprintf(path, sizeof(path), "/incorporated/%" PRIu64, s->next);
+    if (mr_sync_get200(s, &r, path, s->m->conf.chunk_text_max) != 0) {
+        return MR_ROUND_FAIL;
+    }
+    rc = mr_inc_judge(s->m, s->t, e, s->next, r.body, r.len, NULL, &s->pend,
+        copy, &earlier, why, sizeof(why), s->err);
+    if (rc > 0) {
+        mr_evidence_begin(&ev, "bad-incorporation", why);
+        mr_evidence_add(&ev, "entry", text, len);
+        mr_evidence_add(&ev, "copy", r.body, r.len);
+        if (earlier != UINT64_MAX) {
+            mr_sync_ev_entry(s, &ev, earlier);
+        }
+        free(r.body);
+        return mr_sync_renege(s, &ev);
+    }
+    free(r.body);
+    if (rc < 0) {
+        sk_err_prefix(s->err, "GET %s", path);
+        return MR_ROUND_FAIL;
+    }
+    if (sk_entry_format(&ctext, &clen, *copy, s->err) != 0) {
+        return MR_ROUND_FAIL;
+    }
+    mr_sync_inc_source(s, *copy, ctext, clen);
+    rc = mr_inc_put(s->t, s->next, ctext, clen, s->err);
+    free(ctext);
+    return rc == 0 ? MR_ROUND_OK : MR_ROUND_FAIL;
+}
+
+
 /* A new entry (SN s->next), its stamp checked: the per-entry rules,
  * then into the batch and the tree. */
 static mr_round_t
@@ -306,6 +393,8 @@ mr_sync_accept(mr_sync_t *s, const sk_entry_t *e, const char *text,
 {
     sk_merkle_hash_t  leaf;
     mr_evidence_t     ev;
+    sk_entry_t       *copy = NULL;
+    mr_round_t        r;
     sk_err_t          why;
     char              reason[SK_ERR_MSG_MAX + 64];
     int               rc;
@@ -333,6 +422,18 @@ mr_sync_accept(mr_sync_t *s, const sk_entry_t *e, const char *text,
             mr_evidence_begin(&ev, "unbacked-bind", reason);
             mr_evidence_add(&ev, "entry", text, len);
             return mr_sync_renege(s, &ev);
+        }
+    }
+    if (sk_entry_type(e) == SK_ENTRY_INCORPORATE) {
+        r = mr_sync_incorporate(s, e, text, len, &copy);
+        if (r != MR_ROUND_OK) {
+            return r;
+        }
+        /* From here on the copy counts on this timeline. */
+        rc = mr_pending_note(&s->pend, copy, s->err);
+        sk_entry_free(copy);
+        if (rc != 0) {
+            return MR_ROUND_FAIL;
         }
     }
     rc = mr_check_update(s->m, s->t, e, s->next, &s->pend, &why);

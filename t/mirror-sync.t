@@ -169,7 +169,8 @@ ok(wait_state($m, 8, 'Idle', 10), 'timeline 8 back: Idle');
 $q = answer('example.com');
 is($q->{code}, 200, 'two healthy timelines: answers again');
 is($q->{a}{timelines}{9}{state}, 'Stuck', '... listing 9 as Stuck');
-is(sns($q->{a}, 9), '', '... with nothing from it');
+is(sns($q->{a}, 9), '1', '... served from its last checked state');
+ok(defined $q->{a}{timelines}{9}{age}, '... with its checkpoint\'s age');
 restart_timeline($t{9});
 ok(wait_state($m, 9, 'Idle', 10), 'timeline 9 back: Idle');
 

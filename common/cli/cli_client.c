@@ -3,6 +3,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -393,7 +394,9 @@ cli_client_json_found(FILE *f, const cli_client_t *cl,
     const sk_client_found_t *found, const sk_decide_t *d)
 {
     const sk_client_result_t  *r = &found->res;
+    const sk_client_cp_t      *cp;
     const char                *form = sk_tls_staple_form(cl->tls);
+    int64_t                    now = (int64_t) time(NULL);
     size_t                     i;
 
     if (d != NULL && d->sk[0] != '\0') {
@@ -406,7 +409,17 @@ cli_client_json_found(FILE *f, const cli_client_t *cl,
         form != NULL ? form : "none");
     cli_json_str(f, r->source);
     fprintf(f, ",\"fresh\":%zu,\"timelines\":%zu,\"entries\":%zu,"
-        "\"mirrors\":[", r->fresh.fresh, r->fresh.ntl, r->view.nitems);
+        "\"checkpoints\":[", r->fresh.fresh, r->fresh.ntl, r->view.nitems);
+    /* What the freshness rules judged: each checkpoint's age, and the
+     * mirror's state of the timeline (Stuck: its last checked state). */
+    for (i = 0; i < r->view.ncps; i++) {
+        cp = &r->view.cps[i];
+        fprintf(f, "%s{\"tid\":%" PRIu64 ",\"size\":%" PRIu64 ",\"age\":%"
+            PRId64 ",\"state\":\"%s\"}", i > 0 ? "," : "", cp->tid,
+            cp->cp.size, now > cp->ts ? now - cp->ts : 0,
+            cp->state[0] != '\0' ? cp->state : "cached");
+    }
+    fprintf(f, "],\"mirrors\":[");
     for (i = 0; i < r->ntries; i++) {
         fprintf(f, "%s{\"url\":", i > 0 ? "," : "");
         cli_json_str(f, r->tries[i].url);

@@ -22,6 +22,8 @@
 #include <sk/cache.h>
 #include <sk/file.h>
 
+#include "internal.h"
+
 #define SK_CACHE_TIMEOUT_DEFAULT  1000      /* ms */
 #define SK_CACHE_SPEC_MAX         1024
 #define SK_CACHE_CARRIER_PREFIX   "sk:carrier:"
@@ -35,7 +37,8 @@
 typedef enum {
     SK_CACHE_DIR = 0,
     SK_CACHE_TCP,
-    SK_CACHE_UNIX
+    SK_CACHE_UNIX,
+    SK_CACHE_CLUSTER            /* cache_cluster.c */
 } sk_cache_type_t;
 
 struct sk_cache_s {
@@ -47,6 +50,7 @@ struct sk_cache_s {
     unsigned long    db;        /* Redis: SELECTed on every connect */
     struct timeval   timeout;   /* Redis: connect, read and write */
     redisContext    *redis;     /* NULL until connected and after an error */
+    sk_cache_cluster_t *cluster;    /* CLUSTER only */
 };
 
 
@@ -199,6 +203,12 @@ sk_cache_parse(sk_cache_t *c, const char *spec, sk_err_t *err)
     if (strncmp(spec, "redis://", 8) == 0) {
         return sk_cache_parse_tcp(c, spec + 8, err);
     }
+    if (strncmp(spec, "redis-cluster://", 16) == 0) {
+        c->type = SK_CACHE_CLUSTER;
+        return sk_cache_cluster_open(&c->cluster, spec + 16, c->spec,
+            (int) (c->timeout.tv_sec * 1000 + c->timeout.tv_usec / 1000),
+            err);
+    }
     if (strncmp(spec, "unix:", 5) == 0) {
         return sk_cache_parse_unix(c, spec + 5, err);
     }
@@ -218,8 +228,9 @@ sk_cache_parse(sk_cache_t *c, const char *spec, sk_err_t *err)
     len = strcspn(spec, ":/");
     if (spec[len] == ':' && len > 0) {
         return sk_err_set(err, SK_ERR_FORMAT,
-            "cache \"%s\": unknown scheme \"%.*s\" (want redis://, unix: "
-            "or an absolute directory)", spec, (int) len, spec);
+            "cache \"%s\": unknown scheme \"%.*s\" (want redis://, "
+            "redis-cluster://, unix: or an absolute directory)", spec,
+            (int) len, spec);
     }
     return sk_err_set(err, SK_ERR_FORMAT,
         "cache \"%s\": a directory must be an absolute path", spec);
@@ -476,6 +487,16 @@ sk_cache_redis(sk_cache_t *c, const char *cmd, const char *key,
 {
     redisReply *r;
 
+    if (c->type == SK_CACHE_CLUSTER) {
+        r = sk_cache_cluster_command(c->cluster, cmd, key, val, len, err);
+        if (r != NULL && r->type == REDIS_REPLY_ERROR) {
+            sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: %s: %.*s", c->spec, cmd,
+                (int) r->len, r->str);
+            freeReplyObject(r);
+            r = NULL;
+        }
+        return r;
+    }
     if (sk_cache_connect(c, err) != 0) {
         return NULL;
     }
@@ -607,6 +628,9 @@ sk_cache_open(sk_cache_t **out, const char *spec, int timeout_ms,
         return -1;
     }
     *out = c;
+    if (c->type == SK_CACHE_CLUSTER) {
+        return sk_cache_cluster_connect(c->cluster, err);
+    }
     return c->type == SK_CACHE_DIR ? 0 : sk_cache_connect(c, err);
 }
 
@@ -772,6 +796,7 @@ sk_cache_close(sk_cache_t *c)
         return;
     }
     redisFree(c->redis);
+    sk_cache_cluster_close(c->cluster);
     free(c->spec);
     free(c->path);
     free(c->host);

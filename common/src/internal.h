@@ -39,4 +39,24 @@ int sk_der_next(const unsigned char **p, const unsigned char *end, int tag,
 int sk_cert_add_ext_der(X509 *x, const char *oid, const unsigned char *der,
     size_t len, sk_err_t *err);
 
+/* cache_cluster.c: Redis Cluster for cache.c (redis-cluster://SEEDS). */
+typedef struct sk_cache_cluster_s sk_cache_cluster_t;
+struct redisReply;
+/* Parse "HOST:PORT[,HOST:PORT...]" (spec: the whole, kept for messages,
+ * must outlive the handle); no connection yet. */
+int sk_cache_cluster_open(sk_cache_cluster_t **cl, const char *seeds,
+    const char *spec, int timeout_ms, sk_err_t *err);
+/* Read the slot map if none is held (SK_ERR_UNAVAILABLE if no node
+ * gives one). */
+int sk_cache_cluster_connect(sk_cache_cluster_t *cl, sk_err_t *err);
+/* cmd key [val] on the master of key's slot, following MOVED and ASK;
+ * NULL with err on a transport failure, else the reply (an error reply
+ * other than a redirection included) for the caller to free. */
+struct redisReply *sk_cache_cluster_command(sk_cache_cluster_t *cl,
+    const char *cmd, const char *key, const unsigned char *val, size_t len,
+    sk_err_t *err);
+/* The cluster slot of a key: CRC16 of it, or of its {hash tag}. */
+unsigned sk_cache_cluster_slot(const char *key, size_t len);
+void sk_cache_cluster_close(sk_cache_cluster_t *cl);
+
 #endif

@@ -211,6 +211,16 @@ sub check_answer {
                 $t->{size} = $cp->{size};
                 $t->{cp_ts} = $cp->{ts};
             }
+            if ($n > 0 && $state eq 'Stuck') {
+                # Served from its last checked state: the checkpoint's age.
+                $t->{age} = (take_line(\$s, 'Checkpoint-Age: \d+',
+                    'Checkpoint-Age') =~ /: (.*)/)[0];
+                my $want = $a{time} > $cp->{ts} ? $a{time} - $cp->{ts} : 0;
+                die "Checkpoint-Age $t->{age}, not $want\n"
+                    if $t->{age} != $want;
+            } elsif ($n > 0 && $state !~ /^(Idle|Syncing)$/) {
+                die "a $state timeline with a checkpoint\n";
+            }
             my $m = (take_line(\$s, 'Entries: \d+', 'Entries') =~ /: (.*)/)[0];
             die "entries without a checkpoint\n" if $m > 0 && !$cp;
             for (1 .. $m) {
@@ -337,6 +347,9 @@ sub forge {
             @after ? undef : 304);
     }
     put($w, "/entry/$_", $e[$_]) for 0 .. $size - 1;
+    # The copies Incorporate entries refer to: { SN => text }.
+    put($w, "/incorporated/$_", $a{incorporated}{$_})
+        for keys %{$a{incorporated} // {}};
     # Swap in at once: the server never sees half a timeline.
     remove_tree("$dir/www.old");
     rename("$dir/www", "$dir/www.old") if -d "$dir/www";

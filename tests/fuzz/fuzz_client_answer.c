@@ -1,8 +1,9 @@
 /*
  * fuzz_client_answer.c -- the client's parsers of untrusted text: a
  * mirror's answer (sk_client_answer_verify, the mirror's signature
- * unchecked so the layout parser sees every input) and the cache's view
- * text (sk_client_view_parse).
+ * unchecked so the layout parser sees every input), renegation evidence
+ * (sk_client_evidence_verify) and the cache's view text
+ * (sk_client_view_parse).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -60,6 +61,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         sk_client_view_free(&v);
     } else if (err.msg[0] == '\0' || v.items != NULL || v.cps != NULL) {
+        abort();
+    }
+    /* Renegation evidence from a mirror: with keys no input was signed
+     * by, nothing may prove a renegation, and every refusal says why. */
+    if (sk_client_evidence_verify(&trust, 1, buf, size, &err) == 0
+        || err.msg[0] == '\0')
+    {
         abort();
     }
     if (sk_client_view_parse(&v, buf, size, &err) == 0) {

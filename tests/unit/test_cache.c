@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 
 #include "testutil.h"
+#include "../../common/src/internal.h"
 
 #define CARRIER_KEY \
     "sk:carrier:0123456789abcdef0123456789abcdef" \
@@ -305,6 +306,23 @@ test_spec_good(void **state)
 }
 
 
+/* Redis Cluster's key slots: CRC16 (XMODEM) of the key, or of its
+ * {hash tag}, modulo 16384 (values as CLUSTER KEYSLOT gives them). */
+static void
+test_cluster_slot(void **state)
+{
+    (void) state;
+    assert_int_equal(sk_cache_cluster_slot("foo", 3), 12182);
+    assert_int_equal(sk_cache_cluster_slot("123456789", 9), 0x31c3);
+    assert_int_equal(sk_cache_cluster_slot("{user1000}.following", 20),
+        sk_cache_cluster_slot("user1000", 8));
+    assert_int_equal(sk_cache_cluster_slot("{}foo", 5),
+        sk_cache_cluster_slot("{}foo", 5));
+    assert_int_not_equal(sk_cache_cluster_slot("{}foo", 5),
+        sk_cache_cluster_slot("foo", 3));
+}
+
+
 static void
 test_spec_bad(void **state)
 {
@@ -342,6 +360,13 @@ test_spec_bad(void **state)
         { "unix:/r.sock?database=1",  "unknown parameter \"database=1\"" },
         { "unix:/r.sock?db=",         "bad database \"\"" },
         { "unix:/r.sock?db=1&x=2",    "bad database \"1&x=2\"" },
+        { "redis-cluster://",         "no seed node" },
+        { "redis-cluster://h",        "seed \"h\": want HOST:PORT" },
+        { "redis-cluster://h:1,h",    "seed \"h\": want HOST:PORT" },
+        { "redis-cluster://h:0",      "seed \"h:0\"" },
+        { "redis-cluster://h:1x",     "seed \"h:1x\"" },
+        { "redis-cluster://:1",       "seed \":1\"" },
+        { "redis-cluster://h:1/0",    "seed \"h:1/0\"" },
     };
     char        longsock[200], longspec[1100];
     sk_cache_t *c = (sk_cache_t *) &c;
@@ -899,6 +924,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec_good),
         cmocka_unit_test(test_spec_bad),
+        cmocka_unit_test(test_cluster_slot),
         cmocka_unit_test(test_dir_put_get_del),
         cmocka_unit_test(test_dir_atomic_replace),
         cmocka_unit_test(test_dir_bad_keys),

@@ -114,6 +114,41 @@ edit(const char *from, const char *to, int resign, size_t *len)
 }
 
 
+/* The answer with timeline 2 Stuck, its block carrying
+ * "Checkpoint-Age: <age>", signed again by the mirror. */
+static char *
+stuck(const char *age, size_t *len)
+{
+    unsigned char  *sig;
+    sk_err_t        err;
+    char           *a = edit("Timeline: 2 Idle\n", "Timeline: 2 Stuck\n", 0,
+                          len);
+    char           *p, *q, *out = NULL, *b64;
+    size_t          olen = 0, siglen;
+
+    p = strstr(strstr(a, "Timeline: 2 Stuck\n"), "\nEntries: ");
+    assert_non_null(p);
+    p++;
+    /* The mirror's is the last "Signature: " line (entries have one
+     * each too). */
+    for (q = a + *len - 2; q > a && *q != '\n'; q--) {
+    }
+    assert_memory_equal(q, "\nSignature: ", 12);
+    fx_add(&out, &olen, a, (size_t) (p - a));
+    fx_addf(&out, &olen, "Checkpoint-Age: %s\n", age);
+    fx_add(&out, &olen, p, (size_t) (q + 1 - p));
+    free(a);
+    tu_assert_ok(sk_key_sign(&sig, &siglen, tw.mirror, (unsigned char *) out,
+        olen, &err), &err);
+    b64 = sk_b64_encode_alloc(sig, siglen);
+    free(sig);
+    fx_addf(&out, &olen, "Signature: %s\n", b64);
+    free(b64);
+    *len = olen;
+    return out;
+}
+
+
 static void
 refused(char *a, size_t len, const char *name, sk_err_code_t code,
     const char *why)
@@ -190,8 +225,34 @@ test_layout(void **state)
     refused(a, len, NAME, SK_ERR_FORMAT, "Since 5, asked 0");
     a = edit("Timeline: 2 Idle\n", "Timeline: 1 Idle\n", 1, &len);
     refused(a, len, NAME, SK_ERR_FORMAT, "out of order");
+    /* A Stuck timeline is served with its checkpoint's age; another
+     * state not at all. */
     a = edit("Timeline: 2 Idle\n", "Timeline: 2 Stuck\n", 1, &len);
-    refused(a, len, NAME, SK_ERR_FORMAT, "is Stuck but has a checkpoint");
+    refused(a, len, NAME, SK_ERR_FORMAT, "want a \"Checkpoint-Age: \" line");
+    a = edit("Timeline: 2 Idle\n", "Timeline: 2 Defunct\n", 1, &len);
+    refused(a, len, NAME, SK_ERR_FORMAT, "is Defunct but has a checkpoint");
+    /* The fixture's checkpoints are as old as the answer: age 0. */
+    a = stuck("0", &len);
+    {
+        sk_client_answer_info_t  info;
+        sk_client_view_t         v;
+        sk_err_t                 err;
+
+        tu_assert_ok(sk_client_answer_verify(&v, &info, a, len, NAME, 0,
+            tw.mirror, &tw.trust, FX_NOW, &err), &err);
+        assert_string_equal(info.state[1], "Stuck");
+        assert_int_equal(info.age[1], 0);
+        assert_int_equal(info.age[0], -1);
+        assert_non_null(sk_client_view_cp(&v, 2));
+        assert_string_equal(sk_client_view_cp(&v, 2)->state, "Stuck");
+        sk_client_view_free(&v);
+        free(a);
+    }
+    a = stuck("3600", &len);
+    refused(a, len, NAME, SK_ERR_FORMAT, "Checkpoint-Age 3600, but the "
+        "checkpoint is 0 seconds older");
+    a = stuck("x", &len);
+    refused(a, len, NAME, SK_ERR_FORMAT, "Checkpoint-Age");
     a = edit("Timeline: 2 Idle\n", "Timeline: 2 Sleepy\n", 1, &len);
     refused(a, len, NAME, SK_ERR_FORMAT, "bad TID or state");
     a = edit("Timelines: 3\n", "Timelines: 2\n", 1, &len);

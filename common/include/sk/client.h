@@ -126,6 +126,10 @@ typedef struct {
     size_t            notelen;
     sk_checkpoint_t   cp;
     int64_t           ts;           /* its "Timestamp" extension line */
+    char              state[12];    /* the mirror's state of the timeline
+                                       in the answer it came from ("Stuck":
+                                       its last checked state); "" if from
+                                       the cache */
 } sk_client_cp_t;
 
 typedef struct {
@@ -213,6 +217,8 @@ typedef struct {
     uint64_t  size[SK_CLIENT_MAX_TIMELINES];  /* freshest checkpoint seen */
     int64_t   ts[SK_CLIENT_MAX_TIMELINES];
     size_t    ntl;
+    char      reneged_hash[9];      /* its Reneged-Hash whose evidence the
+                                       client went through; "" none */
 } sk_client_mstate_t;
 
 /*
@@ -231,6 +237,19 @@ int sk_client_fresh_check_mirror(const sk_client_mstate_t *st,
 /* Remember answer's checkpoints as the freshest seen from the mirror. */
 void sk_client_mstate_update(sk_client_mstate_t *st,
     const sk_client_view_t *answer);
+
+/*
+ * Renegation evidence (docs/protocol.md, "Renegation tracking") about
+ * trusted timeline tid, checked with the trust set alone: 0 if it proves
+ * the timeline reneged; SK_ERR_UNAVAILABLE if its kind needs the
+ * timeline's history (root changes, a name's earlier entries), which a
+ * client does not hold; another code if it is not evidence.
+ */
+int sk_client_evidence_verify(const sk_client_trust_t *t, uint64_t tid,
+    const char *text, size_t len, sk_err_t *err) SK_WUR;
+/* Take tid out of the trust set (its key stays with the caller, who
+ * owns it); 1 if it was there. */
+int sk_client_trust_distrust(sk_client_trust_t *t, uint64_t tid);
 
 /* The local cache: a directory of verified views and mirror states. */
 
@@ -253,6 +272,14 @@ int sk_client_cache_get_mirror(sk_client_cache_t *c, sk_client_mstate_t *st,
 int sk_client_cache_put_mirror(sk_client_cache_t *c,
     const sk_client_mstate_t *st, sk_err_t *err) SK_WUR;
 void sk_client_mstate_free(sk_client_mstate_t *st);
+/* Keep verified renegation evidence about tid (DIR/reneged/<tid>). */
+int sk_client_cache_put_reneged(sk_client_cache_t *c, uint64_t tid,
+    const char *evidence, size_t len, sk_err_t *err) SK_WUR;
+/* Take out of t every timeline the cache holds evidence against, after
+ * checking that evidence again; *n how many.  Evidence that no longer
+ * verifies fails, naming the file (the timeline stays out of t). */
+int sk_client_cache_reneged(sk_client_cache_t *c, sk_client_trust_t *t,
+    size_t *n, sk_err_t *err) SK_WUR;
 void sk_client_cache_close(sk_client_cache_t *c);        /* NULL ok */
 
 /* Mirror answers (format: docs/protocol.md "Mirror answers") */
@@ -263,6 +290,9 @@ typedef struct {
     size_t    ntl;                      /* timelines listed */
     uint64_t  tid[SK_CLIENT_MAX_TIMELINES];
     char      state[SK_CLIENT_MAX_TIMELINES][12];   /* "Idle", ... */
+    int64_t   age[SK_CLIENT_MAX_TIMELINES];     /* Checkpoint-Age of a Stuck
+                                                   timeline served from its
+                                                   last checked state; -1 */
 } sk_client_answer_info_t;
 
 /*

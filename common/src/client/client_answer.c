@@ -134,6 +134,7 @@ sk_answer_header(sk_answer_t *a, const char *name, sk_err_t *err)
     a->info->ntl = (size_t) n;
     for (i = 0; i < SK_CLIENT_MAX_TIMELINES; i++) {
         a->info->state[i][0] = '\0';
+        a->info->age[i] = -1;
     }
     return 0;
 }
@@ -229,7 +230,7 @@ sk_answer_block(sk_answer_t *a, uint64_t *prev_tid, sk_err_t *err)
 {
     char         val[64], *sp;
     const char  *note = NULL;
-    uint64_t     tid, n, m, i, prev_sn = UINT64_MAX;
+    uint64_t     tid, n, m, i, age, prev_sn = UINT64_MAX;
     int          st, served, keep;
 
     if (sk_cl_line(&a->p, a->end, "Timeline: ", val, sizeof(val)) != 0
@@ -254,9 +255,25 @@ sk_answer_block(sk_answer_t *a, uint64_t *prev_tid, sk_err_t *err)
         sp + 1);
     served = st == 1 || st == 2;
     if (sk_answer_num(a, "Checkpoint: ", &n, NULL, "timeline block ", err)
-        != 0 || sk_answer_take(a, n, &note, "checkpoint", err) != 0
-        || sk_answer_num(a, "Entries: ", &m, NULL, "timeline block ", err)
-           != 0)
+        != 0 || sk_answer_take(a, n, &note, "checkpoint", err) != 0)
+    {
+        return -1;
+    }
+    /* A Stuck timeline served from the mirror's last checked state. */
+    if (st == 3 && n > 0) {
+        if (sk_answer_num(a, "Checkpoint-Age: ", &age, NULL,
+                "timeline block ", err) != 0)
+        {
+            return -1;
+        }
+        if (age > INT64_MAX / 2) {
+            return sk_err_set(err, SK_ERR_FORMAT, "answer: timeline %"
+                PRIu64 ": Checkpoint-Age %" PRIu64, tid, age);
+        }
+        a->info->age[a->block - 1] = (int64_t) age;
+        served = 1;
+    }
+    if (sk_answer_num(a, "Entries: ", &m, NULL, "timeline block ", err) != 0)
     {
         return -1;
     }
@@ -274,9 +291,42 @@ sk_answer_block(sk_answer_t *a, uint64_t *prev_tid, sk_err_t *err)
     {
         return sk_err_prefix(err, "answer");
     }
+    if (keep) {
+        snprintf(a->v->cps[a->v->ncps - 1].state,
+            sizeof(a->v->cps[0].state), "%s", sp + 1);
+    }
     for (i = 0; i < m; i++) {
         if (sk_answer_entry(a, tid, &prev_sn, keep, err) != 0) {
             return -1;
+        }
+    }
+    return 0;
+}
+
+
+/* A Checkpoint-Age must be the answer's Timestamp less the (verified)
+ * checkpoint's: a mirror cannot make a stale timeline look fresher than
+ * its signed checkpoint says, nor older. */
+static int
+sk_answer_ages(const sk_client_view_t *v, const sk_client_answer_info_t *info,
+    sk_err_t *err)
+{
+    const sk_client_cp_t  *cp;
+    int64_t                want;
+    size_t                 i;
+
+    for (i = 0; i < info->ntl; i++) {
+        if (info->age[i] < 0
+            || (cp = sk_client_view_cp(v, info->tid[i])) == NULL)
+        {
+            continue;
+        }
+        want = info->timestamp > cp->ts ? info->timestamp - cp->ts : 0;
+        if (info->age[i] != want) {
+            return sk_err_set(err, SK_ERR_FORMAT, "answer: timeline %" PRIu64
+                ": Checkpoint-Age %" PRId64 ", but the checkpoint is %"
+                PRId64 " seconds older than the answer", info->tid[i],
+                info->age[i], want);
         }
     }
     return 0;
@@ -331,6 +381,9 @@ sk_client_answer_verify(sk_client_view_t *v, sk_client_answer_info_t *info,
     }
     if (sk_client_view_verify(v, t, now, err) != 0) {
         sk_err_prefix(err, "answer");
+        goto fail;
+    }
+    if (sk_answer_ages(v, info, err) != 0) {
         goto fail;
     }
     return 0;

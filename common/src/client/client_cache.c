@@ -8,7 +8,10 @@
  *       SK-Client-Mirror: 1\n
  *       URL: <url>\n
  *       [Dropped: <why>\n]
+ *       [Reneged-Hash: <8 hex digits>\n]   whose evidence was gone through
  *       Timeline: <tid> <tree size> <checkpoint timestamp>\n ...
+ *   DIR/reneged/<tid>       renegation evidence the client verified: that
+ *                           timeline is distrusted for good
  *
  * Every write is atomic (temp, fsync, rename, fsync the directory).
  */
@@ -61,6 +64,10 @@ sk_client_cache_open(sk_client_cache_t **c, const char *dir, sk_err_t *err)
         return -1;
     }
     snprintf(path, sizeof(path), "%s/mirrors", dir);
+    if (sk_ccache_mkdir(path, err) != 0) {
+        return -1;
+    }
+    snprintf(path, sizeof(path), "%s/reneged", dir);
     if (sk_ccache_mkdir(path, err) != 0) {
         return -1;
     }
@@ -177,6 +184,15 @@ sk_ccache_mirror_line(sk_client_mstate_t *st, const char *line,
     int64_t   ts;
     int       n = 0;
 
+    if (strncmp(line, "Reneged-Hash: ", 14) == 0) {
+        if (strlen(line + 14) != 8
+            || strspn(line + 14, "0123456789abcdef") != 8)
+        {
+            return sk_err_set(err, SK_ERR_FORMAT, "bad Reneged-Hash line");
+        }
+        memcpy(st->reneged_hash, line + 14, 9);
+        return 0;
+    }
     if (strncmp(line, "Dropped: ", 9) == 0) {
         st->dropped = 1;
         snprintf(st->why, sizeof(st->why), "%s", line + 9);
@@ -265,6 +281,10 @@ sk_client_cache_put_mirror(sk_client_cache_t *c,
         len += (size_t) snprintf(buf + len, sizeof(buf) - len,
             "Dropped: %s\n", why);
     }
+    if (st->reneged_hash[0] != '\0') {
+        len += (size_t) snprintf(buf + len, sizeof(buf) - len,
+            "Reneged-Hash: %.8s\n", st->reneged_hash);
+    }
     for (i = 0; i < st->ntl && len < sizeof(buf); i++) {
         len += (size_t) snprintf(buf + len, sizeof(buf) - len,
             "Timeline: %" PRIu64 " %" PRIu64 " %" PRId64 "\n", st->tid[i],
@@ -283,4 +303,52 @@ sk_client_mstate_free(sk_client_mstate_t *st)
     if (st != NULL) {
         memset(st, 0, sizeof(*st));
     }
+}
+
+
+int
+sk_client_cache_put_reneged(sk_client_cache_t *c, uint64_t tid,
+    const char *evidence, size_t len, sk_err_t *err)
+{
+    char  path[4096];
+
+    snprintf(path, sizeof(path), "%s/reneged/%" PRIu64, c->dir, tid);
+    return sk_file_write_atomic(path, evidence, len, 0600, err);
+}
+
+
+int
+sk_client_cache_reneged(sk_client_cache_t *c, sk_client_trust_t *t,
+    size_t *n, sk_err_t *err)
+{
+    char      path[4096], *buf;
+    uint64_t  tid;
+    size_t    i, len;
+    sk_err_t  e;
+    int       rc = 0;
+
+    *n = 0;
+    for (i = 0; i < t->ntl; ) {
+        tid = t->tl[i].tid;
+        snprintf(path, sizeof(path), "%s/reneged/%" PRIu64, c->dir, tid);
+        if (sk_file_read(&buf, &len, path, SK_CCACHE_VIEW_MAX, &e) != 0) {
+            if (e.code == SK_ERR_SYSTEM && e.sys_errno == ENOENT) {
+                i++;
+                continue;
+            }
+            *err = e;
+            return sk_err_prefix(err, "%s", path);
+        }
+        /* Checked again: a damaged file is said, and still held against
+         * the timeline (it was verified when written). */
+        if (sk_client_evidence_verify(t, tid, buf, len, &e) != 0 && rc == 0)
+        {
+            *err = e;
+            rc = sk_err_prefix(err, "%s", path);
+        }
+        free(buf);
+        sk_client_trust_distrust(t, tid);
+        (*n)++;
+    }
+    return rc;
 }

@@ -24,8 +24,11 @@
 
 #include <sk/client.h>
 
+#include "client_int.h"
+
 typedef struct {
-    const sk_client_trust_t  *t;
+    sk_client_trust_t        *t;    /* the caller's, less the timelines
+                                       the client holds as reneged */
     sk_client_cache_t        *cache;
     sk_client_fetch_fn        fetch;
     void                     *arg;
@@ -59,10 +62,10 @@ sk_lookup_log(sk_client_result_t *res, const char *url, const char *fmt,
 }
 
 
-/* Add src's timelines that dst lacks (checkpoint and entries). */
+/* Add src's trusted timelines that dst lacks (checkpoint and entries). */
 static int
 sk_lookup_merge(sk_client_view_t *dst, const sk_client_view_t *src,
-    sk_err_t *err)
+    const sk_client_trust_t *t, sk_err_t *err)
 {
     const sk_client_cp_t  *cp;
     sk_client_cp_t        *ncp;
@@ -70,7 +73,9 @@ sk_lookup_merge(sk_client_view_t *dst, const sk_client_view_t *src,
 
     for (i = 0; i < src->ncps; i++) {
         cp = &src->cps[i];
-        if (sk_client_view_cp(dst, cp->tid) != NULL) {
+        if (sk_client_view_cp(dst, cp->tid) != NULL
+            || sk_client_trust_find(t, cp->tid) == NULL)
+        {
             continue;
         }
         if (sk_client_view_add_cp(dst, cp->tid, cp->note, cp->notelen, err)
@@ -81,6 +86,7 @@ sk_lookup_merge(sk_client_view_t *dst, const sk_client_view_t *src,
         ncp = &dst->cps[dst->ncps - 1];
         ncp->cp = cp->cp;
         ncp->ts = cp->ts;
+        memcpy(ncp->state, cp->state, sizeof(ncp->state));
         for (j = 0; j < src->nitems; j++) {
             if (src->items[j].tid == cp->tid
                 && sk_client_view_add_item(dst, src->items[j].text,
@@ -110,6 +116,87 @@ sk_lookup_drop(sk_lookup_t *l, sk_client_result_t *res,
 }
 
 
+/* The mirror's Reneged-Hash is not the one whose list the client went
+ * through: fetch its /reneged list and, for each timeline still trusted,
+ * its evidence; evidence the client verifies itself takes the timeline
+ * out of its trust, for good (kept in the cache).  How many it took out;
+ * -1 on a local failure. */
+static int
+sk_lookup_reneged(sk_lookup_t *l, sk_client_result_t *res,
+    const sk_client_mirror_t *m, sk_client_mstate_t *st, const char *hash)
+{
+    char       url[SK_CLIENT_URL_MAX + 48], *list, *ev, *p, *nl, *reason;
+    size_t     len, evlen;
+    uint64_t   tid;
+    int        status, done = 1, n = 0;
+    sk_err_t   e;
+
+    if (strcmp(hash, "e3b0c442") == 0) {        /* an empty list */
+        memcpy(st->reneged_hash, hash, 9);
+        return 0;
+    }
+    snprintf(url, sizeof(url), "%s/reneged", m->url);
+    if (l->fetch(&list, &len, &status, url, l->arg, &e) != 0) {
+        sk_lookup_log(res, m->url, "Reneged-Hash %s: GET /reneged: %s", hash,
+            e.msg);
+        return 0;
+    }
+    if (status != 200) {
+        sk_lookup_log(res, m->url, "Reneged-Hash %s: GET /reneged: HTTP %d",
+            hash, status);
+        free(list);
+        return 0;
+    }
+    for (p = list; p < list + len && (nl = memchr(p, '\n',
+             (size_t) (list + len - p))) != NULL; p = nl + 1)
+    {
+        *nl = '\0';
+        if (sk_cl_nums(p, &tid, NULL) != 0
+            || sk_client_trust_find(l->t, tid) == NULL)
+        {
+            continue;       /* not a timeline the client (still) trusts */
+        }
+        snprintf(url, sizeof(url), "%s/reneged/%" PRIu64, m->url, tid);
+        if (l->fetch(&ev, &evlen, &status, url, l->arg, &e) != 0) {
+            done = 0;
+            continue;
+        }
+        if (status != 200 || evlen < 9 || memchr(ev, '\n', evlen) == NULL) {
+            free(ev);
+            done = 0;
+            continue;
+        }
+        if (sk_client_evidence_verify(l->t, tid, ev, evlen, &e) != 0) {
+            sk_lookup_log(res, m->url, "reports timeline %" PRIu64 " as "
+                "reneged; %s: %s", tid, e.code == SK_ERR_UNAVAILABLE
+                ? "not checkable by a client, still trusted"
+                : "the evidence does not verify, still trusted", e.msg);
+        } else if (l->cache != NULL
+                   && sk_client_cache_put_reneged(l->cache, tid, ev, evlen,
+                          &e) != 0)
+        {
+            free(ev);
+            free(list);
+            return -1;
+        } else {
+            reason = ev + 8;                    /* "Reason: " */
+            *strchr(reason, '\n') = '\0';
+            sk_lookup_log(res, m->url, "timeline %" PRIu64 " reneged (the "
+                "client checked the evidence: %.160s): no longer trusted",
+                tid, reason);
+            sk_client_trust_distrust(l->t, tid);
+            n++;
+        }
+        free(ev);
+    }
+    free(list);
+    if (done) {
+        memcpy(st->reneged_hash, hash, 9);
+    }
+    return n;
+}
+
+
 /* Ask one mirror.  1: *v holds a verified, trusted answer; 0: nothing
  * usable (logged); -1: a local failure. */
 static int
@@ -121,7 +208,7 @@ sk_lookup_ask(sk_lookup_t *l, sk_client_result_t *res,
     char                     url[SK_CLIENT_URL_MAX + SK_NAME_MAX + 16];
     char                    *body;
     size_t                   len, i;
-    int                      status, rc;
+    int                      status, rc, r;
     sk_err_t                 e;
 
     snprintf(url, sizeof(url), "%s/query/%s", m->url, l->name);
@@ -137,6 +224,21 @@ sk_lookup_ask(sk_lookup_t *l, sk_client_result_t *res,
     }
     rc = sk_client_answer_verify(v, &info, body, len, l->name, 0, m->key,
         l->t, l->now, &e);
+    if (rc == 0 && strcmp(info.reneged_hash, st->reneged_hash) != 0) {
+        r = sk_lookup_reneged(l, res, m, st, info.reneged_hash);
+        if (r < 0) {
+            sk_client_view_free(v);
+            free(body);
+            return sk_err_set(err, SK_ERR_SYSTEM, "cache: renegation "
+                "evidence not written");
+        }
+        if (r > 0) {
+            /* Again without the timelines just distrusted. */
+            sk_client_view_free(v);
+            rc = sk_client_answer_verify(v, &info, body, len, l->name, 0,
+                m->key, l->t, l->now, &e);
+        }
+    }
     free(body);
     if (rc != 0) {
         if (e.code == SK_ERR_NOMEM) {
@@ -168,7 +270,7 @@ sk_lookup_ask(sk_lookup_t *l, sk_client_result_t *res,
         sk_client_view_free(v);
         return -1;
     }
-    if (l->have_cached && sk_lookup_merge(v, &l->cached, err) != 0) {
+    if (l->have_cached && sk_lookup_merge(v, &l->cached, l->t, err) != 0) {
         sk_client_view_free(v);
         return -1;
     }
@@ -324,9 +426,10 @@ sk_lookup_run(sk_client_result_t *res, const char *name,
     int64_t now, sk_err_t *err)
 {
     sk_lookup_t        l;
-    sk_client_view_t   best;
+    sk_client_view_t   best, kept;
     sk_client_fresh_t  bestf;
     sk_err_t           e;
+    size_t             nrg, ntl0;
     int                r;
 
     memset(res, 0, sizeof(*res));
@@ -335,7 +438,17 @@ sk_lookup_run(sk_client_result_t *res, const char *name,
     if (sk_name_check(name, strlen(name), err) != 0) {
         return -1;
     }
-    l.t = t;
+    /* A copy (sharing the keys) the timelines found reneged leave. */
+    l.t = malloc(sizeof(*l.t));
+    if (l.t == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "trust");
+    }
+    *l.t = *t;
+    t = l.t;
+    if (cache != NULL && sk_client_cache_reneged(cache, l.t, &nrg, &e) != 0)
+    {
+        sk_lookup_log(res, "cache", "%s", e.msg);
+    }
     l.cache = cache;
     l.fetch = fetch;
     l.arg = arg;
@@ -355,17 +468,19 @@ sk_lookup_run(sk_client_result_t *res, const char *name,
         res->view = l.cached;
         res->fresh = bestf;
         snprintf(res->source, sizeof(res->source), "cache");
+        free(l.t);
         return 0;
     }
     if (staple != NULL) {
         r = sk_lookup_staple(&l, res, err);
         if (r != 0) {
             sk_client_view_free(&l.cached);
+            free(l.t);
             return r > 0 ? 0 : -1;
         }
     }
     if (l.have_cached) {
-        if (sk_lookup_merge(&best, &l.cached, err) != 0) {
+        if (sk_lookup_merge(&best, &l.cached, l.t, err) != 0) {
             goto fail;
         }
         snprintf(best.name, sizeof(best.name), "%s", name);
@@ -373,9 +488,22 @@ sk_lookup_run(sk_client_result_t *res, const char *name,
     } else {
         snprintf(best.name, sizeof(best.name), "%s", name);
     }
+    ntl0 = l.t->ntl;
     r = sk_lookup_mirrors(&l, res, &best, &bestf, err);
     if (r < 0) {
         goto fail;
+    }
+    if (l.t->ntl != ntl0) {
+        /* Timelines found reneged meanwhile leave what was gathered. */
+        memset(&kept, 0, sizeof(kept));
+        snprintf(kept.name, sizeof(kept.name), "%s", name);
+        if (sk_lookup_merge(&kept, &best, l.t, err) != 0) {
+            sk_client_view_free(&kept);
+            goto fail;
+        }
+        sk_client_view_free(&best);
+        best = kept;
+        sk_client_fresh_eval(&bestf, t, &best, now);
     }
     if (r > 0) {
         res->outcome = SK_FRESH_ANSWER;
@@ -392,11 +520,13 @@ sk_lookup_run(sk_client_result_t *res, const char *name,
     res->view = best;
     res->fresh = bestf;
     sk_client_view_free(&l.cached);
+    free(l.t);
     return 0;
 
 fail:
     sk_client_view_free(&best);
     sk_client_view_free(&l.cached);
+    free(l.t);
     return -1;
 }
 
