@@ -167,5 +167,7 @@ tl_open(tl_timeline_t *tl, sk_err_t *err)
         return -1;
     }
     tl->db_ready = 1;
-    return tl_index_flush(tl, err);
+    /* Not fatal (a full disk, say): the index lags, and is retried. */
+    tl_index_maybe_flush(tl, 1);
+    return 0;
 }
