@@ -167,7 +167,11 @@ tl_open(tl_timeline_t *tl, sk_err_t *err)
         return -1;
     }
     tl->db_ready = 1;
-    /* Not fatal (a full disk, say): the index lags, and is retried. */
-    tl_index_maybe_flush(tl, 1);
+    /* The log is the truth and is whole: an index that cannot be written
+     * now (a full disk) only lags, and the next flush or start catches up. */
+    if (tl_index_flush(tl, err) != 0) {
+        tl_log("%s: flush: %s (the index lags; retried)", tl->db_dir,
+            err->msg);
+    }
     return 0;
 }

@@ -10,7 +10,7 @@
 #     short, or gone) is rebuilt from the log with a line saying why, and
 #     the daemon answers as before; --check names the damage, --repair
 #     rebuilds it;
-#  3. with SK_INDEX_N (default 20000) Binds: a restart with the index
+#  3. with SK_INDEX_N (default 10000) Binds: a restart with the index
 #     level with the log reads no entry, one after kill -9 reads only the
 #     tail; start time and peak RSS (VmHWM) next to a rebuild's.
 
@@ -29,7 +29,7 @@ plan skip_all => 'no openssl or curl' unless has_cmd('openssl') && has_cmd('curl
 
 my $BUILD = $ENV{BUILD} // 'build';
 my $CLIENT = "$FindBin::Bin/../../$BUILD/bench/tl_client";
-my $N = $ENV{SK_INDEX_N} // 20000;
+my $N = $ENV{SK_INDEX_N} // 10000;
 my ($CLIENTS, $PER_CLIENT, $KILLS) = (6, 24, 6);
 
 my $d = tmpdir();
