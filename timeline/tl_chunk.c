@@ -312,8 +312,6 @@ tl_chunk_tick(tl_timeline_t *tl, sk_err_t *err)
 
     pthread_mutex_lock(&tl->lock);
     durable = tl->durable;
-    /* A quiet timeline's index catches up here, not only every batch. */
-    tl_index_maybe_flush(tl, 1);
     pthread_mutex_unlock(&tl->lock);
     next = tl->published;
     while (next < durable) {

@@ -161,39 +161,97 @@ tl_store_restore(tl_timeline_t *tl, const char *text, size_t len,
  * write never acknowledged, since it lies past every entry signed-head
  * covers (tl_signed_verify checks that).  For --repair anything from the
  * first entry that does not read back on is such a tail, to be replaced. */
+/* The log is read in windows of this much (more for a bigger entry): a
+ * rebuild of a log of any size needs no more memory than that. */
+#define TL_STORE_WINDOW  (4u << 20)
+
+/* Read on into buf[len..cap) from the log offset at + len (the window's
+ * bytes start at offset at), growing a full buffer; *eof once the file's
+ * size at start is reached. */
+static int
+tl_store_fill(tl_timeline_t *tl, char **buf, size_t *cap, size_t *len,
+    off_t at, int *eof, sk_err_t *err)
+{
+    size_t   want, got = 0;
+    ssize_t  n;
+    char    *p;
+
+    if (*len == *cap) {
+        p = realloc(*buf, *cap != 0 ? *cap * 2 : TL_STORE_WINDOW);
+        if (p == NULL) {
+            return sk_err_set(err, SK_ERR_NOMEM, "%s: reading",
+                tl->log.path);
+        }
+        *buf = p;
+        *cap = *cap != 0 ? *cap * 2 : TL_STORE_WINDOW;
+    }
+    want = *cap - *len;
+    if ((uint64_t) (tl->log.size - at - (off_t) *len) < want) {
+        want = (size_t) (tl->log.size - at - (off_t) *len);
+    }
+    while (got < want) {
+        n = pread(tl->log.fd, *buf + *len + got, want - got,
+            at + (off_t) (*len + got));
+        if (n <= 0) {
+            return n < 0 ? sk_err_sys(err, "%s: read", tl->log.path)
+                         : sk_err_set(err, SK_ERR_FORMAT, "%s: shrank while "
+                               "read", tl->log.path);
+        }
+        got += (size_t) n;
+    }
+    *len += got;
+    *eof = at + (off_t) *len == tl->log.size;
+    return 0;
+}
+
+
 static int
 tl_store_replay(tl_timeline_t *tl, sk_err_t *err)
 {
     char    *buf = NULL;
-    size_t   len = 0, pos = 0, slen, from = (size_t) tl->end_off;
-    int      rc = 0;
+    size_t   len = 0, cap = 0, pos, slen = 0;
+    off_t    at = tl->end_off;      /* the log offset of buf[0] */
+    int      rc = 0, eof = tl->log.fd < 0 || at >= tl->log.size, done = 0;
 
-    if (tl->log.fd >= 0
-        && tl_file_read(&tl->log, tl->end_off, &buf, &len, err) != 0)
-    {
-        return -1;
+    if (tl->log.fd >= 0 && at > tl->log.size) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s: %jd bytes, shorter than "
+            "offset %jd", tl->log.path, (intmax_t) tl->log.size,
+            (intmax_t) at);
     }
-    while (pos < len) {
-        slen = tl_store_entry_len(buf + pos, len - pos);
-        if (slen == 0) {
-            tl_file_torn(&tl->log, (off_t) (from + pos), "truncating a torn "
-                "tail of %zu bytes at offset %zu (SN %" PRIu64 ")",
-                len - pos, from + pos, tl->size);
-            break;
-        }
-        if (tl_store_replay_one(tl, buf + pos, slen, pos + slen == len, err)
-            != 0)
+    while (!done && (!eof || len > 0)) {
+        if (!eof && tl_store_fill(tl, &buf, &cap, &len, at, &eof, err) != 0)
         {
-            sk_err_prefix(err, "%s: offset %zu (SN %" PRIu64 ")",
-                tl->log.path, from + pos, tl->size);
-            if (tl->mode == TL_REPAIR) {
-                tl_file_torn(&tl->log, (off_t) (from + pos), "%s", err->msg);
-            } else {
-                rc = -1;
-            }
+            rc = -1;
             break;
         }
-        pos += slen;
+        for (pos = 0; pos < len; pos += slen) {
+            slen = tl_store_entry_len(buf + pos, len - pos);
+            if (slen == 0) {
+                break;
+            }
+            if (tl_store_replay_one(tl, buf + pos, slen,
+                    eof && pos + slen == len, err) != 0)
+            {
+                sk_err_prefix(err, "%s: offset %jd (SN %" PRIu64 ")",
+                    tl->log.path, (intmax_t) (at + (off_t) pos), tl->size);
+                if (tl->mode == TL_REPAIR) {
+                    tl_file_torn(&tl->log, at + (off_t) pos, "%s", err->msg);
+                } else {
+                    rc = -1;
+                }
+                done = 1;
+                break;
+            }
+        }
+        if (!done && pos < len && eof) {
+            tl_file_torn(&tl->log, at + (off_t) pos, "truncating a torn "
+                "tail of %zu bytes at offset %jd (SN %" PRIu64 ")",
+                len - pos, (intmax_t) (at + (off_t) pos), tl->size);
+            done = 1;
+        }
+        memmove(buf, buf + pos, len - pos);
+        at += (off_t) pos;
+        len -= pos;
     }
     free(buf);
     tl->logged = tl->durable = tl->size;

@@ -10,7 +10,7 @@
 #     short, or gone) is rebuilt from the log with a line saying why, and
 #     the daemon answers as before; --check names the damage, --repair
 #     rebuilds it;
-#  3. with SK_INDEX_N (default 20000) Binds: a restart with the index
+#  3. with SK_INDEX_N (default 10000) Binds: a restart with the index
 #     level with the log reads no entry, one after kill -9 reads only the
 #     tail; start time and peak RSS (VmHWM) next to a rebuild's.
 
@@ -29,7 +29,7 @@ plan skip_all => 'no openssl or curl' unless has_cmd('openssl') && has_cmd('curl
 
 my $BUILD = $ENV{BUILD} // 'build';
 my $CLIENT = "$FindBin::Bin/../../$BUILD/bench/tl_client";
-my $N = $ENV{SK_INDEX_N} // 20000;
+my $N = $ENV{SK_INDEX_N} // 10000;
 my ($CLIENTS, $PER_CLIENT, $KILLS) = (6, 24, 6);
 
 my $d = tmpdir();
@@ -55,6 +55,10 @@ is(append($t, root_entry(cert => "$ca.crt", key => $op))->{code}, 201,
     'root added');
 my $bind0 = bind_entry(name => 'example.com', key => $sk, chain => [$crt]);
 is(append($t, $bind0)->{code}, 201, 'name bound');
+# A clean stop writes the index: the storm starts with one.
+stop_daemon($t->{pid});
+restart_timeline($t);
+ok($t->{up}, 'restarts');
 
 # ---- 1. kill -9 during a burst ----
 my @work = map {
@@ -296,7 +300,11 @@ SKIP: {
         . " %.2f s, %d kB after kill -9 (tail %s); %.2f s, %d kB rebuilding"
         . " it from the log; %.2f s, %d kB from the rebuilt index",
         $total, $s1, $h1, $s2, $h2, $tail // '?', $s3, $h3, $s4, $h4);
-    cmp_ok($s4, '<', $s3, 'a start from the index is faster than a rebuild');
+    SKIP: {
+        skip 'timing: too few entries to tell', 1 if $N < 10000;
+        cmp_ok($s4, '<', $s3, 'a start from the index is faster than a '
+            . 'rebuild');
+    }
 }
 
 unlike(slurp($t->{log}), qr/Sanitizer|runtime error/, 'no sanitizer reports');
