@@ -15,8 +15,10 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use SKTest;
 use SKTimeline;
+use SKMirror;
 
-plan skip_all => 'sk-timeline not built' unless -x $SKTimeline::TL;
+plan skip_all => 'sk-timeline or sk-mirror not built'
+    unless -x $SKTimeline::TL && -x $SKMirror::MR;
 plan skip_all => 'go is absent (apt-get install golang-go '
     . 'golang-golang-x-mod-dev; scripts/install-deps.sh does)'
     unless has_cmd('go');
@@ -206,6 +208,33 @@ checkpoint('cp6');
 like(slurp("$d/cp6"), qr{\Atl\.example/sk/7\n604\n.*\n\n\x{e2}\x{80}\x{94} tl\.example/sk/7 }s,
     '... the checkpoint names it, signed under it');
 tlogcheck('cp6', 'cp6', 'with a URL origin');
+
+# sk-mirror keeps its copy's tree in tiles too: the same tiles as the
+# timeline's; a damaged one is rebuilt from the copy at start.
+my $m = start_mirror("$d/m", [[7, $t->{url}, "$d/tl/timeline.pub",
+    'tl.example/sk/7']]);
+ok($m->{up}, 'sk-mirror listens') or diag(slurp($m->{log}));
+sub copied {
+    my $s = mirror_status($m) or return 0;
+    return $s->{timelines}[0]{entries} == 604
+        && $s->{timelines}[0]{checkpoint_size} == 604;
+}
+ok(wait_until(\&copied, 60), 'the mirror copies all 604 entries')
+    or diag(slurp($m->{log}));
+stop_daemon($m->{pid});
+my $mt = "$d/m/data/tl-7/tile";
+is(slurp("$mt/0/001"), slurp("$d/tl/tile/0/001"), "the mirror's tile 0/001 is the timeline's");
+ok(!-e "$mt/0/002", '... and no partial tile is on disk');
+flip("$mt/0/000");
+$mark = -s $m->{log};
+restart_mirror($m);
+ok($m->{up}, 'the mirror restarts with a damaged tile');
+like(substr(slurp($m->{log}), $mark),
+    qr{rebuilding \S+/tile from the entries to tell whether the tiles or the entries are damaged},
+    '... rebuilding its tiles from the copy');
+ok(wait_until(\&copied, 20), '... and serves the copy');
+is(slurp("$mt/0/000"), slurp("$d/tl/tile/0/000"), '... tile 0/000 mended');
+stop_daemon($m->{pid});
 
 stop_daemon($t->{pid});
 done_testing();
