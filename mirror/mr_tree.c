@@ -71,7 +71,7 @@ mr_tree_open(mr_tl_t *t, int rebuild, sk_err_t *err)
         return -1;
     }
     if (sk_merkle_tree_tiles_rebuilt(tree, &last) > 0) {
-        mr_log("%s; rebuilt it from the copy", last);
+        mr_log("%s", last);
     }
     sk_merkle_tree_free(t->tree);
     t->tree = tree;

@@ -61,6 +61,9 @@ tl_store_index(tl_timeline_t *tl, const char *buf, size_t len, size_t slen,
     {
         return -1;
     }
+    if (tl->tree != NULL) {
+        tl_tree_note(tl);
+    }
     tl->ts[tl->size] = ts;
     tl->off[tl->size + 1] = tl->off[tl->size] + (off_t) slen;
     tl->size++;

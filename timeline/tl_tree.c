@@ -94,8 +94,9 @@ tl_tree_open(tl_timeline_t *tl, sk_err_t *err)
     {
         return -1;
     }
-    if (sk_merkle_tree_tiles_rebuilt(tl->tree, &last) > 0) {
-        tl_log("%s; rebuilt it from the log", last);
+    tl->tiles_noted = sk_merkle_tree_tiles_rebuilt(tl->tree, &last);
+    if (tl->tiles_noted > 0) {
+        tl_log("%s", last);
     }
     if (tl->mode == TL_REPAIR || how == SK_TILES_REBUILD
         || tl_signed_verify(tl, err) == 0)
@@ -117,6 +118,20 @@ tl_tree_open(tl_timeline_t *tl, sk_err_t *err)
         return -1;
     }
     return 0;
+}
+
+
+void
+tl_tree_note(tl_timeline_t *tl)
+{
+    const char     *last;
+    unsigned long   n;
+
+    n = tl->tree != NULL ? sk_merkle_tree_tiles_rebuilt(tl->tree, &last) : 0;
+    if (n != tl->tiles_noted) {
+        tl->tiles_noted = n;
+        tl_log("%s", last);
+    }
 }
 
 
