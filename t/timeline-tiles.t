@@ -53,6 +53,7 @@ my $crt = issue($d, $ca, $sk, 'example.com', "$d/example");
 my $t = start_timeline("$d/tl", operator_key => "$d/operator.pub",
     chunk_interval => 3600);
 ok($t->{up}, 'sk-timeline listens') or BAIL_OUT(slurp($t->{log}));
+my $head0 = slurp("$d/tl/signed-head");     # tree size 0
 
 sub tl { return run_cmd([$SKTimeline::TL, @_, '-c', "$d/tl/tl.conf"]) }
 sub checkpoint {
@@ -166,6 +167,18 @@ like(substr(slurp($t->{log}), $mark), qr{tile/0/001: missing; rebuilt it from th
     '... rebuilt');
 ok(-s "$d/tl/tile/0/001" == 8192, '... on disk again');
 tlogcheck('cp1', 'cp4', 'after a missing tile');
+
+# Entries past signed-head (a crash between the log's sync and the head's
+# write; here the head of size 0 put back): the tiles are trusted only up
+# to the signed size, the rest hashed again, so a damaged tile there does
+# not get into the root signed next.
+stop_daemon($t->{pid});
+spew("$d/tl/signed-head", $head0);
+flip("$d/tl/tile/0/000");
+restart_timeline($t);
+ok($t->{up}, 'starts with entries past signed-head and a damaged tile');
+is(checkpoint('cp4b'), 603, '... signs them all again');
+tlogcheck('cp1', 'cp4b', '... with the right root');
 
 # --repair rebuilds every tile; --check then passes.
 stop_daemon($t->{pid});
