@@ -183,6 +183,11 @@ int mr_names_add(mr_mirror_t *m, const char *name, uint32_t tl, uint64_t sn)
 mr_name_t *mr_names_find(mr_mirror_t *m, const char *name);
 void mr_names_free(mr_mirror_t *m);
 
+/* mr_tree.c: t->tree over the t->size stored entries, from tl-<tid>/tile/
+ * (built from the copy if absent, or if rebuild), replacing the old one:
+ * at start, and to rewind a sync that ran ahead. */
+int mr_tree_open(mr_tl_t *t, int rebuild, sk_err_t *err) SK_WUR;
+
 /* mr_store.c: each timeline's copy under data_dir/tl-<tid>/. */
 /* Open (creating) the copy, check every entry, rebuild the tree and the
  * names; the log is cut back to what a stored signed head covers. */

@@ -260,7 +260,6 @@ static int
 mr_store_replay(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
     const char *buf, size_t len, sk_err_t *err)
 {
-    sk_merkle_hash_t   leaf;
     sk_entry_t        *e;
     size_t             pos = 0, used;
     int64_t            ts, last = 0;
@@ -300,19 +299,28 @@ mr_store_replay(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
         if (rc != 0) {
             return sk_err_prefix(err, "entries: SN %" PRIu64, sn);
         }
-        if (sk_merkle_leaf_hash(leaf, buf + pos, used, err) != 0
-            || sk_merkle_tree_append(t->tree, leaf, err) != 0)
-        {
-            return -1;
-        }
         last = ts;
         t->ts[sn] = ts;
         pos += used;
         t->off[sn + 1] = (off_t) pos;
     }
     t->size = want;
+    /* The tree from the tiles; one that disagrees with the heads is
+     * rebuilt from the entries before the entries are blamed. */
+    if (mr_tree_open(t, 0, err) != 0) {
+        return -1;
+    }
     if (mr_store_check_root(t, t->cpv.size, t->cpv.root, "checkpoint", err)
-        != 0
+        == 0
+        && mr_store_check_root(t, tfm->tree_size, tfm->root, "tfm", err) == 0)
+    {
+        return 0;
+    }
+    mr_log("%s: %s; rebuilding %s/tile from the entries to tell whether the "
+        "tiles or the entries are damaged", t->dir, err->msg, t->dir);
+    if (mr_tree_open(t, 1, err) != 0
+        || mr_store_check_root(t, t->cpv.size, t->cpv.root, "checkpoint", err)
+           != 0
         || mr_store_check_root(t, tfm->tree_size, tfm->root, "tfm", err) != 0)
     {
         return -1;
@@ -378,8 +386,7 @@ mr_store_open(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err)
     if (mkdir(t->dir, 0755) != 0 && errno != EEXIST) {
         return sk_err_sys(err, "%s: mkdir", t->dir);
     }
-    if (sk_merkle_tree_new(&t->tree, err) != 0
-        || mr_store_load_heads(t, &tfm, err) != 0
+    if (mr_store_load_heads(t, &tfm, err) != 0
         || mr_store_open_log(m, t, &tfm, err) != 0)
     {
         return -1;

@@ -269,30 +269,15 @@ mr_sync_check_head(mr_sync_t *s, const char *type, const char *head,
 static void
 mr_sync_rewind(mr_sync_t *s)
 {
-    sk_merkle_tree_t  *nt;
     mr_tl_t           *t = s->t;
-    uint64_t           i;
     sk_err_t           err;
 
+    /* The tiles past the stored size are ignored, then written anew. */
     pthread_mutex_lock(&s->m->lock);
     if (sk_merkle_tree_size(t->tree) != t->size
-        && sk_merkle_tree_new(&nt, &err) == 0)
+        && mr_tree_open(t, 0, &err) != 0)
     {
-        for (i = 0; i < t->size; i++) {
-            if (sk_merkle_tree_append(nt, sk_merkle_tree_leaf(t->tree, i),
-                    &err) != 0)
-            {
-                break;
-            }
-        }
-        if (i == t->size) {
-            sk_merkle_tree_free(t->tree);
-            t->tree = nt;
-        } else {
-            sk_merkle_tree_free(nt);
-            mr_log("timeline %" PRIu64 ": rewind: %s", t->conf->tid,
-                err.msg);
-        }
+        mr_log("timeline %" PRIu64 ": rewind: %s", t->conf->tid, err.msg);
     }
     mr_roots_rewind(t, t->size);
     pthread_mutex_unlock(&s->m->lock);

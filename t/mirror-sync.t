@@ -180,6 +180,7 @@ restart_mirror($m);
 ok($m->{up}, 'mirror restarts');
 like(slurp($m->{log}), qr/timeline 7: 4 entries, checkpoint of 4/,
     'the copy of timeline 7 read back');
+ok(-d "$d/m/data/tl-7/tile", '... its tree kept in tl-7/tile/');
 ok(wait_until(sub { sns(answer('example.com')->{a}, 8) eq '1,3' }, 10),
     'same answers after the restart');
 

@@ -280,6 +280,7 @@ struct tl_timeline_s {
                                        flush writes logstat anew */
     uint64_t          flushes;      /* commits so far (tests, logs) */
     sk_merkle_tree_t *tree;
+    unsigned long     tiles_noted;  /* tree's rebuilt/unwritten tiles logged */
     int64_t           last_ts;      /* newest stamp */
 
     tl_name_t       **names;        /* the working set: open addressing,
@@ -368,6 +369,9 @@ int tl_tree_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 struct MHD_Connection;
 enum MHD_Result tl_tiles_get(struct MHD_Connection *c, tl_timeline_t *tl,
     const char *path);
+/* tl_tree.c: with tl->lock held, log a tile the tree rebuilt or could
+ * not write since the last call. */
+void tl_tree_note(tl_timeline_t *tl);
 /* tl_tree.c: --check: every full tile equals what the log gives. */
 int tl_tree_check(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 void tl_store_close(tl_timeline_t *tl);

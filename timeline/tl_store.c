@@ -40,6 +40,9 @@ tl_store_index(tl_timeline_t *tl, const char *buf, size_t len, size_t slen,
         }
         return -1;
     }
+    if (tl->tree != NULL) {
+        tl_tree_note(tl);
+    }
     tl->end_off += (off_t) slen;
     tl->size++;
     tl->last_ts = ts;

@@ -98,6 +98,7 @@ tl_tiles_get(struct MHD_Connection *c, tl_timeline_t *tl, const char *path)
         rc = out == NULL ? sk_err_set(&err, SK_ERR_NOMEM, "tile")
             : sk_merkle_tree_tile((unsigned char *) out, &len, tl->tree,
                   (unsigned) level, n, width, durable, &err);
+        tl_tree_note(tl);
         pthread_mutex_unlock(&tl->lock);
         if (rc != 0 && err.code == SK_ERR_NOT_FOUND) {
             free(out);

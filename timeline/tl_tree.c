@@ -68,6 +68,25 @@ tl_tree_memory(tl_timeline_t *tl, sk_merkle_tree_t **t, sk_err_t *err)
 }
 
 
+/* The entries past base (written, never signed: after a crash) hashed
+ * again from the log and appended, rewriting the tiles they fill. */
+static int
+tl_tree_extend(tl_timeline_t *tl, uint64_t base, sk_err_t *err)
+{
+    sk_merkle_hash_t  leaf;
+    uint64_t          sn;
+
+    for (sn = base; sn < tl->size; sn++) {
+        if (tl_tree_leaf(leaf, sn, tl, err) != 0
+            || sk_merkle_tree_append(tl->tree, leaf, err) != 0)
+        {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
 int
 tl_tree_open(tl_timeline_t *tl, sk_err_t *err)
 {
@@ -75,6 +94,7 @@ tl_tree_open(tl_timeline_t *tl, sk_err_t *err)
     struct stat     st;
     sk_tiles_how_t  how;
     const char     *last;
+    uint64_t        base;
 
     if (tl->mode == TL_CHECK) {
         /* Read only: the whole log hashed, as --check always did; the
@@ -89,34 +109,55 @@ tl_tree_open(tl_timeline_t *tl, sk_err_t *err)
         tl_log("%s: no tiles yet: building them from %" PRIu64 " entries",
             dir, tl->size);
     }
-    if (sk_merkle_tree_open_tiles(&tl->tree, dir, tl->size, how,
-            tl_tree_leaf, tl, err) != 0)
+    /* Only a tree signed-head covers is checked against its root; so the
+     * tiles are trusted up to its size only, and what lies past it is
+     * hashed again: no unchecked tile enters a root signed next. */
+    base = tl->mode == TL_RUN && tl->signed_have
+           && tl->signed_size < tl->size ? tl->signed_size : tl->size;
+    if (sk_merkle_tree_open_tiles(&tl->tree, dir, base, how, tl_tree_leaf,
+            tl, err) != 0)
     {
         return -1;
     }
-    if (sk_merkle_tree_tiles_rebuilt(tl->tree, &last) > 0) {
-        tl_log("%s; rebuilt it from the log", last);
+    tl->tiles_noted = sk_merkle_tree_tiles_rebuilt(tl->tree, &last);
+    if (tl->tiles_noted > 0) {
+        tl_log("%s", last);
     }
     if (tl->mode == TL_REPAIR || how == SK_TILES_REBUILD
         || tl_signed_verify(tl, err) == 0)
     {
-        return 0;
+        return tl_tree_extend(tl, base, err);
     }
     if (tl->size < tl->signed_size) {
         return -1;      /* the log is short: no tile explains that */
     }
     /* The tiles or the log?  Tiles rebuilt from the log tell: if the
-     * root is still not the signed one, the log changed. */
+     * root is still not the signed one, the log changed (tl_store_open
+     * checks again and refuses). */
     tl_log("%s; rebuilding %s from the log to tell whether the tiles or "
         "the log are damaged", err->msg, dir);
     sk_merkle_tree_free(tl->tree);
-    if (sk_merkle_tree_open_tiles(&tl->tree, dir, tl->size,
-            SK_TILES_REBUILD, tl_tree_leaf, tl, err) != 0)
+    if (sk_merkle_tree_open_tiles(&tl->tree, dir, base, SK_TILES_REBUILD,
+            tl_tree_leaf, tl, err) != 0)
     {
         tl->tree = NULL;
         return -1;
     }
-    return 0;
+    return tl_tree_extend(tl, base, err);
+}
+
+
+void
+tl_tree_note(tl_timeline_t *tl)
+{
+    const char     *last;
+    unsigned long   n;
+
+    n = tl->tree != NULL ? sk_merkle_tree_tiles_rebuilt(tl->tree, &last) : 0;
+    if (n != tl->tiles_noted) {
+        tl->tiles_noted = n;
+        tl_log("%s", last);
+    }
 }
 
 

@@ -44,7 +44,8 @@ struct sk_merkle_tiles_s {
      * their number is (size >> 8L) % 256. */
     unsigned char      edge[SK_TILE_LEVELS][SK_TILE_BYTES];
     sk_tiles_slot_t    cache[SK_TILES_CACHE];
-    unsigned long      rebuilt;     /* tiles found bad and rebuilt */
+    unsigned long      rebuilt;     /* tiles found bad and rebuilt, or
+                                       not written */
     char               note[SK_ERR_MSG_MAX];    /* the last one */
 };
 
@@ -158,7 +159,7 @@ sk_tiles_read(unsigned char *out, const sk_merkle_tiles_t *tt,
     sk_tiles_file(path, sizeof(path), tt, level, n);
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
-        if (errno == ENOENT) {
+        if (errno == ENOENT || errno == ENOTDIR) {
             snprintf(why, whylen, "%s: missing", path);
             return 1;
         }
@@ -217,6 +218,28 @@ sk_tiles_put(sk_merkle_tiles_t *tt, unsigned level, uint64_t n,
     }
     return tt->how == SK_TILES_REBUILD ? sk_tiles_write_fast(path, bytes, err)
         : sk_file_write_atomic(path, bytes, SK_TILE_BYTES, 0644, err);
+}
+
+
+/* A tile the tree holds goes to disk; a failed write (a full disk) is
+ * noted, not an error: the tree goes on, and the tile, missing or cut, is
+ * rebuilt from the leaves and checked against its parent when next read.
+ * Only CHECK's comparison fails the call. */
+static int
+sk_tiles_store(sk_merkle_tiles_t *tt, unsigned level, uint64_t n,
+    const unsigned char *bytes, sk_err_t *err)
+{
+    sk_err_t  why;
+    char      note[SK_ERR_MSG_MAX + 64];
+
+    if (tt->how == SK_TILES_CHECK) {
+        return sk_tiles_put(tt, level, n, bytes, err);
+    }
+    if (sk_tiles_put(tt, level, n, bytes, &why) != 0) {
+        snprintf(note, sizeof(note), "%.200s (rebuilt when read)", why.msg);
+        sk_tiles_note(tt, note);
+    }
+    return 0;
 }
 
 
@@ -327,6 +350,7 @@ sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
         if (tt->how == SK_TILES_CHECK) {
             return sk_err_set(err, SK_ERR_FORMAT, "%s", why);
         }
+        strcat(why, "; rebuilt it from the log");
         sk_tiles_note(tt, why);
         if (sk_tiles_build(tile, tt, level, n, err) != 0) {
             return -1;
@@ -338,7 +362,7 @@ sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
                 "log, it still does not hash to its parent: the log and the "
                 "tree disagree", why);
         }
-        if (sk_tiles_put(tt, level, n, tile, err) != 0) {
+        if (sk_tiles_store(tt, level, n, tile, err) != 0) {
             return -1;
         }
     }
@@ -391,7 +415,7 @@ sk_merkle_tiles_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
         }
         memcpy(tt->edge[level] + (size_t) w * SK_MERKLE_HASH_BYTES, h,
             sizeof(h));
-        if (sk_tiles_put(tt, level, count / SK_TILE_WIDTH - 1,
+        if (sk_tiles_store(tt, level, count / SK_TILE_WIDTH - 1,
                 tt->edge[level], err) != 0)
         {
             return -1;
@@ -463,9 +487,10 @@ sk_tiles_edge(sk_merkle_tree_t *t, uint64_t size, sk_err_t *err)
                 if (tt->how == SK_TILES_CHECK) {
                     return sk_err_set(err, SK_ERR_FORMAT, "%s", why);
                 }
+                strcat(why, "; rebuilt it from the log");
                 sk_tiles_note(tt, why);
                 if (sk_tiles_build(tile, tt, level - 1, i, err) != 0
-                    || sk_tiles_put(tt, level - 1, i, tile, err) != 0)
+                    || sk_tiles_store(tt, level - 1, i, tile, err) != 0)
                 {
                     return -1;
                 }

@@ -279,6 +279,53 @@ test_tiles_damage(void **state)
 }
 
 
+/* Tiles that cannot be written (here "0" is a file, not a directory):
+ * appends go on, each unwritten tile is noted, and a read rebuilds it
+ * from the leaves and checks it against its parent. */
+static void
+test_tiles_unwritable(void **state)
+{
+    sk_merkle_tree_t  *t, *m;
+    sk_merkle_hash_t   h;
+    sk_merkle_proof_t  pa, pb;
+    sk_err_t           err;
+    const char        *last;
+    char              *dir = tu_tmpdir(), *td = tu_path(dir, "tile"), *zero;
+    uint64_t           i;
+    FILE              *f;
+
+    (void) state;
+    leaf_variant = 0;
+    assert_int_equal(mkdir(td, 0755), 0);
+    zero = tu_path(td, "0");
+    f = fopen(zero, "w");
+    assert_non_null(f);
+    fclose(f);
+    m = mem_tree(600);
+    assert_int_equal(sk_merkle_tree_open_tiles(&t, td, 0, SK_TILES_OPEN,
+        leaf_of, NULL, &err), 0);
+    for (i = 0; i < 600; i++) {
+        assert_int_equal(leaf_of(h, i, NULL, &err), 0);
+        assert_int_equal(sk_merkle_tree_append(t, h, &err), 0);
+    }
+    assert_int_equal(sk_merkle_tree_tiles_rebuilt(t, &last), 2);
+    assert_non_null(strstr(last, "0/001"));
+    assert_non_null(strstr(last, "(rebuilt when read)"));
+    leaf_calls = 0;
+    assert_int_equal(sk_merkle_tree_inclusion(&pa, t, 10, 600, &err), 0);
+    assert_int_equal(sk_merkle_tree_inclusion(&pb, m, 10, 600, &err), 0);
+    assert_int_equal(pa.len, pb.len);
+    assert_memory_equal(pa.hash, pb.hash, pa.len * 32);
+    assert_int_equal(leaf_calls, 256);
+    same_trees(t, m, 600);
+    sk_merkle_tree_free(t);
+    sk_merkle_tree_free(m);
+    free(zero);
+    free(td);
+    tu_rmtree(dir);
+}
+
+
 static void
 test_tile_paths(void **state)
 {
@@ -334,6 +381,7 @@ main(void)
         cmocka_unit_test(test_tile_paths),
         cmocka_unit_test(test_tiles_append_and_reopen),
         cmocka_unit_test(test_tiles_damage),
+        cmocka_unit_test(test_tiles_unwritable),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -108,7 +108,8 @@ typedef enum {
 /* A tree of size leaves whose tiles live under dir (created if missing,
  * but for SK_TILES_CHECK).  Tiles at or past size are ignored and written
  * anew as the tree grows; a full tile is written (temp file, fsync,
- * rename) when it fills, partial tiles are never written: reopening
+ * rename) when it fills (a failed write is only noted, see
+ * sk_merkle_tree_tiles_rebuilt), partial tiles are never written: reopening
  * recomputes the right edge, at most 255 hashes a level, from leaf() and
  * the full tiles.  A full tile found missing or damaged when read is
  * rebuilt from leaf() and must then hash to its parent, or the call fails
@@ -119,8 +120,10 @@ int sk_merkle_tree_open_tiles(sk_merkle_tree_t **t, const char *dir,
     uint64_t size, sk_tiles_how_t how, sk_merkle_leaf_fn leaf, void *arg,
     sk_err_t *err) SK_WUR;
 
-/* Tiles found missing or damaged and rebuilt since the tree was opened;
- * *last names the last one ("" if none or not a tiled tree). */
+/* Tiles found missing or damaged and rebuilt, or that could not be
+ * written (a full disk: the tree goes on, and rebuilds such a tile from
+ * leaf() when it reads it), since the tree was opened; *last names the
+ * last one ("" if none or not a tiled tree).  A caller logs when it grows. */
 unsigned long sk_merkle_tree_tiles_rebuilt(const sk_merkle_tree_t *t,
     const char **last);
 
