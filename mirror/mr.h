@@ -19,6 +19,7 @@
 
 #include <sk/httpd.h>
 #include <sk/sk.h>
+#include <sk/strtab.h>
 #include <sk/tfm.h>
 
 #define MR_PROG           "sk-mirror"
@@ -247,8 +248,7 @@ typedef struct {
 
 /* Names touched by entries accepted this round, not yet stored. */
 typedef struct {
-    mr_pstate_t  *slot;         /* open addressing, power-of-2 slots */
-    size_t        n, nslots;
+    sk_strtab_t   t;            /* of mr_pstate_t */
 } mr_pending_t;
 
 int mr_pending_note(mr_pending_t *p, const sk_entry_t *e, sk_err_t *err)

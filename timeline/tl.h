@@ -21,6 +21,7 @@
 #include <openssl/x509.h>
 #include <sk/httpd.h>
 #include <sk/sk.h>
+#include <sk/strtab.h>
 
 #define TL_PROG        "sk-timeline"
 #define TL_LOG_FILE    "entries.log"
@@ -246,8 +247,7 @@ struct tl_timeline_s {
     sk_merkle_tree_t *tree;
     int64_t           last_ts;      /* newest stamp */
 
-    tl_name_t        *names;        /* open addressing, nslots a power of 2 */
-    size_t            nnames, nslots;
+    sk_strtab_t       names;        /* of tl_name_t, by name */
     tl_root_t        *roots;
     size_t            nroots;
     X509_STORE       *store;        /* the roots, rebuilt when they change;

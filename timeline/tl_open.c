@@ -24,6 +24,7 @@ tl_init(tl_timeline_t *tl, tl_mode_t mode)
 
     memset(tl, 0, sizeof(*tl));
     tl->mode = mode;
+    sk_strtab_init(&tl->names, sizeof(tl_name_t));
     tl->dir_fd = tl->signed_fd = -1;
     tl->log.fd = tl->calog_file.fd = tl->inc.fd = -1;
     pthread_mutex_init(&tl->lock, NULL);

@@ -11,62 +11,10 @@
 #include "tl.h"
 
 
-static uint64_t
-tl_state_hash(const char *s)
-{
-    uint64_t  h = 14695981039346656037ull;      /* FNV-1a */
-
-    while (*s != '\0') {
-        h = (h ^ (unsigned char) *s++) * 1099511628211ull;
-    }
-    return h;
-}
-
-
-static tl_name_t *
-tl_state_slot(tl_name_t *slots, size_t nslots, const char *name)
-{
-    size_t  i = (size_t) tl_state_hash(name) & (nslots - 1);
-
-    while (slots[i].name != NULL && strcmp(slots[i].name, name) != 0) {
-        i = (i + 1) & (nslots - 1);
-    }
-    return &slots[i];
-}
-
-
 tl_name_t *
 tl_state_name(tl_timeline_t *tl, const char *name)
 {
-    tl_name_t  *n;
-
-    if (tl->nslots == 0) {
-        return NULL;
-    }
-    n = tl_state_slot(tl->names, tl->nslots, name);
-    return n->name != NULL ? n : NULL;
-}
-
-
-static int
-tl_state_grow(tl_timeline_t *tl, sk_err_t *err)
-{
-    tl_name_t  *slots;
-    size_t      n = tl->nslots != 0 ? tl->nslots * 2 : 1024, i;
-
-    slots = calloc(n, sizeof(*slots));
-    if (slots == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "name table");
-    }
-    for (i = 0; i < tl->nslots; i++) {
-        if (tl->names[i].name != NULL) {
-            *tl_state_slot(slots, n, tl->names[i].name) = tl->names[i];
-        }
-    }
-    free(tl->names);
-    tl->names = slots;
-    tl->nslots = n;
-    return 0;
+    return sk_strtab_find(&tl->names, name);
 }
 
 
@@ -91,16 +39,11 @@ tl_state_bind(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
 {
     const char  *name = sk_entry_name(e);
     tl_name_t   *n;
+    int          made;
 
-    if (2 * (tl->nnames + 1) > tl->nslots && tl_state_grow(tl, err) != 0) {
+    n = sk_strtab_add(&tl->names, name, &made, "name table", err);
+    if (n == NULL) {
         return -1;
-    }
-    n = tl_state_slot(tl->names, tl->nslots, name);
-    if (n->name == NULL) {
-        if (tl_state_strset(&n->name, name, err) != 0) {
-            return -1;
-        }
-        tl->nnames++;
     }
     if (tl_state_strset(&n->key, sk_entry_get(e, "Key"), err) != 0
         || tl_state_strset(&n->rebinders, sk_entry_get(e, "Rebinder-Names"),
@@ -341,15 +284,16 @@ tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
 void
 tl_state_free(tl_timeline_t *tl)
 {
-    size_t  i;
+    tl_name_t  *n;
+    size_t      i;
 
-    for (i = 0; i < tl->nslots; i++) {
-        free(tl->names[i].name);
-        free(tl->names[i].key);
-        free(tl->names[i].rebinders);
-        free(tl->names[i].seen);
+    for (i = 0; i < tl->names.nslots; i++) {
+        n = sk_strtab_at(&tl->names, i);
+        free(n->key);
+        free(n->rebinders);
+        free(n->seen);
     }
-    free(tl->names);
+    sk_strtab_free(&tl->names);
     for (i = 0; i < tl->nroots; i++) {
         X509_free(tl->roots[i].cert);
     }
