@@ -50,6 +50,7 @@ typedef struct {
     uint64_t     chunk_text_max;    /* bytes of a chunk once unpacked */
     uint64_t     tail_max;          /* unpublished entries fetched one by one */
     uint64_t     query_cache;       /* seconds an answer is reused; 0 off */
+    uint64_t     query_cache_size;  /* bytes of answers kept in memory */
     uint64_t     threads;           /* HTTP polling threads */
     sk_httpd_limits_t  http;        /* connections, timeouts */
     char        *answer_cache;      /* redis://...|unix:...; NULL: memory */
@@ -128,12 +129,31 @@ typedef struct {
     char      *name;
     mr_ref_t  *refs;
     size_t     nrefs, cap;
-    char      *ans;             /* cached answer, or NULL */
-    size_t     anslen;
-    int64_t    ans_at;          /* when it was built */
-    int64_t    ans_since;       /* its since */
-    uint64_t   ans_gen;         /* mr_mirror_t.gen when built */
 } mr_name_t;
+
+/* mr_lru.c: answers in memory, least recently used out first. */
+typedef struct mr_ans_s mr_ans_t;
+typedef struct {
+    mr_ans_t  **bucket;
+    size_t      nbuckets;
+    mr_ans_t   *head, *tail;    /* newest use first */
+    size_t      n;              /* answers held */
+    uint64_t    bytes, max;     /* their cost; query_cache_size */
+    uint64_t    hits, absent_hits, evictions;
+} mr_lru_t;
+
+void mr_lru_init(mr_lru_t *c, uint64_t max);
+/* 0 and a copy of the answer for name built for since at gen no earlier
+ * than min_at; -1 if none (a stale one is dropped). */
+int mr_lru_get(mr_lru_t *c, const char *name, int64_t since, uint64_t gen,
+    int64_t min_at, char **out, size_t *len);
+/* Keep an answer (absent: the name had no entries); the least recently
+ * used go while the cost passes the limit. */
+void mr_lru_put(mr_lru_t *c, const char *name, int64_t since, uint64_t gen,
+    int64_t at, int absent, const char *ans, size_t len);
+/* A new entry for name: its answer goes, absent or not. */
+void mr_lru_drop(mr_lru_t *c, const char *name);
+void mr_lru_free(mr_lru_t *c);
 
 typedef struct {
     mr_conf_t          conf;
@@ -151,6 +171,7 @@ typedef struct {
     mr_name_t         *names;       /* open addressing, power-of-2 slots */
     size_t             nnames, nslots;
     uint64_t           cache_hits, cache_misses;
+    mr_lru_t           answers;     /* without answer_cache */
     pthread_mutex_t    rlock;       /* rcache, rpause */
     sk_cache_t        *rcache;      /* shared answer cache, or NULL */
     uint64_t           rpause;      /* seconds Redis is left alone after
@@ -176,7 +197,7 @@ int mr_buf_finish(mr_buf_t *b, char **out, size_t *len, sk_err_t *err)
     SK_WUR;
 
 /* mr_names.c, under the lock: the name index and its answer cache. */
-/* Index an entry's name; drops the name's cached answer. */
+/* Index an entry's name; drops the name's cached answer (mr_lru_drop). */
 int mr_names_add(mr_mirror_t *m, const char *name, uint32_t tl, uint64_t sn)
     SK_WUR;
 mr_name_t *mr_names_find(mr_mirror_t *m, const char *name);

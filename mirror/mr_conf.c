@@ -42,6 +42,7 @@ static const sk_conf_def_t  mr_confdefs[] = {
     MR_U("chunk_text_max", chunk_text_max, "268435456"),
     MR_U("tail_max", tail_max, "1000"),
     MR_U("query_cache", query_cache, "1800"),
+    MR_U("query_cache_size", query_cache_size, "67108864"),
     MR_U("threads", threads, "4"),
     MR_U("connections", http.connections, "4096"),
     MR_U("connections_per_ip", http.per_ip, "64"),

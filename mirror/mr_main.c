@@ -162,12 +162,14 @@ main(int argc, char **argv)
         mr_log("%s: only %zu timeline configured: answers need two", conf,
             m.conf.ntl);
     }
+    mr_lru_init(&m.answers, m.conf.query_cache_size);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     rc = mr_main_run(&m);
     for (i = 0; i < m.ntl; i++) {
         mr_store_close(&m.tl[i]);
     }
     mr_names_free(&m);
+    mr_lru_free(&m.answers);
     mr_cache_close(&m);
     sk_key_free(m.key);
     mr_conf_free(&m.conf);

@@ -83,9 +83,9 @@ mr_names_add(mr_mirror_t *m, const char *name, uint32_t tl, uint64_t sn)
     }
     s->refs[s->nrefs].tl = tl;
     s->refs[s->nrefs++].sn = sn;
-    /* A new entry for the name (an Unbind above all) voids its answer. */
-    free(s->ans);
-    s->ans = NULL;
+    /* A new entry for the name (an Unbind above all) voids its answer,
+     * also one that said the name had no entries. */
+    mr_lru_drop(&m->answers, name);
     return 0;
 }
 
@@ -111,7 +111,6 @@ mr_names_free(mr_mirror_t *m)
     for (i = 0; i < m->nslots; i++) {
         free(m->names[i].name);
         free(m->names[i].refs);
-        free(m->names[i].ans);
     }
     free(m->names);
     m->names = NULL;

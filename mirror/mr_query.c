@@ -4,10 +4,11 @@
  * change both together.
  *
  * An answer is built under the mirror's lock (entry texts, proofs and
- * checkpoints of one moment) and signed outside it.  It is cached on the
- * name for query_cache seconds; a new entry for the name drops it at once
- * (mr_names_add), and so does any change in which timelines are servable
- * (mr_mirror_t.gen).  With answer_cache, answers for since=0 live in
+ * checkpoints of one moment) and signed outside it.  It is cached in
+ * memory (mr_lru.c, at most query_cache_size bytes, the answers for
+ * absent names too) for query_cache seconds; a new entry for the name
+ * drops it at once (mr_names_add), and so does any change in which
+ * timelines are servable (mr_mirror_t.gen).  With answer_cache, answers for since=0 live in
  * Redis instead (mr_cache.c), shared by front-ends with the same key.
  */
 #include <inttypes.h>
@@ -131,21 +132,6 @@ mr_query_sign(mr_mirror_t *m, mr_buf_t *b, sk_err_t *err)
 }
 
 
-static int
-mr_query_copy(char **out, size_t *len, const char *p, size_t n,
-    sk_err_t *err)
-{
-    *out = malloc(n + 1);
-    if (*out == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "answer");
-    }
-    memcpy(*out, p, n);
-    (*out)[n] = '\0';
-    *len = n;
-    return 0;
-}
-
-
 /* Under the lock: the servable TIDs, "7,9" (ascending). */
 static void
 mr_query_servable(const mr_mirror_t *m, char *out, size_t cap)
@@ -188,16 +174,15 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
             "are servable (Idle or Syncing); answers need 2", servable,
             m->ntl);
     }
-    n = mr_names_find(m, name);
-    if (m->rcache == NULL && n != NULL && n->ans != NULL
-        && n->ans_since == since && n->ans_gen == m->gen
-        && now - n->ans_at < (int64_t) m->conf.query_cache)
+    if (m->rcache == NULL && m->conf.query_cache > 0
+        && mr_lru_get(&m->answers, name, since, m->gen,
+               now - (int64_t) m->conf.query_cache + 1, out, len) == 0)
     {
         m->cache_hits++;
-        rc = mr_query_copy(out, len, n->ans, n->anslen, err);
         pthread_mutex_unlock(&m->lock);
-        return rc;
+        return 0;
     }
+    n = mr_names_find(m, name);
     mr_query_servable(m, fp, sizeof(fp));
     nrefs = n != NULL ? n->nrefs : 0;
     pthread_mutex_unlock(&m->lock);
@@ -230,14 +215,9 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     /* Not if an entry for the name (or a state change) came in meanwhile:
      * the sync thread drops the shared copy only after its commit. */
     fresh = (n != NULL ? n->nrefs : 0) == nrefs && m->gen == gen;
-    if (fresh && !shared && n != NULL) {
-        free(n->ans);
-        n->ans = NULL;
-        if (mr_query_copy(&n->ans, &n->anslen, *out, *len, NULL) == 0) {
-            n->ans_at = now;
-            n->ans_since = since;
-            n->ans_gen = gen;
-        }
+    if (fresh && !shared) {
+        mr_lru_put(&m->answers, name, since, gen, now, nrefs == 0, *out,
+            *len);
     }
     pthread_mutex_unlock(&m->lock);
     /* Redis outside the lock: a slow one must not hold up the mirror. */
@@ -265,9 +245,12 @@ mr_query_status(mr_mirror_t *m, char **out, size_t *len, sk_err_t *err)
     free(list);
     mr_buf_printf(&b, "{\"mirror\":\"%s\",\"reneged_hash\":\"%s\","
         "\"servable\":%zu,\"serving\":%s,\"cache\":{\"hits\":%" PRIu64
-        ",\"misses\":%" PRIu64 "},\"timelines\":[", fp, hash,
-        mr_sync_servable(m), mr_sync_servable(m) >= 2 ? "true" : "false",
-        m->cache_hits, m->cache_misses);
+        ",\"misses\":%" PRIu64 ",\"absent_hits\":%" PRIu64 ",\"answers\":%zu"
+        ",\"bytes\":%" PRIu64 ",\"limit\":%" PRIu64 ",\"evictions\":%"
+        PRIu64 "},\"timelines\":[", fp, hash, mr_sync_servable(m),
+        mr_sync_servable(m) >= 2 ? "true" : "false", m->cache_hits,
+        m->cache_misses, m->answers.absent_hits, m->answers.n,
+        m->answers.bytes, m->answers.max, m->answers.evictions);
     for (i = 0; i < m->ntl; i++) {
         t = &m->tl[m->order[i]];
         mr_buf_printf(&b, "%s{\"tid\":%" PRIu64 ",\"url\":", i ? "," : "",
