@@ -3,12 +3,13 @@
 # Idempotent and non-interactive: safe to run on every invocation.
 # dpkg-dev, debhelper, fakeroot, lintian: make deb / make test-packages
 # build and lint the Debian packages; systemd: systemd-analyze checks the
-# units (PID 1 need not be systemd).
+# units (PID 1 need not be systemd).  liblmdb-dev: the daemons' on-disk
+# indexes (common/src/db.c).
 set -eu
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
 libssl-dev openssl libcmocka-dev libhiredis-dev libmilter-dev
-libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev
+libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev liblmdb-dev
 nginx nginx-dev redis-server tor postfix miltertest swaks
 gnutls-bin libgnutls28-dev curl python3 perl libio-socket-ssl-perl libtest-simple-perl
 valgrind groff-base

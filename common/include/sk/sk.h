@@ -24,6 +24,7 @@
 #include "carrier.h"
 #include "onion.h"
 #include "cache.h"
+#include "db.h"
 #include "merkle.h"
 #include "client.h"
 #include "route.h"
