@@ -85,27 +85,27 @@ static int
 mr_check_stored(mr_mirror_t *m, mr_tl_t *t, const char *name, uint64_t sn,
     mr_pstate_t *st, sk_err_t *err)
 {
-    const mr_name_t  *n;
     sk_entry_t       *e;
+    mr_ref_t         *refs;
     uint64_t         *sns = NULL;
-    size_t            i, cnt = 0, len;
+    size_t            i, cnt = 0, len, nrefs;
     char             *text;
     int               rc = 0, unbound = 0;
 
     memset(st, 0, sizeof(*st));
-    pthread_mutex_lock(&m->lock);
-    n = mr_names_find(m, name);
-    if (n != NULL && (sns = malloc(n->nrefs * sizeof(*sns) + 1)) != NULL) {
-        for (i = 0; i < n->nrefs; i++) {
-            if (n->refs[i].tl == t->index && n->refs[i].sn < sn) {
-                sns[cnt++] = n->refs[i].sn;
-            }
-        }
+    if (mr_index_refs(m, name, &refs, &nrefs, err) != 0) {
+        return -1;
     }
-    pthread_mutex_unlock(&m->lock);
-    if (n != NULL && sns == NULL) {
+    if (nrefs > 0 && (sns = malloc(nrefs * sizeof(*sns))) == NULL) {
+        free(refs);
         return sk_err_set(err, SK_ERR_NOMEM, "name state");
     }
+    for (i = 0; i < nrefs; i++) {
+        if (refs[i].tl == t->index && refs[i].sn < sn) {
+            sns[cnt++] = refs[i].sn;
+        }
+    }
+    free(refs);
     /* Newest first (one timeline's refs are in SN order), back to the
      * newest Bind or Rebind. */
     while (cnt > 0 && st->key == NULL && rc == 0) {

@@ -7,7 +7,7 @@
  * checkpoints of one moment) and signed outside it.  It is cached in
  * memory (mr_lru.c, at most query_cache_size bytes, the answers for
  * absent names too) for query_cache seconds; a new entry for the name
- * drops it at once (mr_names_add), and so does any change in which
+ * drops it at once (mr_store_commit), and so does any change in which
  * timelines are servable (mr_mirror_t.gen).  With answer_cache, answers for since=0 live in
  * Redis instead (mr_cache.c), shared by front-ends with the same key.
  */
@@ -22,12 +22,11 @@
 
 /* One timeline's block of the answer. */
 static int
-mr_query_timeline(mr_buf_t *b, mr_tl_t *t,
-    const mr_name_t *n, int64_t since, sk_err_t *err)
+mr_query_timeline(mr_buf_t *b, mr_tl_t *t, const mr_ref_t *refs,
+    size_t nrefs, int64_t since, sk_err_t *err)
 {
     sk_merkle_proof_t  proof;
     const mr_ref_t    *r;
-    ssize_t            got;
     size_t             i, cnt = 0, plen, elen;
     char              *ptext, *text;
     int                serve;
@@ -40,28 +39,20 @@ mr_query_timeline(mr_buf_t *b, mr_tl_t *t,
         return 0;
     }
     mr_buf_add(b, t->cp, t->cplen);
-    for (i = 0; n != NULL && i < n->nrefs; i++) {
-        cnt += n->refs[i].tl == t->index && n->refs[i].sn < t->cpv.size
-            && t->ts[n->refs[i].sn] >= since;
+    for (i = 0; i < nrefs; i++) {
+        cnt += refs[i].tl == t->index && refs[i].sn < t->cpv.size
+            && refs[i].loc.ts >= since;
     }
     mr_buf_printf(b, "Entries: %zu\n", cnt);
-    for (i = 0; n != NULL && i < n->nrefs; i++) {
-        r = &n->refs[i];
-        if (r->tl != t->index || r->sn >= t->cpv.size || t->ts[r->sn] < since)
-        {
+    for (i = 0; i < nrefs; i++) {
+        r = &refs[i];
+        if (r->tl != t->index || r->sn >= t->cpv.size || r->loc.ts < since) {
             continue;
         }
-        elen = (size_t) (t->off[r->sn + 1] - t->off[r->sn]);
+        elen = r->loc.len;
         mr_buf_printf(b, "Entry: %" PRIu64 " %zu\n", r->sn, elen);
-        text = malloc(elen);
-        if (text == NULL) {
-            return sk_err_set(err, SK_ERR_NOMEM, "answer");
-        }
-        got = pread(t->fd, text, elen, t->off[r->sn]);
-        if (got < 0 || (size_t) got != elen) {
-            free(text);
-            return sk_err_sys(err, "%s/entries: read SN %" PRIu64, t->dir,
-                r->sn);
+        if (mr_store_pread(t, r->sn, &r->loc, &text, err) != 0) {
+            return -1;
         }
         mr_buf_add(b, text, elen);
         free(text);
@@ -84,11 +75,15 @@ static int
 mr_query_body(mr_mirror_t *m, mr_buf_t *b, const char *name, int64_t since,
     sk_err_t *err)
 {
-    mr_name_t  *n = mr_names_find(m, name);
-    size_t      i, hlen;
-    char        hash[9], *list;
+    mr_ref_t  *refs;
+    size_t     i, hlen, nrefs;
+    char       hash[9], *list;
 
+    if (mr_index_refs(m, name, &refs, &nrefs, err) != 0) {
+        return -1;
+    }
     if (mr_track_list(m, &list, &hlen, hash, err) != 0) {
+        free(refs);
         return -1;
     }
     free(list);
@@ -96,13 +91,35 @@ mr_query_body(mr_mirror_t *m, mr_buf_t *b, const char *name, int64_t since,
         "\nTimestamp: %" PRId64 "\nReneged-Hash: %s\nTimelines: %zu\n", name,
         since, mr_now(), hash, m->ntl);
     for (i = 0; i < m->ntl; i++) {
-        if (mr_query_timeline(b, &m->tl[m->order[i]], n, since, err)
-            != 0)
+        if (mr_query_timeline(b, &m->tl[m->order[i]], refs, nrefs, since,
+                err) != 0)
         {
+            free(refs);
             return -1;
         }
     }
+    free(refs);
     return 0;
+}
+
+
+/* Under the lock: how many entries for name the copies hold (published:
+ * below each timeline's size), or (size_t) -1 if the index fails. */
+static size_t
+mr_query_count(mr_mirror_t *m, const char *name)
+{
+    mr_ref_t  *refs;
+    size_t     i, n, cnt = 0;
+    sk_err_t   err;
+
+    if (mr_index_refs(m, name, &refs, &n, &err) != 0) {
+        return (size_t) -1;
+    }
+    for (i = 0; i < n; i++) {
+        cnt += refs[i].sn < m->tl[refs[i].tl].size;
+    }
+    free(refs);
+    return cnt;
 }
 
 
@@ -154,7 +171,6 @@ int
 mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     int64_t since, sk_err_t *err)
 {
-    mr_name_t  *n;
     mr_buf_t    b = { 0 };
     uint64_t    gen;
     size_t      servable, nrefs;
@@ -182,11 +198,12 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
         pthread_mutex_unlock(&m->lock);
         return 0;
     }
-    n = mr_names_find(m, name);
     mr_query_servable(m, fp, sizeof(fp));
-    nrefs = n != NULL ? n->nrefs : 0;
+    nrefs = shared ? mr_query_count(m, name) : 0;
     pthread_mutex_unlock(&m->lock);
-    if (shared && mr_cache_get(m, name, fp, nrefs, out, len) == 0) {
+    if (shared && nrefs != (size_t) -1
+        && mr_cache_get(m, name, fp, nrefs, out, len) == 0)
+    {
         pthread_mutex_lock(&m->lock);
         m->cache_hits++;
         pthread_mutex_unlock(&m->lock);
@@ -196,8 +213,7 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     m->cache_misses++;
     gen = m->gen;
     mr_query_servable(m, fp, sizeof(fp));
-    n = mr_names_find(m, name);
-    nrefs = n != NULL ? n->nrefs : 0;
+    nrefs = mr_query_count(m, name);
     rc = mr_query_body(m, &b, name, since, err);
     pthread_mutex_unlock(&m->lock);
     if (rc != 0 || mr_query_sign(m, &b, err) != 0) {
@@ -211,10 +227,10 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
         return 0;
     }
     pthread_mutex_lock(&m->lock);
-    n = mr_names_find(m, name);
     /* Not if an entry for the name (or a state change) came in meanwhile:
      * the sync thread drops the shared copy only after its commit. */
-    fresh = (n != NULL ? n->nrefs : 0) == nrefs && m->gen == gen;
+    fresh = nrefs != (size_t) -1 && mr_query_count(m, name) == nrefs
+        && m->gen == gen;
     if (fresh && !shared) {
         mr_lru_put(&m->answers, name, since, gen, now, nrefs == 0, *out,
             *len);
