@@ -385,9 +385,6 @@ static int
 mr_store_read_tail(mr_tl_t *t, const char *path, uint64_t fsize, char **buf,
     size_t *len, sk_err_t *err)
 {
-    size_t   got = 0;
-    ssize_t  r;
-
     if (fsize - (uint64_t) t->end > MR_LOG_MAX) {
         return sk_err_set(err, SK_ERR_FORMAT, "%s: too large", path);
     }
@@ -396,15 +393,11 @@ mr_store_read_tail(mr_tl_t *t, const char *path, uint64_t fsize, char **buf,
     if (*buf == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "%s", path);
     }
-    while (got < *len) {
-        r = pread(t->fd, *buf + got, *len - got, t->end + (off_t) got);
-        if (r <= 0) {
-            free(*buf);
-            return r < 0 ? sk_err_sys(err, "%s: read", path)
-                         : sk_err_set(err, SK_ERR_FORMAT, "%s: shrank while "
-                               "read", path);
-        }
-        got += (size_t) r;
+    if (sk_file_pread_all(t->fd, *buf, *len, t->end) != 0) {
+        free(*buf);
+        return errno != 0 ? sk_err_sys(err, "%s: read", path)
+                          : sk_err_set(err, SK_ERR_FORMAT, "%s: shrank while "
+                                "read", path);
     }
     (*buf)[*len] = '\0';
     return 0;
@@ -529,13 +522,15 @@ mr_store_close(mr_tl_t *t)
 
 
 
-/* Append the batch at t->end, synced (a failed append is cut back);
- * what a failed earlier commit left past t->end (its append
+/* Append the batch at t->end, synced (sk_file_append: a failed append is
+ * cut back); what a failed earlier commit left past t->end (its append
  * went through, its head or index did not) is cut first. */
 static int
 mr_store_append(mr_tl_t *t, const mr_batch_t *b, sk_err_t *err)
 {
     struct stat  st;
+    off_t        end;
+    int          cut = 0;
 
     if (fstat(t->fd, &st) != 0) {
         return sk_err_sys(err, "%s/entries: fstat", t->dir);
@@ -547,11 +542,10 @@ mr_store_append(mr_tl_t *t, const mr_batch_t *b, sk_err_t *err)
             return sk_err_sys(err, "%s/entries: truncate", t->dir);
         }
     }
-    if (sk_file_write_all(t->fd, b->text.p, b->text.len) != 0
-        || fdatasync(t->fd) != 0)
-    {
+    end = t->end;           /* moved when published (mr_store_commit) */
+    if (sk_file_append(t->fd, &end, &cut, b->text.p, b->text.len, 1) != 0) {
         sk_err_sys(err, "%s/entries: write and sync", t->dir);
-        if (ftruncate(t->fd, t->end) != 0) {
+        if (cut) {
             mr_log("%s/entries: cannot cut a failed write back (%s); cut "
                 "before the next one", t->dir, strerror(errno));
         }
@@ -658,21 +652,19 @@ mr_store_pread(const mr_tl_t *t, uint64_t sn, const mr_loc_t *loc,
     char **out, sk_err_t *err)
 {
     sk_merkle_hash_t  leaf;
-    ssize_t           n;
 
     *out = malloc((size_t) loc->len + 1);
     if (*out == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "entry");
     }
-    n = pread(t->fd, *out, loc->len, (off_t) loc->off);
-    if (n < 0 || (size_t) n != loc->len) {
+    if (sk_file_pread_all(t->fd, *out, loc->len, (off_t) loc->off) != 0) {
         free(*out);
         *out = NULL;
-        return n < 0 ? sk_err_sys(err, "%s/entries: read SN %" PRIu64,
-                           t->dir, sn)
-                     : sk_err_set(err, SK_ERR_SIGNATURE, "%s/entries: SN %"
-                           PRIu64 " past the end: the copy is damaged",
-                           t->dir, sn);
+        return errno != 0 ? sk_err_sys(err, "%s/entries: read SN %" PRIu64,
+                                t->dir, sn)
+                          : sk_err_set(err, SK_ERR_SIGNATURE, "%s/entries: "
+                                "SN %" PRIu64 " past the end: the copy is "
+                                "damaged", t->dir, sn);
     }
     (*out)[loc->len] = '\0';
     if (sk_merkle_leaf_hash(leaf, *out, loc->len, err) != 0) {
