@@ -535,7 +535,12 @@ mr_store_append(mr_tl_t *t, const mr_batch_t *b, sk_err_t *err)
     if (fstat(t->fd, &st) != 0) {
         return sk_err_sys(err, "%s/entries: fstat", t->dir);
     }
-    if (st.st_size != t->end) {
+    if (st.st_size < t->end) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s/entries: %jd bytes, %jd "
+            "stored: the copy shrank", t->dir, (intmax_t) st.st_size,
+            (intmax_t) t->end);
+    }
+    if (st.st_size > t->end) {
         mr_log("%s/entries: cutting %jd bytes a failed commit left",
             t->dir, (intmax_t) (st.st_size - t->end));
         if (ftruncate(t->fd, t->end) != 0) {
