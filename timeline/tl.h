@@ -21,7 +21,6 @@
 #include <openssl/x509.h>
 #include <sk/httpd.h>
 #include <sk/sk.h>
-#include <sk/strtab.h>
 
 #define TL_PROG        "sk-timeline"
 #define TL_LOG_FILE    "entries.log"
@@ -30,6 +29,7 @@
 #define TL_INC_FILE    "incorporated.log"
 #define TL_CALOG_FILE  "certs.log"
 #define TL_SIGNED_FILE "signed-head"
+#define TL_INDEX_DIR   "index"
 
 /* A key that may repeat ("peer = ..." lines), in file order. */
 typedef struct {
@@ -68,6 +68,9 @@ typedef struct {
     uint64_t   reply_ms;        /* then answer 202 and a token */
     uint64_t   tokens;          /* outcomes kept for GET /status/<token> */
     uint64_t   sync_delay_ms;   /* tests only: sleep before each sync */
+    uint64_t   index_batch;     /* entries held in memory between index
+                                   flushes */
+    uint64_t   index_map_size;  /* bytes of address space for the index */
     tl_conf_list_t peers;       /* "TID PUBKEY": timelines to incorporate */
 } tl_conf_t;
 
@@ -79,19 +82,31 @@ int tl_conf_parse(tl_conf_t *conf, const char *text, size_t len,
     const char *path, sk_err_t *err) SK_WUR;
 void tl_conf_free(tl_conf_t *conf);
 
-/* What the timeline knows about one name (tl_state.c). */
+/* What the timeline knows about one name (tl_state.c): a row of the
+ * index's "names" table, held in tl->names while in use (the working set,
+ * emptied at each index flush). */
 typedef struct {
     char             *name;
+    int               dirty;        /* changed since the index has it */
     char             *key;          /* the current SK: its Key field */
     char             *rebinders;    /* Rebinder-Names of the record */
     sk_entry_type_t   last;         /* newest entry's type */
     double            tokens;       /* Unbind/Change-Services budget */
     int64_t           tokens_at;    /* when tokens was last refilled */
     unsigned char   (*seen)[SK_SHA256_BYTES];   /* SHA-256 of the
-                                       SK-Signature of every Change-Services
-                                       taken: a replay is refused */
+                                       SK-Signature of each Change-Services
+                                       taken since the last flush (older
+                                       ones: the index's "seen" table): a
+                                       replay is refused */
     size_t            nseen;
 } tl_name_t;
+
+/* An entry written since the last index flush (tl_index.c). */
+typedef struct {
+    off_t             off;          /* where it starts in entries.log */
+    int64_t           ts;
+    sk_merkle_hash_t  leaf;
+} tl_pending_t;
 
 typedef struct {
     X509             *cert;
@@ -201,9 +216,10 @@ typedef struct {
 int tl_file_open(tl_file_t *f, const tl_timeline_t *tl, const char *name,
     sk_err_t *err) SK_WUR;
 void tl_file_close(tl_file_t *f);
-/* The bytes the file had at start (size), malloc()ed and NUL-ended. */
-int tl_file_read(tl_file_t *f, char **buf, size_t *len, sk_err_t *err)
-    SK_WUR;
+/* The bytes the file had at start (size) from offset from on,
+ * malloc()ed and NUL-ended. */
+int tl_file_read(tl_file_t *f, off_t from, char **buf, size_t *len,
+    sk_err_t *err) SK_WUR;
 /* Whole records end at end; the rest is cut by tl_file_trim, which logs
  * the note (printf-style). */
 void tl_file_torn(tl_file_t *f, off_t end, const char *fmt, ...)
@@ -241,13 +257,35 @@ struct tl_timeline_s {
     uint64_t          signed_size;  /* what it holds: the largest tree */
     sk_merkle_hash_t  signed_root;  /* anything was signed about */
     int               signed_have;  /* 0: no file (a new data_dir) */
-    off_t            *off;          /* off[sn]: offset; off[size]: end */
-    int64_t          *ts;           /* ts[sn] */
-    uint64_t          cap;
+    off_t             end_off;      /* where SN size starts in the log */
+
+    /* The index (tl_index.c): data_dir/index/, LMDB, derived from the
+     * logs.  SN < indexed are in it; [indexed, size) are in pend. */
+    sk_db_t          *db;
+    sk_db_table_t     t_entries, t_names, t_seen, t_roots, t_copies,
+                      t_state, t_logstat;
+    char              db_dir[4096];
+    int               db_scratch;   /* --check: a temporary one, removed */
+    int               db_ready;     /* opened and caught up: flush on close */
+    uint64_t          indexed;
+    uint64_t          index_loaded; /* entries taken from it at open */
+    off_t             inc_indexed;  /* incorporated.log's copies before
+                                       this offset are in it */
+    tl_pending_t     *pend;
+    size_t            npend, pend_cap;
+    int               roots_dirty;  /* roots or ca_next changed */
+    int               stat_stale;   /* the logs changed other than by
+                                       entries (a torn tail cut): the next
+                                       flush writes logstat anew */
+    uint64_t          flushes;      /* commits so far (tests, logs) */
     sk_merkle_tree_t *tree;
     int64_t           last_ts;      /* newest stamp */
 
-    sk_strtab_t       names;        /* of tl_name_t, by name */
+    tl_name_t       **names;        /* the working set: open addressing,
+                                       nslots a power of 2 (pointers: a
+                                       lookup may grow it while an earlier
+                                       one's result is still used) */
+    size_t            nnames, nslots;
     tl_root_t        *roots;
     size_t            nroots;
     X509_STORE       *store;        /* the roots, rebuilt when they change;
@@ -261,7 +299,8 @@ struct tl_timeline_s {
     tl_peer_t        *peers;        /* next_sn under lock */
     size_t            npeers;
     tl_file_t         inc;          /* incorporated.log */
-    tl_copy_t        *copies;       /* its entries, in file order */
+    tl_copy_t        *copies;       /* its copies since the last flush, in
+                                       file order (older: the index) */
     size_t            ncopies, copies_cap;
 
     pthread_rwlock_t  calog_lock;   /* calog; added to under lock too */
@@ -355,14 +394,69 @@ tl_name_t *tl_state_name(tl_timeline_t *tl, const char *name);
 /* Refill, then spend one of n's tokens (only check if dry); -1 if none. */
 int tl_state_spend(tl_timeline_t *tl, tl_name_t *n, int64_t now, int dry);
 /* Whether n took a Change-Services with this SK-Signature already. */
-int tl_state_seen(const tl_name_t *n, const char *sig);
+int tl_state_seen(tl_timeline_t *tl, const tl_name_t *n, const char *sig);
 /* 0 if root-CA entry e's CA-Serial is above every root change's taken
  * (docs/protocol.md, "Operator entries"); else -1 and err says so. */
 int tl_state_root_serial(const tl_timeline_t *tl, const sk_entry_t *e,
     sk_err_t *err);
 /* Index of the root with this base64url SHA-256, or -1. */
 int tl_state_root_find(tl_timeline_t *tl, const char *hash_b64);
+/* A root as the index stores it: DER; the store is remade once all are. */
+int tl_state_root_load(tl_timeline_t *tl, const unsigned char *der,
+    size_t len, sk_err_t *err) SK_WUR;
+int tl_state_roots_done(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* Empty the working set (after a flush, or before a rebuild). */
+void tl_state_forget(tl_timeline_t *tl);
 void tl_state_free(tl_timeline_t *tl);
+
+#define TL_INDEX_SCHEMA  1       /* the rows' layout (tl_index.c) */
+#define TL_META_LOG      "log"   /* its meta record of entries.log */
+
+/* tl_index.c: the index in data_dir/index/ (LMDB, sk/db.h).  The logs
+ * stay the truth: the index is checked against them at open and built
+ * anew from them when missing, damaged or not theirs. */
+/* Open (serving: data_dir/index/; --check: a temporary one; --repair:
+ * data_dir/index/ emptied), check it against the logs and load what the
+ * process keeps in memory (roots, peers, the tree's leaves); after it the
+ * log and incorporated.log are read only from where the index ends.
+ * Needs certs.log open (to read the last indexed entry back). */
+int tl_index_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* The log replayed on top of the index does not match signed-head:
+ * forget everything and rebuild from SN 0; 1 if the index was empty
+ * already (nothing to retry). */
+int tl_index_rebuild(tl_timeline_t *tl, const char *why, sk_err_t *err)
+    SK_WUR;
+/* Under tl->lock, after an entry's state is applied: flush if the batch
+ * is full (force: whatever is pending).  A failed flush is logged and
+ * retried later (the index only lags). */
+void tl_index_maybe_flush(tl_timeline_t *tl, int force);
+int tl_index_flush(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* Flush (if db_ready) and close; removes a scratch index. */
+void tl_index_close(tl_timeline_t *tl);
+/* Under tl->lock: record SN tl->size (its offset is tl->end_off). */
+int tl_index_add(tl_timeline_t *tl, int64_t ts, const sk_merkle_hash_t leaf,
+    sk_err_t *err) SK_WUR;
+/* Under tl->lock: where SN sn starts (sn == size: the log's end), its
+ * stamp. */
+int tl_index_off(tl_timeline_t *tl, uint64_t sn, off_t *off, sk_err_t *err)
+    SK_WUR;
+int tl_index_ts(tl_timeline_t *tl, uint64_t sn, int64_t *ts, sk_err_t *err)
+    SK_WUR;
+/* Under tl->lock: a name's row into *n (1 if none). */
+int tl_index_name_get(tl_timeline_t *tl, const char *name, tl_name_t *n,
+    sk_err_t *err) SK_WUR;
+/* Under tl->lock: whether the index has this name's seen hash. */
+int tl_index_seen(tl_timeline_t *tl, const char *name,
+    const unsigned char h[SK_SHA256_BYTES]);
+/* Under tl->lock: the indexed copy of this hash (1 if none). */
+int tl_index_copy_get(tl_timeline_t *tl, const unsigned char *h,
+    tl_copy_t *c, sk_err_t *err) SK_WUR;
+/* Where incorporated.log's unindexed copies start. */
+off_t tl_index_inc_from(const tl_timeline_t *tl);
+/* tl_index_check.c, --check: data_dir/index/ against the log just
+ * replayed into the scratch index, a line each (tl_say); the number of
+ * problems. */
+unsigned tl_index_check(tl_timeline_t *tl);
 
 /* tl_validate.c */
 /* Checks that need no state: run without the lock.  now is the claim
@@ -377,8 +471,10 @@ tl_verdict_t tl_validate_state(tl_timeline_t *tl, const sk_entry_t *e,
     int64_t now, sk_err_t *err);
 
 /* tl_incorporate.c: copies of other timelines' entries. */
-/* Load the peers' keys and index incorporated.log (before tl_store_open). */
+/* Load the peers' keys and open incorporated.log (before tl_store_open). */
 int tl_inc_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* Index its copies from where the index ends (tl_store_open). */
+int tl_inc_replay(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 void tl_inc_close(tl_timeline_t *tl);
 /* The checks on an Incorporate and its copy ref (the peer's stamped
  * entry, as text) that need no state; *ref is the parsed copy. */

@@ -190,6 +190,7 @@ tl_append_locked(tl_timeline_t *tl, sk_entry_t *e, const sk_entry_t *ref,
             tl_store_fail(tl, "state: %s; appends refused until a restart",
                 err->msg);
         }
+        tl_index_maybe_flush(tl, 0);
     } else {
         *out = NULL;
     }

@@ -125,7 +125,7 @@ tl_calog_open(tl_timeline_t *tl, sk_err_t *err)
 
     if (tl_file_open(&tl->calog_file, tl, TL_CALOG_FILE, err) != 0
         || (tl->calog_file.fd >= 0
-            && tl_file_read(&tl->calog_file, &buf, &len, err) != 0))
+            && tl_file_read(&tl->calog_file, 0, &buf, &len, err) != 0))
     {
         return -1;
     }

@@ -9,6 +9,9 @@
  *   entries.log                  every entry: SN, TID, time order, every
  *                                timeline signature, the state rules, and
  *                                the head's size and root
+ *   index/                       as the log implies: every entry row up to
+ *                                where it ends; every name, budget, root
+ *                                and copy if it is level with the log
  *   chunks/index, the .bz2s      contiguous, within the log; each file's
  *                                signature, its entries byte for byte the
  *                                log's, its TFM signed with the log's root
@@ -219,6 +222,7 @@ tl_check(tl_timeline_t *tl)
         tl_check_torn(&tl->log);
         tl_check_torn(&tl->calog_file);
         tl_check_torn(&tl->inc);
+        tl_check_problems += tl_index_check(tl);
     }
     if (tl_chunk_open(tl, &err) != 0) {
         tl_check_say("%s", err.msg);

@@ -63,6 +63,8 @@ static const sk_conf_def_t  tl_confdefs[] = {
     TL_U("reply_ms", reply_ms, "1000"),
     TL_U("tokens", tokens, "4096"),
     TL_U("sync_delay_ms", sync_delay_ms, "0"),
+    TL_U("index_batch", index_batch, "4096"),
+    TL_U("index_map_size", index_map_size, "1099511627776"),
     { NULL, SK_CONF_STR, 0, 0, 0, NULL }
 };
 
@@ -125,6 +127,10 @@ tl_conf_finish(tl_conf_t *conf, sk_err_t *err)
         return sk_err_set(err, SK_ERR_FORMAT, "\"chunk_interval\" and "
             "\"chunk_max_entries\" must be above 0, \"chunk_fanout\" "
             "within 2..%d", TL_CHUNK_FANOUT_MAX);
+    }
+    if (conf->index_batch == 0 || conf->index_map_size < (1u << 20)) {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"index_batch\" must be "
+            "above 0, \"index_map_size\" at least 1048576");
     }
     if (conf->chunk_nice > 19) {
         return sk_err_set(err, SK_ERR_FORMAT, "\"chunk_nice\" must be "

@@ -63,14 +63,19 @@ tl_file_close(tl_file_t *f)
 
 
 int
-tl_file_read(tl_file_t *f, char **buf, size_t *len, sk_err_t *err)
+tl_file_read(tl_file_t *f, off_t from, char **buf, size_t *len,
+    sk_err_t *err)
 {
-    *len = (size_t) f->size;
+    if (from > f->size) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s: %jd bytes, shorter than "
+            "offset %jd", f->path, (intmax_t) f->size, (intmax_t) from);
+    }
+    *len = (size_t) (f->size - from);
     *buf = malloc(*len + 1);
     if (*buf == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "%s: reading", f->path);
     }
-    if (sk_file_pread_all(f->fd, *buf, *len, 0) != 0) {
+    if (sk_file_pread_all(f->fd, *buf, *len, from) != 0) {
         free(*buf);
         *buf = NULL;
         return errno != 0 ? sk_err_sys(err, "%s: read", f->path)

@@ -117,35 +117,43 @@ tl_inc_index(tl_timeline_t *tl, const sk_entry_t *copy, off_t off,
 }
 
 
-/* Index incorporated.log.  A torn tail (a crash while a copy was written,
- * before its Incorporate could be) is noted, and cut only once the log has
- * been read back without it; anything worse refuses (for --repair: is
- * such a tail, to be replaced). */
-static int
+/* Index incorporated.log from where the index ends.  A torn tail (a
+ * crash while a copy was written, before its Incorporate could be) is
+ * noted, and cut only once the log has been read back without it;
+ * anything worse refuses (for --repair: is such a tail, to be
+ * replaced). */
+int
 tl_inc_replay(tl_timeline_t *tl, sk_err_t *err)
 {
     sk_entry_t   *e;
     size_t        pos = 0, used, len = 0;
+    size_t        from = (size_t) tl_index_inc_from(tl);
     char         *buf = NULL;
     int           rc = 0;
 
-    if (tl->inc.fd >= 0 && tl_file_read(&tl->inc, &buf, &len, err) != 0) {
+    tl->inc.end = tl->inc.size;
+    if (tl->inc.fd >= 0
+        && tl_file_read(&tl->inc, (off_t) from, &buf, &len, err) != 0)
+    {
         return -1;
     }
     while (pos < len && rc == 0) {
         if (sk_entry_parse_next(&e, &used, buf + pos, len - pos, err) != 0) {
             if (tl_store_entry_len(buf + pos, len - pos) == 0) {
-                tl_file_torn(&tl->inc, (off_t) pos, "truncating a torn tail "
-                    "of %zu bytes at offset %zu", len - pos, pos);
+                tl_file_torn(&tl->inc, (off_t) (from + pos), "truncating a "
+                    "torn tail of %zu bytes at offset %zu", len - pos,
+                    from + pos);
             } else if (tl->mode == TL_REPAIR) {
-                sk_err_prefix(err, "%s: offset %zu", tl->inc.path, pos);
-                tl_file_torn(&tl->inc, (off_t) pos, "%s", err->msg);
+                sk_err_prefix(err, "%s: offset %zu", tl->inc.path,
+                    from + pos);
+                tl_file_torn(&tl->inc, (off_t) (from + pos), "%s", err->msg);
             } else {
-                rc = sk_err_prefix(err, "%s: offset %zu", tl->inc.path, pos);
+                rc = sk_err_prefix(err, "%s: offset %zu", tl->inc.path,
+                    from + pos);
             }
             break;
         }
-        rc = tl_inc_index(tl, e, (off_t) pos, used, err);
+        rc = tl_inc_index(tl, e, (off_t) (from + pos), used, err);
         sk_entry_free(e);
         pos += used;
     }
@@ -164,10 +172,7 @@ tl_inc_open(tl_timeline_t *tl, sk_err_t *err)
             return -1;
         }
     }
-    if (tl_file_open(&tl->inc, tl, TL_INC_FILE, err) != 0) {
-        return -1;
-    }
-    return tl_inc_replay(tl, err);
+    return tl_file_open(&tl->inc, tl, TL_INC_FILE, err);
 }
 
 
@@ -316,26 +321,33 @@ tl_inc_write(tl_timeline_t *tl, const sk_entry_t *ref, sk_err_t *err)
 }
 
 
-/* The copy whose hash is the Incorporate's Incorporated-Hash. */
-static const tl_copy_t *
-tl_inc_copy(tl_timeline_t *tl, const sk_entry_t *e)
+/* Under tl->lock: the copy whose hash is the Incorporate's
+ * Incorporated-Hash, the newest first (those since the last flush), then
+ * the index's; 1 if none. */
+static int
+tl_inc_copy(tl_timeline_t *tl, const sk_entry_t *e, tl_copy_t *c,
+    sk_err_t *err)
 {
     unsigned char  *h;
     const char     *hb = sk_entry_get(e, "Incorporated-Hash");
     size_t          len, i;
-    tl_copy_t      *c = NULL;
+    int             rc = 1;
 
     if (sk_b64_decode(&h, &len, hb, strlen(hb), NULL) != 0) {
-        return NULL;
+        return 1;
     }
     for (i = tl->ncopies; len == SK_SHA256_BYTES && i > 0; i--) {
         if (memcmp(tl->copies[i - 1].hash, h, len) == 0) {
-            c = &tl->copies[i - 1];
+            *c = tl->copies[i - 1];
+            rc = 0;
             break;
         }
     }
+    if (rc == 1 && len == SK_SHA256_BYTES && tl->db != NULL) {
+        rc = tl_index_copy_get(tl, h, c, err);
+    }
     free(h);
-    return c;
+    return rc;
 }
 
 
@@ -359,7 +371,7 @@ int
 tl_inc_apply(tl_timeline_t *tl, const sk_entry_t *e, const sk_entry_t *ref,
     int64_t ts, sk_err_t *err)
 {
-    const tl_copy_t  *c;
+    tl_copy_t         c;
     sk_entry_t       *own = NULL;
     tl_peer_t        *p;
     uint64_t          tid, sn;
@@ -367,15 +379,15 @@ tl_inc_apply(tl_timeline_t *tl, const sk_entry_t *e, const sk_entry_t *ref,
     int               rc;
 
     if (ref == NULL) {
-        c = tl_inc_copy(tl, e);
-        if (c == NULL) {
-            return sk_err_set(err, SK_ERR_NOT_FOUND, "Incorporate: no copy "
-                "of the entry in %s", TL_INC_FILE);
+        rc = tl_inc_copy(tl, e, &c, err);
+        if (rc != 0) {
+            return rc < 0 ? -1 : sk_err_set(err, SK_ERR_NOT_FOUND,
+                "Incorporate: no copy of the entry in %s", TL_INC_FILE);
         }
-        if (tl_inc_load(tl, c, &text, err) != 0) {
+        if (tl_inc_load(tl, &c, &text, err) != 0) {
             return -1;
         }
-        rc = sk_entry_parse(&own, text, c->len, err);
+        rc = sk_entry_parse(&own, text, c.len, err);
         free(text);
         if (rc != 0) {
             return -1;
@@ -401,17 +413,14 @@ int
 tl_inc_read(tl_timeline_t *tl, const sk_entry_t *e, char **out, size_t *len,
     sk_err_t *err)
 {
-    const tl_copy_t  *c;
-    tl_copy_t         copy;
+    tl_copy_t  copy;
+    int        rc;
 
     pthread_mutex_lock(&tl->lock);
-    c = tl_inc_copy(tl, e);
-    if (c != NULL) {
-        copy = *c;
-    }
+    rc = tl_inc_copy(tl, e, &copy, err);
     pthread_mutex_unlock(&tl->lock);
-    if (c == NULL) {
-        return sk_err_set(err, SK_ERR_NOT_FOUND, "no copy");
+    if (rc != 0) {
+        return rc < 0 ? -1 : sk_err_set(err, SK_ERR_NOT_FOUND, "no copy");
     }
     *len = copy.len;
     return tl_inc_load(tl, &copy, out, err);

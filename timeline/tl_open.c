@@ -24,7 +24,6 @@ tl_init(tl_timeline_t *tl, tl_mode_t mode)
 
     memset(tl, 0, sizeof(*tl));
     tl->mode = mode;
-    sk_strtab_init(&tl->names, sizeof(tl_name_t));
     tl->dir_fd = tl->signed_fd = -1;
     tl->log.fd = tl->calog_file.fd = tl->inc.fd = -1;
     pthread_mutex_init(&tl->lock, NULL);
@@ -159,6 +158,16 @@ tl_open(tl_timeline_t *tl, sk_err_t *err)
     {
         return -1;
     }
-    /* Every check passed: only now cut torn tails. */
-    return tl->mode == TL_RUN ? tl_store_settle(tl, err) : 0;
+    if (tl->mode != TL_RUN) {
+        return 0;
+    }
+    /* Every check passed: only now cut torn tails, then bring the index
+     * level with the log, so the next start reads nothing twice. */
+    if (tl_store_settle(tl, err) != 0) {
+        return -1;
+    }
+    tl->db_ready = 1;
+    /* Not fatal (a full disk, say): the index lags, and is retried. */
+    tl_index_maybe_flush(tl, 1);
+    return 0;
 }

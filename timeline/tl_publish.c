@@ -43,9 +43,12 @@ tl_publish_head(tl_timeline_t *tl, tl_head_t *h, uint64_t size,
     pthread_mutex_lock(&tl->lock);
     h->max_sn = tl->durable;
     h->size = size == UINT64_MAX ? tl->durable : size;
-    h->max_ts = h->max_sn > 0 ? tl->ts[h->max_sn - 1] : 0;
-    h->pub_ts = h->published > 0 ? tl->ts[h->published - 1] : 0;
-    rc = sk_merkle_tree_root(h->root, tl->tree, h->size, err);
+    h->max_ts = h->pub_ts = 0;
+    rc = (h->max_sn > 0 && tl_index_ts(tl, h->max_sn - 1, &h->max_ts, err)
+            != 0)
+         || (h->published > 0
+             && tl_index_ts(tl, h->published - 1, &h->pub_ts, err) != 0)
+         ? -1 : sk_merkle_tree_root(h->root, tl->tree, h->size, err);
     pthread_mutex_unlock(&tl->lock);
     return rc;
 }

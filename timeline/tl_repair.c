@@ -402,7 +402,7 @@ tl_repair_calog(tl_repair_t *r, tl_timeline_t *tl, sk_err_t *err)
             buf[n++] = '\n';
         }
     }
-    rc = tl_file_read(&tl->calog_file, &old, &n, err);
+    rc = tl_file_read(&tl->calog_file, 0, &old, &n, err);
     if (rc == 0) {
         rc = tl_repair_aside(r, tl, TL_CALOG_FILE, old, n, err);
         free(old);
@@ -756,6 +756,7 @@ tl_repair(tl_timeline_t *tl, char **from, size_t nfrom)
         tl_say("%s; stopped (run it again once that is fixed)",
             err.msg);
     } else {
+        tl->db_ready = 1;       /* tl_free writes the rebuilt index */
         tl_say("%s: repaired: %" PRIu64 " entries (%u pieces of the "
             "sources were not entries of this timeline)", tl->conf.data_dir,
             tl->size, r.skipped);

@@ -241,7 +241,7 @@ tl_signed_verify(tl_timeline_t *tl, sk_err_t *err)
         return sk_err_set(err, SK_ERR_FORMAT, "%s: offset %jd (SN %" PRIu64
             "): the log ends here, yet %s says SN 0..%" PRIu64 " were signed "
             "and shown; nothing was changed (sk-timeline --repair)",
-            tl->log.path, (intmax_t) tl->off[tl->size], tl->size,
+            tl->log.path, (intmax_t) tl->end_off, tl->size,
             TL_SIGNED_FILE, tl->signed_size - 1);
     }
     if (sk_merkle_tree_root(root, tl->tree, tl->signed_size, err) != 0) {

@@ -1,7 +1,9 @@
 /*
  * tl_state.c -- what the log implies: each name's current SK and newest
- * entry, each SK's revocation budget, and the trusted roots.  Rebuilt by
- * replaying the log at start, then kept up by every accepted entry.
+ * entry, each SK's revocation budget, and the trusted roots.  Names live
+ * in the index (tl_index.c); the ones in use or changed since its last
+ * flush are in the working set here.  The roots, few, stay in memory.
+ * Kept up by every accepted (or replayed) entry.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +13,129 @@
 #include "tl.h"
 
 
+static uint64_t
+tl_state_hash(const char *s)
+{
+    uint64_t  h = 14695981039346656037ull;      /* FNV-1a */
+
+    while (*s != '\0') {
+        h = (h ^ (unsigned char) *s++) * 1099511628211ull;
+    }
+    return h;
+}
+
+
+/* The slot of name in the working set: its entry, or the free slot. */
+static tl_name_t **
+tl_state_slot(tl_name_t **slots, size_t nslots, const char *name)
+{
+    size_t  i = (size_t) tl_state_hash(name) & (nslots - 1);
+
+    while (slots[i] != NULL && strcmp(slots[i]->name, name) != 0) {
+        i = (i + 1) & (nslots - 1);
+    }
+    return &slots[i];
+}
+
+
+static int
+tl_state_grow(tl_timeline_t *tl, sk_err_t *err)
+{
+    tl_name_t  **slots;
+    size_t       n = tl->nslots != 0 ? tl->nslots * 2 : 1024, i;
+
+    slots = calloc(n, sizeof(*slots));
+    if (slots == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "name table");
+    }
+    for (i = 0; i < tl->nslots; i++) {
+        if (tl->names[i] != NULL) {
+            *tl_state_slot(slots, n, tl->names[i]->name) = tl->names[i];
+        }
+    }
+    free(tl->names);
+    tl->names = slots;
+    tl->nslots = n;
+    return 0;
+}
+
+
+static void
+tl_state_name_free(tl_name_t *n)
+{
+    if (n != NULL) {
+        free(n->name);
+        free(n->key);
+        free(n->rebinders);
+        free(n->seen);
+        free(n);
+    }
+}
+
+
+/* Put n (its own allocation) into the working set. */
+static int
+tl_state_insert(tl_timeline_t *tl, tl_name_t *n, sk_err_t *err)
+{
+    if (2 * (tl->nnames + 1) > tl->nslots && tl_state_grow(tl, err) != 0) {
+        return -1;
+    }
+    *tl_state_slot(tl->names, tl->nslots, n->name) = n;
+    tl->nnames++;
+    return 0;
+}
+
+
+/* The name from the working set, else from the index (then kept in the
+ * working set until the next flush); NULL if neither has it.  An index
+ * that cannot be read stops the appends: "no such name" would let a
+ * second Bind in. */
 tl_name_t *
 tl_state_name(tl_timeline_t *tl, const char *name)
 {
-    return sk_strtab_find(&tl->names, name);
+    tl_name_t  *n, **slot;
+    sk_err_t    err;
+    int         rc;
+
+    if (tl->nslots > 0) {
+        slot = tl_state_slot(tl->names, tl->nslots, name);
+        if (*slot != NULL) {
+            return *slot;
+        }
+    }
+    if (tl->db == NULL || (n = calloc(1, sizeof(*n))) == NULL) {
+        if (tl->db != NULL) {
+            tl_store_fail(tl, "name table: out of memory; appends refused "
+                "until a restart");
+        }
+        return NULL;
+    }
+    rc = tl_index_name_get(tl, name, n, &err);
+    if (rc == 0 && (n->name = strdup(name)) == NULL) {
+        rc = sk_err_set(&err, SK_ERR_NOMEM, "name table");
+    }
+    if (rc == 0 && tl_state_insert(tl, n, &err) == 0) {
+        return n;
+    }
+    tl_state_name_free(n);
+    if (rc != 1) {
+        tl_store_fail(tl, "%s; appends refused until a restart", err.msg);
+    }
+    return NULL;
+}
+
+
+void
+tl_state_forget(tl_timeline_t *tl)
+{
+    size_t  i;
+
+    for (i = 0; i < tl->nslots; i++) {
+        tl_state_name_free(tl->names[i]);
+    }
+    free(tl->names);
+    tl->names = NULL;
+    tl->nslots = tl->nnames = 0;
 }
 
 
@@ -38,12 +159,19 @@ tl_state_bind(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
     sk_err_t *err)
 {
     const char  *name = sk_entry_name(e);
-    tl_name_t   *n;
-    int          made;
+    tl_name_t   *n = tl_state_name(tl, name);
 
-    n = sk_strtab_add(&tl->names, name, &made, "name table", err);
     if (n == NULL) {
-        return -1;
+        if (tl->failed) {
+            return sk_err_set(err, SK_ERR_SYSTEM, "%s", tl->failed_msg);
+        }
+        if ((n = calloc(1, sizeof(*n))) == NULL
+            || (n->name = strdup(name)) == NULL
+            || tl_state_insert(tl, n, err) != 0)
+        {
+            tl_state_name_free(n);
+            return sk_err_set(err, SK_ERR_NOMEM, "name table");
+        }
     }
     if (tl_state_strset(&n->key, sk_entry_get(e, "Key"), err) != 0
         || tl_state_strset(&n->rebinders, sk_entry_get(e, "Rebinder-Names"),
@@ -53,12 +181,13 @@ tl_state_bind(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
     }
     n->tokens = (double) tl->conf.sk_budget;
     n->tokens_at = ts;
+    n->dirty = 1;
     return 0;
 }
 
 
 int
-tl_state_seen(const tl_name_t *n, const char *sig)
+tl_state_seen(tl_timeline_t *tl, const tl_name_t *n, const char *sig)
 {
     unsigned char  h[SK_SHA256_BYTES];
     size_t         i;
@@ -69,7 +198,7 @@ tl_state_seen(const tl_name_t *n, const char *sig)
             return 1;
         }
     }
-    return 0;
+    return tl->db != NULL && tl_index_seen(tl, n->name, h);
 }
 
 
@@ -84,6 +213,7 @@ tl_state_see(tl_name_t *n, const char *sig, sk_err_t *err)
     }
     n->seen = p;
     SHA256((const unsigned char *) sig, strlen(sig), p[n->nseen++]);
+    n->dirty = 1;
     return 0;
 }
 
@@ -106,30 +236,26 @@ tl_state_spend(tl_timeline_t *tl, tl_name_t *n, int64_t now, int dry)
     if (!dry) {
         n->tokens = t - 1.0;
         n->tokens_at = now;
+        n->dirty = 1;
     }
     return 0;
 }
 
 
-/* 0 once e's root is added; 1 if it is trusted already. */
+/* 0 once the root (DER) is added; 1 if it is trusted already. */
 static int
-tl_state_root_add(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
+tl_state_root_der(tl_timeline_t *tl, const unsigned char *der, size_t len,
+    sk_err_t *err)
 {
-    unsigned char        *der, h[SK_SHA256_BYTES];
+    unsigned char         h[SK_SHA256_BYTES];
     const unsigned char  *p;
-    size_t                len, i;
+    size_t                i;
     tl_root_t            *r;
     X509                 *x;
 
-    if (sk_b64_decode(&der, &len, sk_entry_get(e, "CA-Cert"),
-            strlen(sk_entry_get(e, "CA-Cert")), err) != 0)
-    {
-        return -1;
-    }
     SHA256(der, len, h);
     for (i = 0; i < tl->nroots; i++) {
         if (memcmp(tl->roots[i].hash, h, sizeof(h)) == 0) {
-            free(der);
             return 1;
         }
     }
@@ -138,7 +264,6 @@ tl_state_root_add(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
     r = realloc(tl->roots, (tl->nroots + 1) * sizeof(*r));
     if (x == NULL || r == NULL) {
         X509_free(x);
-        free(der);
         return x == NULL ? sk_err_crypto(err, "CA-Cert")
                          : sk_err_set(err, SK_ERR_NOMEM, "roots");
     }
@@ -146,8 +271,34 @@ tl_state_root_add(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
     r += tl->nroots++;
     r->cert = x;
     memcpy(r->hash, h, sizeof(h));
-    free(der);
     return 0;
+}
+
+
+/* 0 once e's root is added; 1 if it is trusted already. */
+static int
+tl_state_root_add(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
+{
+    unsigned char  *der;
+    size_t          len;
+    int             rc;
+
+    if (sk_b64_decode(&der, &len, sk_entry_get(e, "CA-Cert"),
+            strlen(sk_entry_get(e, "CA-Cert")), err) != 0)
+    {
+        return -1;
+    }
+    rc = tl_state_root_der(tl, der, len, err);
+    free(der);
+    return rc;
+}
+
+
+int
+tl_state_root_load(tl_timeline_t *tl, const unsigned char *der, size_t len,
+    sk_err_t *err)
+{
+    return tl_state_root_der(tl, der, len, err) < 0 ? -1 : 0;
 }
 
 
@@ -210,6 +361,13 @@ tl_state_store(tl_timeline_t *tl, sk_err_t *err)
 }
 
 
+int
+tl_state_roots_done(tl_timeline_t *tl, sk_err_t *err)
+{
+    return tl_state_store(tl, err);
+}
+
+
 /* A root change as sk-mirror applies it too: one whose CA-Serial is not
  * above the newest taken changes nothing (a log from before the rule may
  * hold such a replay), an Add of a trusted root changes nothing, a Remove
@@ -227,6 +385,7 @@ tl_state_root_change(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
     }
     tl->ca_next = (uint32_t) strtoul(sk_entry_get(e, "CA-Serial"), NULL, 10)
                   + 1;
+    tl->roots_dirty = 1;
     if (add) {
         i = tl_state_root_add(tl, e, err);
         return i == 0 ? tl_state_store(tl, err) : i > 0 ? 0 : -1;
@@ -277,6 +436,7 @@ tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
     }
     n = tl_state_name(tl, sk_entry_name(e));
     n->last = sk_entry_type(e);
+    n->dirty = 1;
     return 0;
 }
 
@@ -284,16 +444,9 @@ tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
 void
 tl_state_free(tl_timeline_t *tl)
 {
-    tl_name_t  *n;
-    size_t      i;
+    size_t  i;
 
-    for (i = 0; i < tl->names.nslots; i++) {
-        n = sk_strtab_at(&tl->names, i);
-        free(n->key);
-        free(n->rebinders);
-        free(n->seen);
-    }
-    sk_strtab_free(&tl->names);
+    tl_state_forget(tl);
     for (i = 0; i < tl->nroots; i++) {
         X509_free(tl->roots[i].cert);
     }

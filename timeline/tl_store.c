@@ -20,28 +20,6 @@
 #include "tl.h"
 
 
-static int
-tl_store_grow(tl_timeline_t *tl, sk_err_t *err)
-{
-    off_t    *off;
-    int64_t  *ts;
-    uint64_t  cap = tl->cap != 0 ? tl->cap * 2 : 1024;
-
-    off = realloc(tl->off, (cap + 1) * sizeof(*off));
-    if (off == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "log index");
-    }
-    tl->off = off;
-    ts = realloc(tl->ts, cap * sizeof(*ts));
-    if (ts == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "log index");
-    }
-    tl->ts = ts;
-    tl->cap = cap;
-    return 0;
-}
-
-
 /* Record the next SN: canonical text buf[0..len), stored in slen bytes
  * at the end of the log, stamped ts. */
 static int
@@ -50,16 +28,16 @@ tl_store_index(tl_timeline_t *tl, const char *buf, size_t len, size_t slen,
 {
     sk_merkle_hash_t  leaf;
 
-    if (tl->size == tl->cap && tl_store_grow(tl, err) != 0) {
-        return -1;
-    }
     if (sk_merkle_leaf_hash(leaf, buf, len, err) != 0
+        || tl_index_add(tl, ts, leaf, err) != 0
         || sk_merkle_tree_append(tl->tree, leaf, err) != 0)
     {
+        if (tl->npend > 0 && tl->indexed + tl->npend > tl->size) {
+            tl->npend--;        /* the tree refused it: not indexed */
+        }
         return -1;
     }
-    tl->ts[tl->size] = ts;
-    tl->off[tl->size + 1] = tl->off[tl->size] + (off_t) slen;
+    tl->end_off += (off_t) slen;
     tl->size++;
     tl->last_ts = ts;
     return 0;
@@ -152,6 +130,9 @@ tl_store_replay_one(tl_timeline_t *tl, const char *p, size_t slen, int last,
         rc = tl_store_index(tl, text, len, slen, ts, err);
     }
     free(text);
+    if (rc == 0) {
+        tl_index_maybe_flush(tl, 0);
+    }
     return rc;
 }
 
@@ -162,47 +143,112 @@ tl_store_restore(tl_timeline_t *tl, const char *text, size_t len,
 {
     int64_t  ts;
 
-    return tl_store_take(tl, text, len, 1, &ts, err) != 0 ? -1
-        : tl_store_write(tl, text, len, ts, err);
+    if (tl_store_take(tl, text, len, 1, &ts, err) != 0
+        || tl_store_write(tl, text, len, ts, err) != 0)
+    {
+        return -1;
+    }
+    tl_index_maybe_flush(tl, 0);
+    return 0;
 }
 
 
-/* Index the log.  A tail that holds no whole entry is only noted here
+/* Index the log from where the index ends.  A tail that holds no whole entry is only noted here
  * (tl_file_trim cuts it once every check passed): after a crash it is a
  * write never acknowledged, since it lies past every entry signed-head
  * covers (tl_signed_verify checks that).  For --repair anything from the
  * first entry that does not read back on is such a tail, to be replaced. */
+/* The log is read in windows of this much (more for a bigger entry): a
+ * rebuild of a log of any size needs no more memory than that. */
+#define TL_STORE_WINDOW  (4u << 20)
+
+/* Read on into buf[len..cap) from the log offset at + len (the window's
+ * bytes start at offset at), growing a full buffer; *eof once the file's
+ * size at start is reached. */
+static int
+tl_store_fill(tl_timeline_t *tl, char **buf, size_t *cap, size_t *len,
+    off_t at, int *eof, sk_err_t *err)
+{
+    size_t   want, got = 0;
+    ssize_t  n;
+    char    *p;
+
+    if (*len == *cap) {
+        p = realloc(*buf, *cap != 0 ? *cap * 2 : TL_STORE_WINDOW);
+        if (p == NULL) {
+            return sk_err_set(err, SK_ERR_NOMEM, "%s: reading",
+                tl->log.path);
+        }
+        *buf = p;
+        *cap = *cap != 0 ? *cap * 2 : TL_STORE_WINDOW;
+    }
+    want = *cap - *len;
+    if ((uint64_t) (tl->log.size - at - (off_t) *len) < want) {
+        want = (size_t) (tl->log.size - at - (off_t) *len);
+    }
+    while (got < want) {
+        n = pread(tl->log.fd, *buf + *len + got, want - got,
+            at + (off_t) (*len + got));
+        if (n <= 0) {
+            return n < 0 ? sk_err_sys(err, "%s: read", tl->log.path)
+                         : sk_err_set(err, SK_ERR_FORMAT, "%s: shrank while "
+                               "read", tl->log.path);
+        }
+        got += (size_t) n;
+    }
+    *len += got;
+    *eof = at + (off_t) *len == tl->log.size;
+    return 0;
+}
+
+
 static int
 tl_store_replay(tl_timeline_t *tl, sk_err_t *err)
 {
     char    *buf = NULL;
-    size_t   len = 0, pos = 0, slen;
-    int      rc = 0;
+    size_t   len = 0, cap = 0, pos, slen = 0;
+    off_t    at = tl->end_off;      /* the log offset of buf[0] */
+    int      rc = 0, eof = tl->log.fd < 0 || at >= tl->log.size, done = 0;
 
-    if (tl->log.fd >= 0 && tl_file_read(&tl->log, &buf, &len, err) != 0) {
-        return -1;
+    if (tl->log.fd >= 0 && at > tl->log.size) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s: %jd bytes, shorter than "
+            "offset %jd", tl->log.path, (intmax_t) tl->log.size,
+            (intmax_t) at);
     }
-    while (pos < len) {
-        slen = tl_store_entry_len(buf + pos, len - pos);
-        if (slen == 0) {
-            tl_file_torn(&tl->log, (off_t) pos, "truncating a torn tail of "
-                "%zu bytes at offset %zu (SN %" PRIu64 ")", len - pos, pos,
-                tl->size);
-            break;
-        }
-        if (tl_store_replay_one(tl, buf + pos, slen, pos + slen == len, err)
-            != 0)
+    while (!done && (!eof || len > 0)) {
+        if (!eof && tl_store_fill(tl, &buf, &cap, &len, at, &eof, err) != 0)
         {
-            sk_err_prefix(err, "%s: offset %zu (SN %" PRIu64 ")",
-                tl->log.path, pos, tl->size);
-            if (tl->mode == TL_REPAIR) {
-                tl_file_torn(&tl->log, (off_t) pos, "%s", err->msg);
-            } else {
-                rc = -1;
-            }
+            rc = -1;
             break;
         }
-        pos += slen;
+        for (pos = 0; pos < len; pos += slen) {
+            slen = tl_store_entry_len(buf + pos, len - pos);
+            if (slen == 0) {
+                break;
+            }
+            if (tl_store_replay_one(tl, buf + pos, slen,
+                    eof && pos + slen == len, err) != 0)
+            {
+                sk_err_prefix(err, "%s: offset %jd (SN %" PRIu64 ")",
+                    tl->log.path, (intmax_t) (at + (off_t) pos), tl->size);
+                if (tl->mode == TL_REPAIR) {
+                    tl_file_torn(&tl->log, at + (off_t) pos, "%s", err->msg);
+                } else {
+                    rc = -1;
+                }
+                done = 1;
+                break;
+            }
+        }
+        if (!done && pos < len && eof) {
+            tl_file_torn(&tl->log, at + (off_t) pos, "truncating a torn "
+                "tail of %zu bytes at offset %jd (SN %" PRIu64 ")",
+                len - pos, (intmax_t) (at + (off_t) pos), tl->size);
+            done = 1;
+        }
+        memmove(buf, buf + pos, len - pos);
+        at += (off_t) pos;
+        len -= pos;
     }
     free(buf);
     tl->logged = tl->durable = tl->size;
@@ -210,22 +256,46 @@ tl_store_replay(tl_timeline_t *tl, sk_err_t *err)
 }
 
 
+/* incorporated.log and the log, from where the index ends, then the
+ * head's check. */
+static int
+tl_store_load(tl_timeline_t *tl, sk_err_t *err)
+{
+    uint64_t  from = tl->size;
+
+    if (tl_inc_replay(tl, err) != 0 || tl_store_replay(tl, err) != 0) {
+        return -1;
+    }
+    tl_log("%s: %" PRIu64 " entries (%" PRIu64 " from %s, %" PRIu64
+        " read)", tl->log.path, tl->size, from, tl->db_dir,
+        tl->size - from);
+    return tl->mode == TL_REPAIR ? 0 : tl_signed_verify(tl, err);
+}
+
+
 int
 tl_store_open(tl_timeline_t *tl, sk_err_t *err)
 {
-    if (sk_merkle_tree_new(&tl->tree, err) != 0
-        || tl_store_grow(tl, err) != 0)
-    {
-        return -1;
-    }
-    tl->off[0] = 0;
+    char  why[SK_ERR_MSG_MAX];
+
     if (tl_file_open(&tl->log, tl, TL_LOG_FILE, err) != 0
-        || tl_store_replay(tl, err) != 0)
+        || tl_index_open(tl, err) != 0)
     {
         return -1;
     }
-    tl_log("%s: %" PRIu64 " entries", tl->log.path, tl->size);
-    return tl->mode == TL_REPAIR ? 0 : tl_signed_verify(tl, err);
+    if (tl_store_load(tl, err) == 0) {
+        return 0;
+    }
+    /* What the index gave and the log's tail disagree with each other or
+     * with signed-head: the index may be wrong; the log decides. */
+    if (tl->mode != TL_RUN || tl->index_loaded == 0) {
+        return -1;
+    }
+    snprintf(why, sizeof(why), "%s", err->msg);
+    if (tl_index_rebuild(tl, why, err) != 0) {
+        return -1;
+    }
+    return tl_store_load(tl, err);
 }
 
 
@@ -259,10 +329,10 @@ tl_store_settle(tl_timeline_t *tl, sk_err_t *err)
 void
 tl_store_close(tl_timeline_t *tl)
 {
+    tl_index_close(tl);
     tl_file_close(&tl->log);
-    free(tl->off);
-    free(tl->ts);
     sk_merkle_tree_free(tl->tree);
+    tl->tree = NULL;
 }
 
 
@@ -428,13 +498,14 @@ tl_store_read(tl_timeline_t *tl, char **out, size_t *len, uint64_t first,
     uint64_t last, sk_err_t *err)
 {
     off_t  a, b;
+    int    rc;
 
     /* The index may move under a writer; the bytes never change. */
     pthread_mutex_lock(&tl->lock);
-    a = tl->off[first];
-    b = tl->off[last + 1];
+    rc = tl_index_off(tl, first, &a, err) != 0
+         || tl_index_off(tl, last + 1, &b, err) != 0 ? -1 : 0;
     pthread_mutex_unlock(&tl->lock);
-    return tl_store_pread(tl, out, len, a, b, err);
+    return rc != 0 ? -1 : tl_store_pread(tl, out, len, a, b, err);
 }
 
 
@@ -442,5 +513,12 @@ int
 tl_store_read_locked(tl_timeline_t *tl, char **out, size_t *len,
     uint64_t sn, sk_err_t *err)
 {
-    return tl_store_pread(tl, out, len, tl->off[sn], tl->off[sn + 1], err);
+    off_t  a, b;
+
+    if (tl_index_off(tl, sn, &a, err) != 0
+        || tl_index_off(tl, sn + 1, &b, err) != 0)
+    {
+        return -1;
+    }
+    return tl_store_pread(tl, out, len, a, b, err);
 }

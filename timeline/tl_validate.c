@@ -242,7 +242,7 @@ tl_validate_update(tl_timeline_t *tl, const sk_entry_t *e, const char *rule,
     /* A Change-Services carries no time: an old one, replayed, would
      * bring old services back (and spend the SK's budget). */
     if (sk_entry_type(e) == SK_ENTRY_CHANGE_SERVICES
-        && tl_state_seen(n, sk_entry_get(e, "SK-Signature")))
+        && tl_state_seen(tl, n, sk_entry_get(e, "SK-Signature")))
     {
         sk_err_set(err, SK_ERR_EXISTS, "%s: this entry (its SK-Signature) "
             "was taken before: a replay", sk_entry_name(e));

@@ -37,6 +37,13 @@ fuzz_cleanup(void)
         snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
         unlink(path);
     }
+    /* The index the store opened (data_dir/index/, LMDB). */
+    snprintf(path, sizeof(path), "%s/%s/data.mdb", dir, TL_INDEX_DIR);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/%s/lock.mdb", dir, TL_INDEX_DIR);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/%s", dir, TL_INDEX_DIR);
+    rmdir(path);
     rmdir(dir);
 }
 
@@ -72,6 +79,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     tl.conf.sk_refill = 1209600;
     tl.conf.reply_ms = 1000000;     /* never hand off to a thread */
     tl.conf.ocsp = 0;
+    tl.conf.index_batch = 4096;             /* as tl_conf.c's defaults */
+    tl.conf.index_map_size = 1u << 30;
     snprintf(path, sizeof(path), "%s/peer.pub", dir);
     snprintf(peer, sizeof(peer), "8 %s", path);
     peers[0] = peer;

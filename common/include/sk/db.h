@@ -58,8 +58,10 @@ int sk_db_open(sk_db_t **db, const char *dir, const sk_db_opts_t *opts,
 void sk_db_close(sk_db_t *db);
 const char *sk_db_dir(const sk_db_t *db);
 
-/* The table of this name; create: make it if absent (needs no other
- * transaction open in this thread), else SK_ERR_NOT_FOUND if absent. */
+/* The table of this name; create: make it if absent, else
+ * SK_ERR_NOT_FOUND if absent.  Open every table before the transactions
+ * that use it begin (LMDB: a transaction sees the handles opened before
+ * it), and not while another transaction is open in this thread. */
 int sk_db_table(sk_db_t *db, const char *name, int create, sk_db_table_t *t,
     sk_err_t *err) SK_WUR;
 
