@@ -17,8 +17,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <sk/db.h>
 #include <sk/httpd.h>
 #include <sk/sk.h>
+#include <sk/strtab.h>
 #include <sk/tfm.h>
 
 #define MR_PROG           "sk-mirror"
@@ -49,6 +51,7 @@ typedef struct {
     uint64_t     chunk_text_max;    /* bytes of a chunk once unpacked */
     uint64_t     tail_max;          /* unpublished entries fetched one by one */
     uint64_t     query_cache;       /* seconds an answer is reused; 0 off */
+    uint64_t     query_cache_size;  /* bytes of answers kept in memory */
     uint64_t     threads;           /* HTTP polling threads */
     sk_httpd_limits_t  http;        /* connections, timeouts */
     char        *answer_cache;      /* redis://...|unix:...; NULL: memory */
@@ -81,9 +84,13 @@ typedef struct {
     unsigned long  serial;
 } mr_root_t;
 
+typedef struct mr_mirror_s mr_mirror_t;
+
 /* One mirrored timeline. */
 typedef struct {
     const mr_tlconf_t  *conf;
+    mr_mirror_t        *mirror;     /* whose index the tree's leaves are
+                                       read through */
     uint32_t            index;      /* in mr_mirror_t.tl */
     sk_key_t           *key;        /* the timeline's public key */
     char               *dir;        /* data_dir/tl-<tid> */
@@ -93,10 +100,9 @@ typedef struct {
     sk_merkle_tree_t   *tree;       /* may run ahead of size in a sync */
     mr_state_t          state;
     char                reason[SK_ERR_MSG_MAX];   /* why Stuck/Corrupt */
-    uint64_t            size;       /* entries stored */
-    off_t              *off;        /* off[sn]; off[size] = end */
-    int64_t            *ts;         /* ts[sn] */
-    uint64_t            cap;
+    uint64_t            size;       /* entries stored and indexed */
+    off_t               end;        /* where SN size starts in entries */
+    int64_t             last_ts;    /* timestamp of SN size - 1 */
     char               *cp;         /* newest verified checkpoint note */
     size_t              cplen;
     sk_checkpoint_t     cpv;        /* cp, parsed; size 0 if none */
@@ -119,24 +125,48 @@ typedef struct {
     int                 thread_up;
 } mr_tl_t;
 
-/* Where a name's entry lives: timeline index, SN. */
+/* An indexed entry: where it is in its copy, its stamp, its leaf. */
+#define MR_IX_ROOT  1           /* flags: an Add- or Remove-Root-CA */
+typedef struct {
+    uint64_t       off;
+    uint32_t       len;
+    int64_t        ts;
+    unsigned char  leaf[SK_SHA256_BYTES];
+    unsigned       flags;
+} mr_loc_t;
+
+/* Where a name's entry lives: timeline index, SN, and the entry. */
 typedef struct {
     uint32_t   tl;
     uint64_t   sn;
+    mr_loc_t   loc;
 } mr_ref_t;
 
+/* mr_lru.c: answers in memory, least recently used out first. */
+typedef struct mr_ans_s mr_ans_t;
 typedef struct {
-    char      *name;
-    mr_ref_t  *refs;
-    size_t     nrefs, cap;
-    char      *ans;             /* cached answer, or NULL */
-    size_t     anslen;
-    int64_t    ans_at;          /* when it was built */
-    int64_t    ans_since;       /* its since */
-    uint64_t   ans_gen;         /* mr_mirror_t.gen when built */
-} mr_name_t;
+    mr_ans_t  **bucket;
+    size_t      nbuckets;
+    mr_ans_t   *head, *tail;    /* newest use first */
+    size_t      n;              /* answers held */
+    uint64_t    bytes, max;     /* their cost; query_cache_size */
+    uint64_t    hits, absent_hits, evictions;
+} mr_lru_t;
 
-typedef struct {
+void mr_lru_init(mr_lru_t *c, uint64_t max);
+/* 0 and a copy of the answer for name built for since at gen no earlier
+ * than min_at; -1 if none (a stale one is dropped). */
+int mr_lru_get(mr_lru_t *c, const char *name, int64_t since, uint64_t gen,
+    int64_t min_at, char **out, size_t *len);
+/* Keep an answer (absent: the name had no entries); the least recently
+ * used go while the cost passes the limit. */
+void mr_lru_put(mr_lru_t *c, const char *name, int64_t since, uint64_t gen,
+    int64_t at, int absent, const char *ans, size_t len);
+/* A new entry for name: its answer goes, absent or not. */
+void mr_lru_drop(mr_lru_t *c, const char *name);
+void mr_lru_free(mr_lru_t *c);
+
+struct mr_mirror_s {
     mr_conf_t          conf;
     sk_key_t          *key;         /* the mirror's Ed25519 key */
     mr_tl_t            tl[MR_MAX_TIMELINES];
@@ -149,9 +179,11 @@ typedef struct {
     atomic_int         halt;        /* stopping, read by fetches under way
                                        (without the lock): they give up */
     uint64_t           gen;         /* bumped when servability changes */
-    mr_name_t         *names;       /* open addressing, power-of-2 slots */
-    size_t             nnames, nslots;
+    sk_db_t           *db;          /* the index (mr_index.c) */
+    sk_db_table_t      ix_entries, ix_names;
+    int                ix_damaged;  /* a copy's index did not fit it */
     uint64_t           cache_hits, cache_misses;
+    mr_lru_t           answers;     /* without answer_cache */
     pthread_mutex_t    rlock;       /* rcache, rpause */
     sk_cache_t        *rcache;      /* shared answer cache, or NULL */
     uint64_t           rpause;      /* seconds Redis is left alone after
@@ -160,7 +192,7 @@ typedef struct {
     char               rprefix[64]; /* its keys: sk:mirror-answer:<id>: */
     pthread_t          tracker;
     int                tracker_up;
-} mr_mirror_t;
+};
 
 /* mr_buf.c: a growing text buffer. */
 typedef struct {
@@ -176,12 +208,33 @@ void mr_buf_json_str(mr_buf_t *b, const char *s);
 int mr_buf_finish(mr_buf_t *b, char **out, size_t *len, sk_err_t *err)
     SK_WUR;
 
-/* mr_names.c, under the lock: the name index and its answer cache. */
-/* Index an entry's name; drops the name's cached answer. */
-int mr_names_add(mr_mirror_t *m, const char *name, uint32_t tl, uint64_t sn)
-    SK_WUR;
-mr_name_t *mr_names_find(mr_mirror_t *m, const char *name);
-void mr_names_free(mr_mirror_t *m);
+/* mr_index.c: the index under data_dir/index (LMDB).  Lookups take no
+ * lock of the mirror's; callers hold it where sizes must not move. */
+typedef struct {
+    const char  *name;          /* the entry's Name, or NULL */
+    mr_loc_t     loc;
+} mr_ixrow_t;
+
+/* Open (fresh: remove first) data_dir/index; an index LMDB refuses is
+ * removed and made anew, with a log line. */
+int mr_index_open(mr_mirror_t *m, int fresh, sk_err_t *err) SK_WUR;
+void mr_index_close(mr_mirror_t *m);
+/* t's indexed entries into t->tree, its root changes, size, end and
+ * last_ts, checked against the meta record and the copy's size; damage
+ * sets m->ix_damaged (SK_ERR_FORMAT). */
+int mr_index_load(mr_mirror_t *m, mr_tl_t *t, uint64_t file_size,
+    sk_err_t *err) SK_WUR;
+/* Rows for SNs first.. of t and the meta record (root: the tree's root
+ * at first + n), in one transaction. */
+int mr_index_add(mr_mirror_t *m, mr_tl_t *t, uint64_t first,
+    const mr_ixrow_t *rows, size_t n, const sk_merkle_hash_t root,
+    sk_err_t *err) SK_WUR;
+int mr_index_entry(mr_mirror_t *m, const mr_tl_t *t, uint64_t sn,
+    mr_loc_t *loc, sk_err_t *err) SK_WUR;
+/* The entries for name on mirrored timelines, by TID and SN
+ * (malloc()ed, NULL if none). */
+int mr_index_refs(mr_mirror_t *m, const char *name, mr_ref_t **refs,
+    size_t *n, sk_err_t *err) SK_WUR;
 
 /* mr_tree.c: t->tree over the t->size stored entries, from tl-<tid>/tile/
  * (built from the copy if absent, or if rebuild), replacing the old one:
@@ -189,8 +242,9 @@ void mr_names_free(mr_mirror_t *m);
 int mr_tree_open(mr_tl_t *t, int rebuild, sk_err_t *err) SK_WUR;
 
 /* mr_store.c: each timeline's copy under data_dir/tl-<tid>/. */
-/* Open (creating) the copy, check every entry, rebuild the tree and the
- * names; the log is cut back to what a stored signed head covers. */
+/* Open (creating) the copy: its indexed part from the index, the rest
+ * checked entry by entry and indexed; the log is cut back to what a
+ * stored signed head covers. */
 int mr_store_open(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err) SK_WUR;
 void mr_store_close(mr_tl_t *t);
 /* Entries fetched and checked, not yet stored: text back to back. */
@@ -199,11 +253,14 @@ typedef struct {
     size_t     *lens;
     int64_t    *ts;
     char      **names;          /* each entry's Name, or NULL */
+    unsigned   *flags;          /* MR_IX_ROOT */
+    unsigned char (*leaf)[SK_SHA256_BYTES];
     size_t      n, cap;
 } mr_batch_t;
 
 int mr_batch_add(mr_batch_t *b, const char *text, size_t len,
-    const char *name, int64_t ts, sk_err_t *err) SK_WUR;
+    const char *name, int64_t ts, unsigned flags,
+    const unsigned char leaf[SK_SHA256_BYTES], sk_err_t *err) SK_WUR;
 void mr_batch_free(mr_batch_t *b);
 /* The text of batch entry i (borrowed). */
 const char *mr_batch_entry(const mr_batch_t *b, size_t i, size_t *len);
@@ -212,6 +269,11 @@ const char *mr_batch_entry(const mr_batch_t *b, size_t i, size_t *len);
  * the names) under the lock. */
 int mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
     const char *head, size_t headlen, int tfm, sk_err_t *err) SK_WUR;
+/* The indexed entry sn at loc, read from the copy (malloc()ed): its
+ * bytes must hash to the indexed leaf, else the copy is damaged
+ * (SK_ERR_SIGNATURE, logged). */
+int mr_store_pread(const mr_tl_t *t, uint64_t sn, const mr_loc_t *loc,
+    char **out, sk_err_t *err) SK_WUR;
 /* Stored entry sn as text (malloc()ed); call without the lock. */
 int mr_store_read(mr_mirror_t *m, mr_tl_t *t, char **out, size_t *len,
     uint64_t sn, sk_err_t *err) SK_WUR;
@@ -254,8 +316,7 @@ typedef struct {
 
 /* Names touched by entries accepted this round, not yet stored. */
 typedef struct {
-    mr_pstate_t  *slot;         /* open addressing, power-of-2 slots */
-    size_t        n, nslots;
+    sk_strtab_t   t;            /* of mr_pstate_t */
 } mr_pending_t;
 
 int mr_pending_note(mr_pending_t *p, const sk_entry_t *e, sk_err_t *err)

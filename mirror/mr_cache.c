@@ -7,7 +7,7 @@
  * query_cache.  The sync threads also delete a name's answer as soon as a
  * new entry for it is merged, but a delete can fail (Redis away, then
  * back with its data): the entry count is what keeps an old answer out.
- * Without answer_cache the answers stay in memory (mr_names.c).
+ * Without answer_cache the answers stay in memory (mr_lru.c).
  *
  * A Redis that fails (down, or hung: a timeout) is left alone for a pause
  * of 1 s, doubling up to MR_CACHE_PAUSE_MAX, and answers are built fresh

@@ -17,47 +17,6 @@
 #include "mr.h"
 
 
-static size_t
-mr_pending_slot(const mr_pending_t *p, const char *name)
-{
-    uint64_t  h = 1469598103934665603ULL;
-    size_t    i;
-
-    for (i = 0; name[i] != '\0'; i++) {
-        h = (h ^ (unsigned char) name[i]) * 1099511628211ULL;
-    }
-    i = (size_t) h & (p->nslots - 1);
-    while (p->slot[i].name != NULL && strcmp(p->slot[i].name, name) != 0) {
-        i = (i + 1) & (p->nslots - 1);
-    }
-    return i;
-}
-
-
-static int
-mr_pending_grow(mr_pending_t *p)
-{
-    mr_pending_t  np;
-    size_t        i, j;
-
-    np.nslots = p->nslots ? p->nslots * 2 : 256;
-    np.n = p->n;
-    np.slot = calloc(np.nslots, sizeof(*np.slot));
-    if (np.slot == NULL) {
-        return -1;
-    }
-    for (i = 0; i < p->nslots; i++) {
-        if (p->slot[i].name != NULL) {
-            j = mr_pending_slot(&np, p->slot[i].name);
-            np.slot[j] = p->slot[i];
-        }
-    }
-    free(p->slot);
-    *p = np;
-    return 0;
-}
-
-
 static int
 mr_strdup_or_null(char **out, const char *s)
 {
@@ -74,22 +33,17 @@ mr_pending_note(mr_pending_t *p, const sk_entry_t *e, sk_err_t *err)
     const char      *name = sk_entry_name(e);
     mr_pstate_t     *ps;
     char            *k, *rb;
-    size_t           i;
+    int              made;
 
     if (name == NULL || ty == SK_ENTRY_CHANGE_SERVICES) {
         return 0;
     }
-    if ((p->n + 1) * 2 > p->nslots && mr_pending_grow(p) != 0) {
-        return sk_err_set(err, SK_ERR_NOMEM, "pending names");
+    if (p->t.slot_size == 0) {
+        sk_strtab_init(&p->t, sizeof(mr_pstate_t));
     }
-    i = mr_pending_slot(p, name);
-    ps = &p->slot[i];
-    if (ps->name == NULL) {
-        ps->name = strdup(name);
-        if (ps->name == NULL) {
-            return sk_err_set(err, SK_ERR_NOMEM, "pending names");
-        }
-        p->n++;
+    ps = sk_strtab_add(&p->t, name, &made, "pending names", err);
+    if (ps == NULL) {
+        return -1;
     }
     if (ty == SK_ENTRY_UNBIND) {
         ps->bound = 0;
@@ -113,15 +67,15 @@ mr_pending_note(mr_pending_t *p, const sk_entry_t *e, sk_err_t *err)
 void
 mr_pending_free(mr_pending_t *p)
 {
-    size_t  i;
+    mr_pstate_t  *ps;
+    size_t        i;
 
-    for (i = 0; i < p->nslots; i++) {
-        free(p->slot[i].name);
-        free(p->slot[i].key);
-        free(p->slot[i].rebinders);
+    for (i = 0; i < p->t.nslots; i++) {
+        ps = sk_strtab_at(&p->t, i);
+        free(ps->key);
+        free(ps->rebinders);
     }
-    free(p->slot);
-    memset(p, 0, sizeof(*p));
+    sk_strtab_free(&p->t);
 }
 
 
@@ -131,10 +85,10 @@ static int
 mr_check_stored(mr_mirror_t *m, mr_tl_t *t, const char *name, uint64_t sn,
     mr_pstate_t *st, sk_err_t *err)
 {
-    const mr_name_t  *n;
     sk_entry_t       *e;
+    mr_ref_t         *refs;
     uint64_t         *sns = NULL, *inc = NULL;
-    size_t            i, cnt = 0, ninc, len;
+    size_t            i, cnt = 0, ninc, len, nrefs;
     char             *text;
     int               rc = 0, unbound = 0, is_inc;
 
@@ -144,20 +98,21 @@ mr_check_stored(mr_mirror_t *m, mr_tl_t *t, const char *name, uint64_t sn,
     if (ninc > 0 && inc == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "name state");
     }
-    pthread_mutex_lock(&m->lock);
-    n = mr_names_find(m, name);
-    if (n != NULL && (sns = malloc(n->nrefs * sizeof(*sns) + 1)) != NULL) {
-        for (i = 0; i < n->nrefs; i++) {
-            if (n->refs[i].tl == t->index && n->refs[i].sn < sn) {
-                sns[cnt++] = n->refs[i].sn;
-            }
-        }
+    if (mr_index_refs(m, name, &refs, &nrefs, err) != 0) {
+        free(inc);
+        return -1;
     }
-    pthread_mutex_unlock(&m->lock);
-    if (n != NULL && sns == NULL) {
+    if (nrefs > 0 && (sns = malloc(nrefs * sizeof(*sns))) == NULL) {
+        free(refs);
         free(inc);
         return sk_err_set(err, SK_ERR_NOMEM, "name state");
     }
+    for (i = 0; i < nrefs; i++) {
+        if (refs[i].tl == t->index && refs[i].sn < sn) {
+            sns[cnt++] = refs[i].sn;
+        }
+    }
+    free(refs);
     /* Newest first (one timeline's refs are in SN order, and so are its
      * copies), back to the newest Bind or Rebind. */
     while ((cnt > 0 || ninc > 0) && st->key == NULL && rc == 0) {
@@ -207,9 +162,9 @@ mr_check_state(mr_mirror_t *m, mr_tl_t *t, const char *name, uint64_t sn,
     const mr_pstate_t  *ps;
     sk_err_t            why;
 
-    if (p != NULL && p->nslots > 0) {
-        ps = &p->slot[mr_pending_slot(p, name)];
-        if (ps->name != NULL && ps->key == NULL) {
+    ps = p != NULL ? sk_strtab_find(&p->t, name) : NULL;
+    if (ps != NULL) {
+        if (ps->key == NULL) {
             /* Only an Unbind this round: the record is in the copy. */
             if (mr_check_stored(m, t, name, sn, st, &why) != 0) {
                 free(st->key);
@@ -220,18 +175,16 @@ mr_check_state(mr_mirror_t *m, mr_tl_t *t, const char *name, uint64_t sn,
             st->bound = 0;
             return 0;
         }
-        if (ps->name != NULL) {
-            memset(st, 0, sizeof(*st));
-            st->name = ps->name;
-            st->bound = ps->bound;
-            if (mr_strdup_or_null(&st->key, ps->key) != 0
-                || mr_strdup_or_null(&st->rebinders, ps->rebinders) != 0)
-            {
-                free(st->key);
-                return sk_err_set(err, SK_ERR_NOMEM, "name state");
-            }
-            return 0;
+        memset(st, 0, sizeof(*st));
+        st->name = ps->name;
+        st->bound = ps->bound;
+        if (mr_strdup_or_null(&st->key, ps->key) != 0
+            || mr_strdup_or_null(&st->rebinders, ps->rebinders) != 0)
+        {
+            free(st->key);
+            return sk_err_set(err, SK_ERR_NOMEM, "name state");
         }
+        return 0;
     }
     if (mr_check_stored(m, t, name, sn, st, &why) != 0) {
         free(st->key);

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sk/addr.h>
 #include <sk/conf.h>
 
 #include "mr.h"
@@ -42,6 +41,7 @@ static const sk_conf_def_t  mr_confdefs[] = {
     MR_U("chunk_text_max", chunk_text_max, "268435456"),
     MR_U("tail_max", tail_max, "1000"),
     MR_U("query_cache", query_cache, "1800"),
+    MR_U("query_cache_size", query_cache_size, "67108864"),
     MR_U("threads", threads, "4"),
     MR_U("connections", http.connections, "4096"),
     MR_U("connections_per_ip", http.per_ip, "64"),
@@ -147,10 +147,9 @@ mr_conf_set(void *arg, const sk_conf_def_t *d, char *v, sk_err_t *err)
 static int
 mr_conf_finish(mr_conf_t *conf, sk_err_t *err)
 {
-    struct sockaddr_storage  ss;
-
-    /* Here, not at bind time, so that -n catches it (exit 78). */
-    if (sk_addr_parse(&ss, conf->listen, err) != 0) {
+    if (sk_conf_listen_key(conf->listen, &conf->key_file, conf->data_dir,
+            MR_KEY_FILE, err) != 0)
+    {
         return -1;
     }
     if (conf->poll_interval == 0 || conf->retry_min == 0
@@ -170,14 +169,6 @@ mr_conf_finish(mr_conf_t *conf, sk_err_t *err)
     {
         return sk_err_set(err, SK_ERR_FORMAT, "\"threads\" is at most 256, "
             "\"chunk_text_max\" at most 4294967296");
-    }
-    if (conf->key_file == NULL) {
-        conf->key_file = malloc(strlen(conf->data_dir) + sizeof(MR_KEY_FILE)
-                                + 1);
-        if (conf->key_file == NULL) {
-            return sk_err_set(err, SK_ERR_NOMEM, "key");
-        }
-        sprintf(conf->key_file, "%s/%s", conf->data_dir, MR_KEY_FILE);
     }
     return 0;
 }

@@ -47,7 +47,42 @@ mr_main_key(mr_mirror_t *m, sk_err_t *err)
 }
 
 
-/* Open every copy; order[] by ascending TID. */
+/* Open every copy, with the index. */
+static int
+mr_main_open_copies(mr_mirror_t *m, sk_err_t *err)
+{
+    size_t  i;
+
+    for (i = 0; i < m->ntl; i++) {
+        if (mr_store_open(m, &m->tl[i], err) != 0
+            || mr_inc_open(&m->tl[i], err) != 0)
+        {
+            return sk_err_prefix(err, "timeline %" PRIu64,
+                m->conf.tl[i].tid);
+        }
+        mr_log("timeline %" PRIu64 ": %" PRIu64 " entries, checkpoint of %"
+            PRIu64 "%s", m->conf.tl[i].tid, m->tl[i].size,
+            m->tl[i].cpv.size,
+            m->tl[i].state == MR_CORRUPT ? ", reneged" : "");
+    }
+    return 0;
+}
+
+
+static void
+mr_main_close_copies(mr_mirror_t *m)
+{
+    size_t  i;
+
+    for (i = 0; i < m->ntl; i++) {
+        mr_inc_close(&m->tl[i]);
+        mr_store_close(&m->tl[i]);
+    }
+}
+
+
+/* Open every copy; order[] by ascending TID.  An index that does not fit
+ * the copies is rebuilt from them, once. */
 static int
 mr_main_open(mr_mirror_t *m, sk_err_t *err)
 {
@@ -61,18 +96,26 @@ mr_main_open(mr_mirror_t *m, sk_err_t *err)
     for (i = 0; i < m->ntl; i++) {
         m->tl[i].conf = &m->conf.tl[i];
         m->tl[i].index = (uint32_t) i;
+        m->tl[i].mirror = m;
         m->tl[i].fd = -1;
         m->order[i] = (uint32_t) i;
-        if (mr_store_open(m, &m->tl[i], err) != 0
-            || mr_inc_open(&m->tl[i], err) != 0)
-        {
-            return sk_err_prefix(err, "timeline %" PRIu64,
-                m->conf.tl[i].tid);
+    }
+    if (mr_index_open(m, 0, err) != 0) {
+        return -1;
+    }
+    if (mr_main_open_copies(m, err) != 0) {
+        if (!m->ix_damaged) {
+            return -1;
         }
-        mr_log("timeline %" PRIu64 ": %" PRIu64 " entries, checkpoint of %"
-            PRIu64 "%s", m->conf.tl[i].tid, m->tl[i].size,
-            m->tl[i].cpv.size,
-            m->tl[i].state == MR_CORRUPT ? ", reneged" : "");
+        mr_log("%s; rebuilding the index from the copies", err->msg);
+        mr_main_close_copies(m);
+        mr_index_close(m);
+        m->ix_damaged = 0;
+        if (mr_index_open(m, 1, err) != 0
+            || mr_main_open_copies(m, err) != 0)
+        {
+            return -1;
+        }
     }
     for (i = 1; i < m->ntl; i++) {
         for (j = i; j > 0 && m->conf.tl[m->order[j - 1]].tid
@@ -128,7 +171,6 @@ main(int argc, char **argv)
     static mr_mirror_t  m;
     const char         *conf = NULL;
     sk_err_t            err;
-    size_t              i;
     int                 check, rc;
 
     if (sk_daemon_args(argc, argv, &conf, &check) != 0) {
@@ -150,13 +192,12 @@ main(int argc, char **argv)
         mr_log("%s: only %zu timeline configured: answers need two", conf,
             m.conf.ntl);
     }
+    mr_lru_init(&m.answers, m.conf.query_cache_size);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     rc = mr_main_run(&m);
-    for (i = 0; i < m.ntl; i++) {
-        mr_inc_close(&m.tl[i]);
-        mr_store_close(&m.tl[i]);
-    }
-    mr_names_free(&m);
+    mr_main_close_copies(&m);
+    mr_index_close(&m);
+    mr_lru_free(&m.answers);
     mr_cache_close(&m);
     sk_key_free(m.key);
     mr_conf_free(&m.conf);

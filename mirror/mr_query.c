@@ -4,10 +4,11 @@
  * change both together.
  *
  * An answer is built under the mirror's lock (entry texts, proofs and
- * checkpoints of one moment) and signed outside it.  It is cached on the
- * name for query_cache seconds; a new entry for the name drops it at once
- * (mr_names_add), and so does any change in which timelines are servable
- * (mr_mirror_t.gen).  With answer_cache, answers for since=0 live in
+ * checkpoints of one moment) and signed outside it.  It is cached in
+ * memory (mr_lru.c, at most query_cache_size bytes, the answers for
+ * absent names too) for query_cache seconds; a new entry for the name
+ * drops it at once (mr_store_commit), and so does any change in which
+ * timelines are servable (mr_mirror_t.gen).  With answer_cache, answers for since=0 live in
  * Redis instead (mr_cache.c), shared by front-ends with the same key.
  */
 #include <inttypes.h>
@@ -25,12 +26,11 @@
  * said; a Stuck timeline turns Defunct after defunct_after seconds and is
  * no longer served.  Clients judge the age by their freshness rules. */
 static int
-mr_query_timeline(mr_buf_t *b, mr_tl_t *t,
-    const mr_name_t *n, int64_t since, int64_t now, sk_err_t *err)
+mr_query_timeline(mr_buf_t *b, mr_tl_t *t, const mr_ref_t *refs,
+    size_t nrefs, int64_t since, int64_t now, sk_err_t *err)
 {
     sk_merkle_proof_t  proof;
     const mr_ref_t    *r;
-    ssize_t            got;
     size_t             i, cnt = 0, plen, elen;
     char              *ptext, *text;
     int                serve;
@@ -48,28 +48,20 @@ mr_query_timeline(mr_buf_t *b, mr_tl_t *t,
         mr_buf_printf(b, "Checkpoint-Age: %" PRId64 "\n",
             now > t->cp_ts ? now - t->cp_ts : 0);
     }
-    for (i = 0; n != NULL && i < n->nrefs; i++) {
-        cnt += n->refs[i].tl == t->index && n->refs[i].sn < t->cpv.size
-            && t->ts[n->refs[i].sn] >= since;
+    for (i = 0; i < nrefs; i++) {
+        cnt += refs[i].tl == t->index && refs[i].sn < t->cpv.size
+            && refs[i].loc.ts >= since;
     }
     mr_buf_printf(b, "Entries: %zu\n", cnt);
-    for (i = 0; n != NULL && i < n->nrefs; i++) {
-        r = &n->refs[i];
-        if (r->tl != t->index || r->sn >= t->cpv.size || t->ts[r->sn] < since)
-        {
+    for (i = 0; i < nrefs; i++) {
+        r = &refs[i];
+        if (r->tl != t->index || r->sn >= t->cpv.size || r->loc.ts < since) {
             continue;
         }
-        elen = (size_t) (t->off[r->sn + 1] - t->off[r->sn]);
+        elen = r->loc.len;
         mr_buf_printf(b, "Entry: %" PRIu64 " %zu\n", r->sn, elen);
-        text = malloc(elen);
-        if (text == NULL) {
-            return sk_err_set(err, SK_ERR_NOMEM, "answer");
-        }
-        got = pread(t->fd, text, elen, t->off[r->sn]);
-        if (got < 0 || (size_t) got != elen) {
-            free(text);
-            return sk_err_sys(err, "%s/entries: read SN %" PRIu64, t->dir,
-                r->sn);
+        if (mr_store_pread(t, r->sn, &r->loc, &text, err) != 0) {
+            return -1;
         }
         mr_buf_add(b, text, elen);
         free(text);
@@ -92,12 +84,16 @@ static int
 mr_query_body(mr_mirror_t *m, mr_buf_t *b, const char *name, int64_t since,
     sk_err_t *err)
 {
-    mr_name_t  *n = mr_names_find(m, name);
-    size_t      i, hlen;
-    int64_t     now = mr_now();
-    char        hash[9], *list;
+    mr_ref_t  *refs;
+    size_t     i, hlen, nrefs;
+    int64_t    now = mr_now();
+    char       hash[9], *list;
 
+    if (mr_index_refs(m, name, &refs, &nrefs, err) != 0) {
+        return -1;
+    }
     if (mr_track_list(m, &list, &hlen, hash, err) != 0) {
+        free(refs);
         return -1;
     }
     free(list);
@@ -105,13 +101,35 @@ mr_query_body(mr_mirror_t *m, mr_buf_t *b, const char *name, int64_t since,
         "\nTimestamp: %" PRId64 "\nReneged-Hash: %s\nTimelines: %zu\n", name,
         since, now, hash, m->ntl);
     for (i = 0; i < m->ntl; i++) {
-        if (mr_query_timeline(b, &m->tl[m->order[i]], n, since, now, err)
-            != 0)
+        if (mr_query_timeline(b, &m->tl[m->order[i]], refs, nrefs, since,
+                now, err) != 0)
         {
+            free(refs);
             return -1;
         }
     }
+    free(refs);
     return 0;
+}
+
+
+/* Under the lock: how many entries for name the copies hold (published:
+ * below each timeline's size), or (size_t) -1 if the index fails. */
+static size_t
+mr_query_count(mr_mirror_t *m, const char *name)
+{
+    mr_ref_t  *refs;
+    size_t     i, n, cnt = 0;
+    sk_err_t   err;
+
+    if (mr_index_refs(m, name, &refs, &n, &err) != 0) {
+        return (size_t) -1;
+    }
+    for (i = 0; i < n; i++) {
+        cnt += refs[i].sn < m->tl[refs[i].tl].size;
+    }
+    free(refs);
+    return cnt;
 }
 
 
@@ -141,21 +159,6 @@ mr_query_sign(mr_mirror_t *m, mr_buf_t *b, sk_err_t *err)
 }
 
 
-static int
-mr_query_copy(char **out, size_t *len, const char *p, size_t n,
-    sk_err_t *err)
-{
-    *out = malloc(n + 1);
-    if (*out == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "answer");
-    }
-    memcpy(*out, p, n);
-    (*out)[n] = '\0';
-    *len = n;
-    return 0;
-}
-
-
 /* Under the lock: the servable TIDs, "7,9" (ascending), a Stuck one
  * served from its last checked state with an "s" ("7,8s,9"). */
 static void
@@ -181,7 +184,6 @@ int
 mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     int64_t since, sk_err_t *err)
 {
-    mr_name_t  *n;
     mr_buf_t    b = { 0 };
     uint64_t    gen;
     size_t      servable, nrefs;
@@ -201,20 +203,20 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
             "are servable (Idle or Syncing); answers need 2", servable,
             m->ntl);
     }
-    n = mr_names_find(m, name);
-    if (m->rcache == NULL && n != NULL && n->ans != NULL
-        && n->ans_since == since && n->ans_gen == m->gen
-        && now - n->ans_at < (int64_t) m->conf.query_cache)
+    if (m->rcache == NULL && m->conf.query_cache > 0
+        && mr_lru_get(&m->answers, name, since, m->gen,
+               now - (int64_t) m->conf.query_cache + 1, out, len) == 0)
     {
         m->cache_hits++;
-        rc = mr_query_copy(out, len, n->ans, n->anslen, err);
         pthread_mutex_unlock(&m->lock);
-        return rc;
+        return 0;
     }
     mr_query_servable(m, fp, sizeof(fp));
-    nrefs = n != NULL ? n->nrefs : 0;
+    nrefs = shared ? mr_query_count(m, name) : 0;
     pthread_mutex_unlock(&m->lock);
-    if (shared && mr_cache_get(m, name, fp, nrefs, out, len) == 0) {
+    if (shared && nrefs != (size_t) -1
+        && mr_cache_get(m, name, fp, nrefs, out, len) == 0)
+    {
         pthread_mutex_lock(&m->lock);
         m->cache_hits++;
         pthread_mutex_unlock(&m->lock);
@@ -224,8 +226,7 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     m->cache_misses++;
     gen = m->gen;
     mr_query_servable(m, fp, sizeof(fp));
-    n = mr_names_find(m, name);
-    nrefs = n != NULL ? n->nrefs : 0;
+    nrefs = mr_query_count(m, name);
     rc = mr_query_body(m, &b, name, since, err);
     pthread_mutex_unlock(&m->lock);
     if (rc != 0 || mr_query_sign(m, &b, err) != 0) {
@@ -239,18 +240,13 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
         return 0;
     }
     pthread_mutex_lock(&m->lock);
-    n = mr_names_find(m, name);
     /* Not if an entry for the name (or a state change) came in meanwhile:
      * the sync thread drops the shared copy only after its commit. */
-    fresh = (n != NULL ? n->nrefs : 0) == nrefs && m->gen == gen;
-    if (fresh && !shared && n != NULL) {
-        free(n->ans);
-        n->ans = NULL;
-        if (mr_query_copy(&n->ans, &n->anslen, *out, *len, NULL) == 0) {
-            n->ans_at = now;
-            n->ans_since = since;
-            n->ans_gen = gen;
-        }
+    fresh = nrefs != (size_t) -1 && mr_query_count(m, name) == nrefs
+        && m->gen == gen;
+    if (fresh && !shared) {
+        mr_lru_put(&m->answers, name, since, gen, now, nrefs == 0, *out,
+            *len);
     }
     pthread_mutex_unlock(&m->lock);
     /* Redis outside the lock: a slow one must not hold up the mirror. */
@@ -278,9 +274,12 @@ mr_query_status(mr_mirror_t *m, char **out, size_t *len, sk_err_t *err)
     free(list);
     mr_buf_printf(&b, "{\"mirror\":\"%s\",\"reneged_hash\":\"%s\","
         "\"servable\":%zu,\"serving\":%s,\"cache\":{\"hits\":%" PRIu64
-        ",\"misses\":%" PRIu64 "},\"timelines\":[", fp, hash,
-        mr_sync_servable(m), mr_sync_servable(m) >= 2 ? "true" : "false",
-        m->cache_hits, m->cache_misses);
+        ",\"misses\":%" PRIu64 ",\"absent_hits\":%" PRIu64 ",\"answers\":%zu"
+        ",\"bytes\":%" PRIu64 ",\"limit\":%" PRIu64 ",\"evictions\":%"
+        PRIu64 "},\"timelines\":[", fp, hash, mr_sync_servable(m),
+        mr_sync_servable(m) >= 2 ? "true" : "false", m->cache_hits,
+        m->cache_misses, m->answers.absent_hits, m->answers.n,
+        m->answers.bytes, m->answers.max, m->answers.evictions);
     for (i = 0; i < m->ntl; i++) {
         t = &m->tl[m->order[i]];
         mr_buf_printf(&b, "%s{\"tid\":%" PRIu64 ",\"url\":", i ? "," : "",

@@ -8,11 +8,13 @@
  *                "Renegation tracking"); present once the timeline reneged
  *
  * Entries are appended and synced before the signed head covering them
- * (checkpoint or TFM) is replaced, so at start the log may be longer than
- * both heads (a crash in between): the excess is cut and fetched again.
- * At start every entry is checked again (parse, TID, SN, timeline
- * signature, timestamps) and the Merkle root at each head's size must be
- * the signed one.  The name index lives in memory, rebuilt at start.
+ * (checkpoint or TFM) is replaced, and indexed (mr_index.c) after it, so
+ * at start the log may be longer than both heads (a crash in between):
+ * the excess is cut and fetched again; and the index may be behind the
+ * heads: the entries past it are read, checked (parse, TID, SN, timeline
+ * signature, timestamps) and indexed.  Entries indexed already are not
+ * read again.  The Merkle root at each head's size must be the signed
+ * one.
  */
 #define _GNU_SOURCE             /* memmem */
 #include <errno.h>
@@ -32,12 +34,15 @@
 
 int
 mr_batch_add(mr_batch_t *b, const char *text, size_t len, const char *name,
-    int64_t ts, sk_err_t *err)
+    int64_t ts, unsigned flags, const unsigned char leaf[SK_SHA256_BYTES],
+    sk_err_t *err)
 {
     size_t    cap = b->cap ? b->cap * 2 : 64;
     size_t   *lens;
     int64_t  *tss;
     char    **names;
+    unsigned *fl;
+    unsigned char (*lf)[SK_SHA256_BYTES];
 
     if (b->n == b->cap) {
         lens = realloc(b->lens, cap * sizeof(*lens));
@@ -52,7 +57,17 @@ mr_batch_add(mr_batch_t *b, const char *text, size_t len, const char *name,
         if (names != NULL) {
             b->names = names;
         }
-        if (lens == NULL || tss == NULL || names == NULL) {
+        fl = realloc(b->flags, cap * sizeof(*fl));
+        if (fl != NULL) {
+            b->flags = fl;
+        }
+        lf = realloc(b->leaf, cap * sizeof(*lf));
+        if (lf != NULL) {
+            b->leaf = lf;
+        }
+        if (lens == NULL || tss == NULL || names == NULL || fl == NULL
+            || lf == NULL)
+        {
             return sk_err_set(err, SK_ERR_NOMEM, "batch");
         }
         b->cap = cap;
@@ -67,6 +82,8 @@ mr_batch_add(mr_batch_t *b, const char *text, size_t len, const char *name,
         return sk_err_set(err, SK_ERR_NOMEM, "batch");
     }
     b->lens[b->n] = len;
+    b->flags[b->n] = flags;
+    memcpy(b->leaf[b->n], leaf, SK_SHA256_BYTES);
     b->ts[b->n++] = ts;
     return 0;
 }
@@ -94,6 +111,8 @@ mr_batch_free(mr_batch_t *b)
         free(b->names[i]);
     }
     free(b->names);
+    free(b->flags);
+    free(b->leaf);
     free(b->lens);
     free(b->ts);
     free(b->text.p);
@@ -207,35 +226,6 @@ mr_store_load_heads(mr_tl_t *t, sk_tfm_t *tfm, sk_err_t *err)
 
 
 static int
-mr_store_grow(mr_tl_t *t, uint64_t need)
-{
-    off_t     *off;
-    int64_t   *ts;
-    uint64_t   cap = t->cap ? t->cap : 1024;
-
-    while (cap < need + 1) {
-        cap *= 2;
-    }
-    if (cap == t->cap) {
-        return 0;
-    }
-    off = realloc(t->off, cap * sizeof(*off));
-    if (off != NULL) {
-        t->off = off;
-    }
-    ts = realloc(t->ts, cap * sizeof(*ts));
-    if (ts != NULL) {
-        t->ts = ts;
-    }
-    if (off == NULL || ts == NULL) {
-        return -1;
-    }
-    t->cap = cap;
-    return 0;
-}
-
-
-static int
 mr_store_check_root(const mr_tl_t *t, uint64_t size,
     const sk_merkle_hash_t want, const char *what, sk_err_t *err)
 {
@@ -255,61 +245,133 @@ mr_store_check_root(const mr_tl_t *t, uint64_t size,
 }
 
 
-/* Check the entries the heads cover; index them. */
+/* Index the rows gathered so far (the tree holds their leaves). */
+static int
+mr_store_flush(mr_mirror_t *m, mr_tl_t *t, mr_ixrow_t *rows, char **names,
+    size_t *n, sk_err_t *err)
+{
+    sk_merkle_hash_t  root;
+    size_t            i;
+    int               rc;
+
+    if (*n == 0) {
+        return 0;
+    }
+    rc = sk_merkle_tree_root(root, t->tree, t->size + *n, err);
+    if (rc == 0) {
+        rc = mr_index_add(m, t, t->size, rows, *n, root, err);
+    }
+    if (rc == 0) {
+        t->size += *n;
+        t->end = (off_t) (rows[*n - 1].loc.off + rows[*n - 1].loc.len);
+        t->last_ts = rows[*n - 1].loc.ts;
+    }
+    for (i = 0; i < *n; i++) {
+        free(names[i]);
+    }
+    *n = 0;
+    return rc;
+}
+
+
+#define MR_STORE_BATCH  4096
+
+/* Check the entries the heads cover past the index (buf: the copy from
+ * t->end on); index them, MR_STORE_BATCH to a transaction. */
 static int
 mr_store_replay(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
     const char *buf, size_t len, sk_err_t *err)
 {
+    mr_ixrow_t        *rows;
+    char             **names;
     sk_entry_t        *e;
-    size_t             pos = 0, used;
-    int64_t            ts, last = 0;
+    size_t             pos = 0, used, n = 0;
+    int64_t            ts;
     uint64_t           sn, want;
-    int                rc;
+    int                rc = 0;
 
     want = t->cpv.size > tfm->tree_size ? t->cpv.size : tfm->tree_size;
-    if (mr_store_grow(t, want) != 0) {
+    if (want < t->size) {
+        m->ix_damaged = 1;
+        return sk_err_set(err, SK_ERR_FORMAT, "index: %" PRIu64 " entries "
+            "indexed, the signed heads cover %" PRIu64, t->size, want);
+    }
+    rows = calloc(MR_STORE_BATCH, sizeof(*rows));
+    names = calloc(MR_STORE_BATCH, sizeof(*names));
+    if (rows == NULL || names == NULL) {
+        free(rows);
+        free(names);
         return sk_err_set(err, SK_ERR_NOMEM, "entries");
     }
-    t->off[0] = 0;
-    for (sn = 0; sn < want; sn++) {
+    for (sn = t->size; sn < want && rc == 0; sn++) {
+        mr_ixrow_t  *r = &rows[n];
+
         used = mr_entry_len(buf + pos, len - pos);
         if (used == 0) {
-            return sk_err_set(err, SK_ERR_FORMAT, "entries: offset %zu, SN %"
-                PRIu64 ": no whole entry", pos, sn);
+            rc = sk_err_set(err, SK_ERR_FORMAT, "entries: offset %jd, SN %"
+                PRIu64 ": no whole entry", (intmax_t) t->end + (intmax_t) pos,
+                sn);
+            break;
         }
         if (mr_store_check_entry(&e, t, buf + pos, used, sn, &ts, err) != 0)
         {
-            return sk_err_prefix(err, "entries: offset %zu", pos);
+            rc = sk_err_prefix(err, "entries: offset %jd",
+                (intmax_t) t->end + (intmax_t) pos);
+            break;
         }
-        if (ts < last) {
+        if (ts < (n > 0 ? rows[n - 1].loc.ts : t->last_ts)) {
             sk_entry_free(e);
-            return sk_err_set(err, SK_ERR_FORMAT, "entries: SN %" PRIu64
+            rc = sk_err_set(err, SK_ERR_FORMAT, "entries: SN %" PRIu64
                 ": timestamp before the previous one", sn);
+            break;
         }
-        rc = 0;
+        memset(r, 0, sizeof(*r));
         if (sk_entry_name(e) != NULL) {
-            rc = mr_names_add(m, sk_entry_name(e), t->index, sn);
+            names[n] = strdup(sk_entry_name(e));
+            if (names[n] == NULL) {
+                sk_entry_free(e);
+                rc = sk_err_set(err, SK_ERR_NOMEM, "entries");
+                break;
+            }
         }
-        if (rc != 0) {
-            sk_entry_free(e);
-            return sk_err_set(err, SK_ERR_NOMEM, "name index");
-        }
+        r->name = names[n];
+        r->loc.flags = sk_entry_type(e) == SK_ENTRY_ADD_ROOT_CA
+            || sk_entry_type(e) == SK_ENTRY_REMOVE_ROOT_CA ? MR_IX_ROOT : 0;
         rc = mr_roots_note(t, e, sn, err);
         sk_entry_free(e);
         if (rc != 0) {
-            return sk_err_prefix(err, "entries: SN %" PRIu64, sn);
+            sk_err_prefix(err, "entries: SN %" PRIu64, sn);
+            n++;
+            break;
         }
-        last = ts;
-        t->ts[sn] = ts;
+        if (sk_merkle_leaf_hash(r->loc.leaf, buf + pos, used, err) != 0
+            || sk_merkle_tree_append(t->tree, r->loc.leaf, err) != 0)
+        {
+            rc = -1;
+            n++;
+            break;
+        }
+        r->loc.off = (uint64_t) t->end + pos;
+        r->loc.len = (uint32_t) used;
+        r->loc.ts = ts;
         pos += used;
-        t->off[sn + 1] = (off_t) pos;
+        if (++n == MR_STORE_BATCH) {
+            rc = mr_store_flush(m, t, rows, names, &n, err);
+        }
     }
-    t->size = want;
-    /* The tree from the tiles; one that disagrees with the heads is
-     * rebuilt from the entries before the entries are blamed. */
-    if (mr_tree_open(t, 0, err) != 0) {
+    if (rc == 0) {
+        rc = mr_store_flush(m, t, rows, names, &n, err);
+    }
+    while (n > 0) {
+        free(names[--n]);
+    }
+    free(rows);
+    free(names);
+    if (rc != 0) {
         return -1;
     }
+    /* A tree that disagrees with the heads is rebuilt from the entries
+     * before the entries are blamed. */
     if (mr_store_check_root(t, t->cpv.size, t->cpv.root, "checkpoint", err)
         == 0
         && mr_store_check_root(t, tfm->tree_size, tfm->root, "tfm", err) == 0)
@@ -329,12 +391,38 @@ mr_store_replay(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
 }
 
 
+/* What is past the index, read from the copy (not the indexed part). */
+static int
+mr_store_read_tail(mr_tl_t *t, const char *path, uint64_t fsize, char **buf,
+    size_t *len, sk_err_t *err)
+{
+    if (fsize - (uint64_t) t->end > MR_LOG_MAX) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s: too large", path);
+    }
+    *len = (size_t) (fsize - (uint64_t) t->end);
+    *buf = malloc(*len + 1);
+    if (*buf == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "%s", path);
+    }
+    if (sk_file_pread_all(t->fd, *buf, *len, t->end) != 0) {
+        free(*buf);
+        return errno != 0 ? sk_err_sys(err, "%s: read", path)
+                          : sk_err_set(err, SK_ERR_FORMAT, "%s: shrank while "
+                                "read", path);
+    }
+    (*buf)[*len] = '\0';
+    return 0;
+}
+
+
 static int
 mr_store_open_log(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
     sk_err_t *err)
 {
-    char    path[4096], *buf;
-    size_t  len;
+    struct stat  st;
+    char         path[4096], *buf = NULL;
+    size_t       len = 0;
+    uint64_t     loaded;
 
     if (mr_store_path(path, sizeof(path), t, "entries") != 0) {
         return sk_err_set(err, SK_ERR_FORMAT, "%s: path too long", t->dir);
@@ -343,18 +431,36 @@ mr_store_open_log(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
     if (t->fd < 0) {
         return sk_err_sys(err, "%s: open", path);
     }
-    if (sk_file_read(&buf, &len, path, MR_LOG_MAX, err) != 0) {
+    if (fstat(t->fd, &st) != 0) {
+        return sk_err_sys(err, "%s: fstat", path);
+    }
+    /* The tree from the tiles over what the index holds (leaves past the
+     * last full tile read back through it); the replay appends the rest. */
+    if (mr_index_load(m, t, (uint64_t) st.st_size, err) != 0
+        || mr_tree_open(t, 0, err) != 0)
+    {
         return -1;
     }
+    if (mr_store_read_tail(t, path, (uint64_t) st.st_size, &buf, &len, err)
+        != 0)
+    {
+        return -1;
+    }
+    loaded = t->size;
     if (mr_store_replay(m, t, tfm, buf, len, err) != 0) {
         free(buf);
+        /* With entries from the index, the index may be what does not
+         * fit: rebuilt, the copy is checked whole and says. */
+        if (loaded > 0 && err->code == SK_ERR_FORMAT) {
+            m->ix_damaged = 1;
+        }
         return sk_err_prefix(err, "%s", path);
     }
     free(buf);
-    if ((size_t) t->off[t->size] < len) {
-        mr_log("%s: cutting %zu bytes no signed head covers", path,
-            len - (size_t) t->off[t->size]);
-        if (ftruncate(t->fd, t->off[t->size]) != 0 || fsync(t->fd) != 0) {
+    if (t->end < st.st_size) {
+        mr_log("%s: cutting %jd bytes no signed head covers", path,
+            (intmax_t) (st.st_size - t->end));
+        if (ftruncate(t->fd, t->end) != 0 || fsync(t->fd) != 0) {
             return sk_err_sys(err, "%s: truncate", path);
         }
     }
@@ -409,31 +515,77 @@ mr_store_open(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err)
 void
 mr_store_close(mr_tl_t *t)
 {
+    const mr_tlconf_t  *conf = t->conf;
+    uint32_t            index = t->index;
+
     if (t->fd >= 0) {
         close(t->fd);
     }
     sk_merkle_tree_free(t->tree);
     sk_key_free(t->key);
     mr_roots_free(t);
-    free(t->off);
-    free(t->ts);
     free(t->cp);
     free(t->dir);
+    /* As before mr_store_open, which may be called again. */
+    memset(t, 0, sizeof(*t));
+    t->conf = conf;
+    t->index = index;
+    t->fd = -1;
 }
 
 
+
+
+/* Append the batch at t->end, synced (sk_file_append: a failed append is
+ * cut back); what a failed earlier commit left past t->end (its append
+ * went through, its head or index did not) is cut first. */
+static int
+mr_store_append(mr_tl_t *t, const mr_batch_t *b, sk_err_t *err)
+{
+    struct stat  st;
+    off_t        end;
+    int          cut = 0;
+
+    if (fstat(t->fd, &st) != 0) {
+        return sk_err_sys(err, "%s/entries: fstat", t->dir);
+    }
+    if (st.st_size < t->end) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s/entries: %jd bytes, %jd "
+            "stored: the copy shrank", t->dir, (intmax_t) st.st_size,
+            (intmax_t) t->end);
+    }
+    if (st.st_size > t->end) {
+        mr_log("%s/entries: cutting %jd bytes a failed commit left",
+            t->dir, (intmax_t) (st.st_size - t->end));
+        if (ftruncate(t->fd, t->end) != 0) {
+            return sk_err_sys(err, "%s/entries: truncate", t->dir);
+        }
+    }
+    end = t->end;           /* moved when published (mr_store_commit) */
+    if (sk_file_append(t->fd, &end, &cut, b->text.p, b->text.len, 1) != 0) {
+        sk_err_sys(err, "%s/entries: write and sync", t->dir);
+        if (cut) {
+            mr_log("%s/entries: cannot cut a failed write back (%s); cut "
+                "before the next one", t->dir, strerror(errno));
+        }
+        return -1;
+    }
+    return 0;
+}
 
 
 int
 mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
     const char *head, size_t headlen, int tfm, sk_err_t *err)
 {
-    sk_checkpoint_t  cpv;
-    sk_tfm_t         tv;
-    char             path[4096], *copy = NULL;
-    size_t           i;
-    uint64_t         sn;
-    int              rc = 0;
+    sk_merkle_hash_t  root;
+    sk_checkpoint_t   cpv;
+    mr_ixrow_t       *rows = NULL;
+    sk_tfm_t          tv;
+    char              path[4096], *copy = NULL;
+    size_t            i;
+    uint64_t          off;
+    int               rc;
 
     /* Parsed again here (it was verified): what is published is exactly
      * what is stored. */
@@ -442,10 +594,8 @@ mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
     {
         return -1;
     }
-    if (b->n > 0 && (sk_file_write_all(t->fd, b->text.p, b->text.len) != 0
-                     || fdatasync(t->fd) != 0))
-    {
-        return sk_err_sys(err, "%s/entries: write", t->dir);
+    if (b->n > 0 && mr_store_append(t, b, err) != 0) {
+        return -1;
     }
     if (mr_store_path(path, sizeof(path), t, tfm ? "tfm" : "checkpoint") != 0
         || sk_file_write_atomic(path, head, headlen, 0644, err) != 0)
@@ -460,20 +610,48 @@ mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
         memcpy(copy, head, headlen);
         copy[headlen] = '\0';
     }
-    pthread_mutex_lock(&m->lock);
-    if (mr_store_grow(t, t->size + b->n) != 0) {
+    /* Indexed once durable under the head: a crash before this commit
+     * leaves the entries for the next start to index. */
+    if (b->n > 0) {
+        rows = calloc(b->n, sizeof(*rows));
+        if (rows == NULL) {
+            free(copy);
+            return sk_err_set(err, SK_ERR_NOMEM, "commit");
+        }
+        for (i = 0, off = (uint64_t) t->end; i < b->n; i++) {
+            rows[i].name = b->names[i];
+            rows[i].loc.off = off;
+            rows[i].loc.len = (uint32_t) b->lens[i];
+            rows[i].loc.ts = b->ts[i];
+            rows[i].loc.flags = b->flags[i];
+            memcpy(rows[i].loc.leaf, b->leaf[i], SK_SHA256_BYTES);
+            off += b->lens[i];
+        }
+        pthread_mutex_lock(&m->lock);
+        rc = sk_merkle_tree_root(root, t->tree, t->size + b->n, err);
         pthread_mutex_unlock(&m->lock);
-        free(copy);
-        return sk_err_set(err, SK_ERR_NOMEM, "commit");
+        if (rc != 0 || mr_index_add(m, t, t->size, rows, b->n, root, err)
+            != 0)
+        {
+            free(rows);
+            free(copy);
+            return -1;
+        }
+        free(rows);
     }
-    for (i = 0, sn = t->size; i < b->n; i++, sn++) {
-        t->off[sn + 1] = t->off[sn] + (off_t) b->lens[i];
-        t->ts[sn] = b->ts[i];
-        if (b->names[i] != NULL && rc == 0) {
-            rc = mr_names_add(m, b->names[i], t->index, sn);
+    pthread_mutex_lock(&m->lock);
+    for (i = 0; i < b->n; i++) {
+        /* A new entry for the name (an Unbind above all, or the first
+         * Bind of a name answered as absent) voids its cached answer. */
+        if (b->names[i] != NULL) {
+            mr_lru_drop(&m->answers, b->names[i]);
         }
     }
-    t->size = sn;
+    if (b->n > 0) {
+        t->size += b->n;
+        t->end += (off_t) b->text.len;
+        t->last_ts = b->ts[b->n - 1];
+    }
     if (tfm) {
         t->tfm_size = tv.tree_size;
     } else {
@@ -484,7 +662,46 @@ mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
         t->cp_ts = mr_store_cp_ts(&cpv);
     }
     pthread_mutex_unlock(&m->lock);
-    return rc == 0 ? 0 : sk_err_set(err, SK_ERR_NOMEM, "name index");
+    return 0;
+}
+
+
+int
+mr_store_pread(const mr_tl_t *t, uint64_t sn, const mr_loc_t *loc,
+    char **out, sk_err_t *err)
+{
+    sk_merkle_hash_t  leaf;
+
+    *out = malloc((size_t) loc->len + 1);
+    if (*out == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "entry");
+    }
+    if (sk_file_pread_all(t->fd, *out, loc->len, (off_t) loc->off) != 0) {
+        free(*out);
+        *out = NULL;
+        return errno != 0 ? sk_err_sys(err, "%s/entries: read SN %" PRIu64,
+                                t->dir, sn)
+                          : sk_err_set(err, SK_ERR_SIGNATURE, "%s/entries: "
+                                "SN %" PRIu64 " past the end: the copy is "
+                                "damaged", t->dir, sn);
+    }
+    (*out)[loc->len] = '\0';
+    if (sk_merkle_leaf_hash(leaf, *out, loc->len, err) != 0) {
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    if (memcmp(leaf, loc->leaf, sizeof(leaf)) != 0) {
+        free(*out);
+        *out = NULL;
+        mr_log("%s/entries: offset %" PRIu64 ", SN %" PRIu64 ": not the "
+            "entry the index holds: the copy is damaged", t->dir, loc->off,
+            sn);
+        return sk_err_set(err, SK_ERR_SIGNATURE, "%s/entries: offset %"
+            PRIu64 ", SN %" PRIu64 ": not the entry the index holds: the "
+            "copy is damaged", t->dir, loc->off, sn);
+    }
+    return 0;
 }
 
 
@@ -492,29 +709,20 @@ int
 mr_store_read(mr_mirror_t *m, mr_tl_t *t, char **out, size_t *len,
     uint64_t sn, sk_err_t *err)
 {
-    off_t    a, b;
-    ssize_t  n;
+    mr_loc_t  loc;
+    uint64_t  size;
 
     pthread_mutex_lock(&m->lock);
-    if (sn >= t->size) {
-        pthread_mutex_unlock(&m->lock);
+    size = t->size;
+    pthread_mutex_unlock(&m->lock);
+    if (sn >= size) {
         return sk_err_set(err, SK_ERR_NOT_FOUND, "entry SN %" PRIu64, sn);
     }
-    a = t->off[sn];
-    b = t->off[sn + 1];
-    pthread_mutex_unlock(&m->lock);
-    *len = (size_t) (b - a);
-    *out = malloc(*len + 1);
-    if (*out == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "entry");
+    if (mr_index_entry(m, t, sn, &loc, err) != 0) {
+        return -1;
     }
-    n = pread(t->fd, *out, *len, a);
-    if (n < 0 || (size_t) n != *len) {
-        free(*out);
-        return sk_err_sys(err, "%s/entries: read SN %" PRIu64, t->dir, sn);
-    }
-    (*out)[*len] = '\0';
-    return 0;
+    *len = loc.len;
+    return mr_store_pread(t, sn, &loc, out, err);
 }
 
 

@@ -238,6 +238,7 @@ mr_sync_check_head(mr_sync_t *s, const char *type, const char *head,
 {
     sk_merkle_hash_t  root;
     mr_evidence_t     ev;
+    mr_loc_t          loc;
     int64_t           newest;
     char              reason[160];
 
@@ -250,8 +251,15 @@ mr_sync_check_head(mr_sync_t *s, const char *type, const char *head,
     if (size == 0) {
         return MR_ROUND_OK;
     }
-    newest = size - 1 < s->t->size ? s->t->ts[size - 1]
-                                   : s->b.ts[size - 1 - s->t->size];
+    if (size == s->t->size) {
+        newest = s->t->last_ts;
+    } else if (size > s->t->size) {
+        newest = s->b.ts[size - 1 - s->t->size];
+    } else if (mr_index_entry(s->m, s->t, size - 1, &loc, s->err) == 0) {
+        newest = loc.ts;
+    } else {
+        return MR_ROUND_FAIL;
+    }
     if (ts < newest) {
         snprintf(reason, sizeof(reason), "the %s signed at %" PRId64
             " covers SN %" PRIu64 " stamped %" PRId64, type, ts, size - 1,
@@ -284,7 +292,7 @@ mr_sync_rewind(mr_sync_t *s)
     mr_batch_free(&s->b);
     mr_pending_free(&s->pend);
     s->next = t->size;
-    s->last_ts = t->size > 0 ? t->ts[t->size - 1] : 0;
+    s->last_ts = t->last_ts;
 }
 
 
@@ -382,6 +390,7 @@ mr_sync_accept(mr_sync_t *s, const sk_entry_t *e, const char *text,
     mr_round_t        r;
     sk_err_t          why;
     char              reason[SK_ERR_MSG_MAX + 64];
+    unsigned          flags;
     int               rc;
 
     if (s->next > 0 && ts < s->last_ts) {
@@ -438,9 +447,12 @@ mr_sync_accept(mr_sync_t *s, const sk_entry_t *e, const char *text,
         *s->err = why;
         return MR_ROUND_FAIL;
     }
+    flags = sk_entry_type(e) == SK_ENTRY_ADD_ROOT_CA
+        || sk_entry_type(e) == SK_ENTRY_REMOVE_ROOT_CA ? MR_IX_ROOT : 0;
     if (mr_pending_note(&s->pend, e, s->err) != 0
-        || mr_batch_add(&s->b, text, len, sk_entry_name(e), ts, s->err) != 0
-        || sk_merkle_leaf_hash(leaf, text, len, s->err) != 0)
+        || sk_merkle_leaf_hash(leaf, text, len, s->err) != 0
+        || mr_batch_add(&s->b, text, len, sk_entry_name(e), ts, flags, leaf,
+               s->err) != 0)
     {
         return MR_ROUND_FAIL;
     }
@@ -792,7 +804,7 @@ mr_sync_round(mr_sync_t *s)
     int64_t           cp_ts;
 
     s->next = t->size;
-    s->last_ts = t->size > 0 ? t->ts[t->size - 1] : 0;
+    s->last_ts = t->last_ts;
     if (mr_sync_get200(s, &r, "/checkpoint", SK_CHECKPOINT_MAX) != 0) {
         return MR_ROUND_FAIL;
     }

@@ -4,8 +4,9 @@
 # (every signature and inclusion proof checked here with openssl and the
 # RFC 6962 model, not libsk); a signed "no entries" answer; a new entry
 # voids the cached answer at once; no answers with fewer than two healthy
-# timelines; a restart re-reads and re-checks the copies, and a damaged
-# copy stops the start.
+# timelines; a restart reads the index back (entries past it are checked),
+# a damaged entry is never served, and a damaged copy stops a start that
+# has to index it.
 
 use strict;
 use warnings;
@@ -174,7 +175,7 @@ ok(defined $q->{a}{timelines}{9}{age}, '... with its checkpoint\'s age');
 restart_timeline($t{9});
 ok(wait_state($m, 9, 'Idle', 10), 'timeline 9 back: Idle');
 
-# Restart: the copies are read back and checked.
+# Restart: the index and the copies are read back.
 stop_daemon($m->{pid});
 restart_mirror($m);
 ok($m->{up}, 'mirror restarts');
@@ -189,8 +190,22 @@ my $log = "$d/m/data/tl-8/entries";
 my $data = slurp($log);
 $data =~ s/^(Name: example\.co)m$/${1}n/m;
 spew($log, $data);
+# Indexed entries are not checked again at start, but every read of one
+# is checked against its indexed leaf: the damaged entry is never served.
+restart_mirror($m);
+ok($m->{up}, 'a damage inside the indexed part: the mirror starts');
+ok(wait_state($m, 8, 'Idle', 10), '... timeline 8 Idle');
+$r = query($m, 'example.com');
+is($r->{code}, 500, '... the damaged entry is not served');
+like($r->{body}, qr/tl-8\/entries: offset \d+, SN 1: not the entry the index holds/,
+    '... naming the file, offset and SN');
+like(slurp($m->{log}), qr/tl-8\/entries: .*SN 1: .*the copy is damaged/,
+    '... and logged');
+stop_daemon($m->{pid});
+# Without the index, the start checks the copy whole and refuses it.
+system('rm', '-r', "$d/m/data/index");
 $r = run_cmd(['timeout', '10', $SKMirror::MR, '-c', "$d/m/mirror.conf"]);
-is($r->{rc}, 78, 'a damaged copy stops the start (EX_CONFIG)');
+is($r->{rc}, 78, 'a damaged copy stops an indexing start (EX_CONFIG)');
 like($r->{err}, qr/timeline 8: .*entries.*SN 1.*signature/,
     '... naming the timeline, file and SN');
 

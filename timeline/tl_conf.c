@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sk/addr.h>
 #include <sk/conf.h>
 
 #include "tl.h"
@@ -94,11 +93,11 @@ tl_conf_set(void *conf, const sk_conf_def_t *d, char *v, sk_err_t *err)
 static int
 tl_conf_finish(tl_conf_t *conf, sk_err_t *err)
 {
-    struct sockaddr_storage  ss;
-    char                     buf[64];
+    char  buf[64];
 
-    /* Here, not at bind time, so that -n catches it (exit 78). */
-    if (sk_addr_parse(&ss, conf->listen, err) != 0) {
+    if (sk_conf_listen_key(conf->listen, &conf->key_file, conf->data_dir,
+            TL_KEY_FILE, err) != 0)
+    {
         return -1;
     }
     if (conf->tid == 0) {
@@ -136,14 +135,6 @@ tl_conf_finish(tl_conf_t *conf, sk_err_t *err)
     if (conf->chunk_nice > 19) {
         return sk_err_set(err, SK_ERR_FORMAT, "\"chunk_nice\" must be "
             "within 0..19");
-    }
-    if (conf->key_file == NULL) {
-        conf->key_file = malloc(strlen(conf->data_dir) + sizeof(TL_KEY_FILE)
-                                + 1);
-        if (conf->key_file == NULL) {
-            return sk_err_set(err, SK_ERR_NOMEM, "key");
-        }
-        sprintf(conf->key_file, "%s/%s", conf->data_dir, TL_KEY_FILE);
     }
     if (conf->origin == NULL) {
         snprintf(buf, sizeof(buf), "sk-timeline-%llu",

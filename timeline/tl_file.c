@@ -66,9 +66,6 @@ int
 tl_file_read(tl_file_t *f, off_t from, char **buf, size_t *len,
     sk_err_t *err)
 {
-    size_t   got = 0;
-    ssize_t  n;
-
     if (from > f->size) {
         return sk_err_set(err, SK_ERR_FORMAT, "%s: %jd bytes, shorter than "
             "offset %jd", f->path, (intmax_t) f->size, (intmax_t) from);
@@ -78,16 +75,12 @@ tl_file_read(tl_file_t *f, off_t from, char **buf, size_t *len,
     if (*buf == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "%s: reading", f->path);
     }
-    while (got < *len) {
-        n = pread(f->fd, *buf + got, *len - got, from + (off_t) got);
-        if (n <= 0) {
-            free(*buf);
-            *buf = NULL;
-            return n < 0 ? sk_err_sys(err, "%s: read", f->path)
-                         : sk_err_set(err, SK_ERR_FORMAT, "%s: shrank while "
-                               "read", f->path);
-        }
-        got += (size_t) n;
+    if (sk_file_pread_all(f->fd, *buf, *len, from) != 0) {
+        free(*buf);
+        *buf = NULL;
+        return errno != 0 ? sk_err_sys(err, "%s: read", f->path)
+                          : sk_err_set(err, SK_ERR_FORMAT, "%s: shrank while "
+                                "read", f->path);
     }
     (*buf)[*len] = '\0';
     return 0;
@@ -121,38 +114,24 @@ tl_file_trim(tl_file_t *f, sk_err_t *err)
 }
 
 
-/* Cut what a failed append left past the last whole record. */
-static int
-tl_file_cut(tl_file_t *f, sk_err_t *err)
-{
-    if (ftruncate(f->fd, f->end) != 0) {
-        f->cut = 1;
-        return sk_err_sys(err, "%s: cannot cut a failed write back to %jd "
-            "bytes", f->path, (intmax_t) f->end);
-    }
-    f->cut = 0;
-    return 0;
-}
-
-
 int
 tl_file_append(tl_file_t *f, const void *buf, size_t len, int sync,
     sk_err_t *err)
 {
-    if (f->cut && tl_file_cut(f, err) != 0) {
-        return -1;
+    int  was_cut = f->cut;
+
+    if (sk_file_append(f->fd, &f->end, &f->cut, buf, len, sync) == 0) {
+        return 0;
     }
-    if (sk_file_write_all(f->fd, buf, len) != 0
-        || (sync && fdatasync(f->fd) != 0))
-    {
-        /* Say why, then cut: the record was never used. */
-        sk_err_sys(err, "%s: %s", f->path, sync ? "write and sync" : "write");
-        if (tl_file_cut(f, NULL) != 0) {
-            tl_log("%s: cannot cut a failed write (%s); retrying before the "
-                "next one", f->path, strerror(errno));
-        }
-        return -1;
+    if (was_cut && f->cut) {
+        return sk_err_sys(err, "%s: cannot cut a failed write back to %jd "
+            "bytes", f->path, (intmax_t) f->end);
     }
-    f->end += (off_t) len;
-    return 0;
+    /* Say why; what was written is cut (sk_file_append). */
+    sk_err_sys(err, "%s: %s", f->path, sync ? "write and sync" : "write");
+    if (f->cut) {
+        tl_log("%s: cannot cut a failed write (%s); retrying before the "
+            "next one", f->path, strerror(errno));
+    }
+    return -1;
 }

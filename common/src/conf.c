@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sk/addr.h"
 #include "sk/conf.h"
 
 #define SK_CONF_KEYS_MAX  128
@@ -185,4 +186,26 @@ sk_conf_free_strings(void *conf, const sk_conf_def_t *defs)
             *p = NULL;
         }
     }
+}
+
+
+int
+sk_conf_listen_key(const char *listen, char **key_file, const char *data_dir,
+    const char *dflt_name, sk_err_t *err)
+{
+    struct sockaddr_storage  ss;
+    size_t                   n;
+
+    if (sk_addr_parse(&ss, listen, err) != 0) {
+        return -1;
+    }
+    if (*key_file == NULL) {
+        n = strlen(data_dir) + strlen(dflt_name) + 2;
+        *key_file = malloc(n);
+        if (*key_file == NULL) {
+            return sk_err_set(err, SK_ERR_NOMEM, "key");
+        }
+        snprintf(*key_file, n, "%s/%s", data_dir, dflt_name);
+    }
+    return 0;
 }

@@ -98,6 +98,56 @@ sk_file_write_all(int fd, const void *buf, size_t len)
 }
 
 
+int
+sk_file_pread_all(int fd, void *buf, size_t len, off_t off)
+{
+    char     *p = buf;
+    ssize_t   n;
+
+    while (len > 0) {
+        n = pread(fd, p, len, off);
+        if (n == -1 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            if (n == 0) {
+                errno = 0;
+            }
+            return -1;
+        }
+        p += n;
+        off += n;
+        len -= (size_t) n;
+    }
+    return 0;
+}
+
+
+int
+sk_file_append(int fd, off_t *end, int *cut, const void *buf, size_t len,
+    int sync)
+{
+    int  e;
+
+    if (*cut) {
+        if (ftruncate(fd, *end) != 0) {
+            return -1;
+        }
+        *cut = 0;
+    }
+    if (sk_file_write_all(fd, buf, len) != 0 || (sync && fdatasync(fd) != 0))
+    {
+        /* The record was never used: cut it, keep the first errno. */
+        e = errno;
+        *cut = ftruncate(fd, *end) != 0;
+        errno = e;
+        return -1;
+    }
+    *end += (off_t) len;
+    return 0;
+}
+
+
 static int
 sk_fsync_parent(const char *path, sk_err_t *err)
 {

@@ -1,7 +1,11 @@
 /*
- * test_file.c -- atomic and exclusive writes, bounded reads, key modes.
+ * test_file.c -- atomic and exclusive writes, bounded reads, key modes,
+ * appends of whole records (cut back when they fail), exact preads.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -35,6 +39,52 @@ test_atomic_replace(void **state)
     p = tu_path(dir, "missing/x");
     tu_assert_err(sk_file_write_atomic(p, "x", 1, 0600, &err), &err,
         SK_ERR_SYSTEM, "cannot create temporary file");
+    free(p);
+    tu_rmtree(dir);
+}
+
+
+static void
+test_append(void **state)
+{
+    char   *dir = tu_tmpdir(), *p = tu_path(dir, "log"), buf[8], *all;
+    off_t   end = 0;
+    size_t  len;
+    int     fd, ro, cut = 0;
+    sk_err_t err;
+
+    (void) state;
+    fd = open(p, O_RDWR | O_CREAT | O_APPEND, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(sk_file_append(fd, &end, &cut, "ab", 2, 0), 0);
+    assert_int_equal(sk_file_append(fd, &end, &cut, "cde", 3, 1), 0);
+    assert_int_equal(end, 5);
+    assert_int_equal(sk_file_pread_all(fd, buf, 3, 1), 0);
+    assert_memory_equal(buf, "bcd", 3);
+    /* Past the end: -1 with errno 0. */
+    errno = EINVAL;
+    assert_int_equal(sk_file_pread_all(fd, buf, 3, 4), -1);
+    assert_int_equal(errno, 0);
+
+    /* A failed append (a read-only descriptor) cannot be cut either: the
+     * next append cuts first. */
+    ro = open(p, O_RDONLY);
+    assert_true(ro >= 0);
+    assert_int_equal(sk_file_append(ro, &end, &cut, "x", 1, 1), -1);
+    assert_int_equal(errno, EBADF);
+    assert_int_equal(cut, 1);
+    assert_int_equal(end, 5);
+    close(ro);
+    /* What it "left": bytes past the last whole record. */
+    assert_int_equal(write(fd, "zz", 2), 2);
+    assert_int_equal(sk_file_append(fd, &end, &cut, "f", 1, 1), 0);
+    assert_int_equal(cut, 0);
+    assert_int_equal(end, 6);
+    close(fd);
+    tu_assert_ok(sk_file_read(&all, &len, p, 100, &err), &err);
+    assert_int_equal(len, 6);
+    assert_string_equal(all, "abcdef");
+    free(all);
     free(p);
     tu_rmtree(dir);
 }
@@ -100,6 +150,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_atomic_replace),
         cmocka_unit_test(test_write_new),
+        cmocka_unit_test(test_append),
         cmocka_unit_test(test_err_helpers),
     };
 

@@ -47,6 +47,13 @@ int sk_conf_load(void *conf, const sk_conf_def_t *defs, sk_conf_set_fn set,
 /* free() every SK_CONF_STR field and set it to NULL. */
 void sk_conf_free_strings(void *conf, const sk_conf_def_t *defs);
 
+/* The keys every daemon has, checked once the file is loaded: listen
+ * must be a numeric address ("IPv4:PORT" or "[IPv6]:PORT", sk/addr.h;
+ * here, not at bind time, so that -n catches it), and *key_file, if not
+ * given, becomes data_dir/dflt_name. */
+int sk_conf_listen_key(const char *listen, char **key_file,
+    const char *data_dir, const char *dflt_name, sk_err_t *err) SK_WUR;
+
 /* Strict decimal (no sign, no blanks) into *out. */
 int sk_conf_u64(uint64_t *out, const char *field, const char *v,
     sk_err_t *err) SK_WUR;

@@ -16,6 +16,19 @@ int sk_file_read(char **buf, size_t *len, const char *path, size_t max,
 /* write(2) all of buf to fd, again after EINTR; -1 with errno set. */
 int sk_file_write_all(int fd, const void *buf, size_t len) SK_WUR;
 
+/* pread(2) exactly len bytes at off, again after EINTR and short reads:
+ * 0; -1 with errno set, or with errno 0 if the file ends first. */
+int sk_file_pread_all(int fd, void *buf, size_t len, off_t off) SK_WUR;
+
+/* Append a record to fd (opened O_APPEND) whose whole records end at
+ * *end, fdatasync()ed if sync; then *end is past it.  A failed append is
+ * cut back to *end (ftruncate), so the file holds whole records only; if
+ * even the cut fails, *cut is set and the next call cuts first.  0, or -1
+ * with errno (of the write, sync or cut) set.  The daemons' logs
+ * (sk-timeline's entries.log, sk-mirror's copies) append this way. */
+int sk_file_append(int fd, off_t *end, int *cut, const void *buf,
+    size_t len, int sync) SK_WUR;
+
 /* Atomic replace: temp file in the same directory, write, fsync, chmod
  * mode, rename over path, fsync the directory.  Readers see the old or the
  * new content, never a part. */

@@ -1,0 +1,482 @@
+/*
+ * mr_index.c -- the mirror's persistent index, in LMDB (sk/db.h) under
+ * data_dir/index/, so that neither RAM nor a restart grows with the names
+ * and entries mirrored:
+ *
+ *   entries  be64 TID, be64 SN -> be64 offset in tl-<TID>/entries,
+ *            be32 length, be64 timestamp, the 32-byte leaf hash, flags
+ *   names    name, NUL, be64 TID, be64 SN -> flags (one row an entry
+ *            that names it; a prefix scan gives a name's entries)
+ *   meta     "tl-<TID>": entries [0, next_sn) indexed, the copy's offset
+ *            log_end where SN next_sn starts, tag = the Merkle root of
+ *            those next_sn entries
+ *
+ * The copies stay the source of truth.  Entries are indexed only once
+ * they are checked and durable in the copy under a signed head, and each
+ * transaction writes its rows and the timeline's meta record together: a
+ * kill -9 at any moment leaves the index at its last commit, behind the
+ * copy, never ahead of it or torn, and the next start indexes what
+ * follows.  At start the indexed part is not read or checked again: its
+ * leaf hashes rebuild the Merkle tree, whose root must be the meta tag
+ * and each signed head's; its root changes are read back (a handful) for
+ * the root-CA history.  Anything that does not fit (no file, rows missing
+ * or out of order, a root that is not the tag, a copy shorter than the
+ * index says) is damage: the index is dropped and rebuilt from the
+ * copies, with a log line.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sk/db.h>
+
+#include "mr.h"
+
+#define MR_IX_SCHEMA   1
+#define MR_IX_ROWLEN   (8 + 4 + 8 + SK_SHA256_BYTES + 1)
+#define MR_IX_NAMEMAX  (SK_NAME_MAX + 1 + 16)
+
+
+static void
+mr_index_meta_name(char *out, size_t cap, const mr_tl_t *t)
+{
+    snprintf(out, cap, "tl-%" PRIu64, t->conf->tid);
+}
+
+
+static void
+mr_index_ekey(unsigned char k[16], uint64_t tid, uint64_t sn)
+{
+    sk_db_u64_put(k, tid);
+    sk_db_u64_put(k + 8, sn);
+}
+
+
+static void
+mr_index_row_put(unsigned char v[MR_IX_ROWLEN], const mr_loc_t *l)
+{
+    unsigned char  len[8];
+
+    sk_db_u64_put(v, l->off);
+    sk_db_u64_put(len, l->len);
+    memcpy(v + 8, len + 4, 4);
+    sk_db_u64_put(v + 12, (uint64_t) l->ts);
+    memcpy(v + 20, l->leaf, SK_SHA256_BYTES);
+    v[20 + SK_SHA256_BYTES] = (unsigned char) l->flags;
+}
+
+
+static int
+mr_index_row_get(mr_loc_t *l, const void *val, size_t vlen)
+{
+    const unsigned char  *v = val;
+    unsigned char         len[8] = { 0 };
+
+    if (vlen != MR_IX_ROWLEN) {
+        return -1;
+    }
+    l->off = sk_db_u64_get(v);
+    memcpy(len + 4, v + 8, 4);
+    l->len = (uint32_t) sk_db_u64_get(len);
+    l->ts = (int64_t) sk_db_u64_get(v + 12);
+    memcpy(l->leaf, v + 20, SK_SHA256_BYTES);
+    l->flags = v[20 + SK_SHA256_BYTES];
+    return 0;
+}
+
+
+/* name NUL be64 tid be64 sn; its length. */
+static size_t
+mr_index_nkey(unsigned char *k, const char *name, uint64_t tid, uint64_t sn)
+{
+    size_t  n = strlen(name);
+
+    memcpy(k, name, n + 1);
+    sk_db_u64_put(k + n + 1, tid);
+    sk_db_u64_put(k + n + 9, sn);
+    return n + 17;
+}
+
+
+/* Remove an index directory's files (data.mdb, lock.mdb) and itself. */
+static int
+mr_index_remove(const char *dir, sk_err_t *err)
+{
+    const char  *files[] = { "data.mdb", "lock.mdb" };
+    char         path[4096];
+    size_t       i;
+
+    for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        if (unlink(path) != 0 && errno != ENOENT) {
+            return sk_err_sys(err, "%s: unlink", path);
+        }
+    }
+    if (rmdir(dir) != 0 && errno != ENOENT) {
+        return sk_err_sys(err, "%s: rmdir", dir);
+    }
+    return 0;
+}
+
+
+int
+mr_index_open(mr_mirror_t *m, int fresh, sk_err_t *err)
+{
+    /* lazy_sync: a system crash may undo the newest commits, never tear
+     * the file; the copies are fsynced first, so the index catches up
+     * from them at start. */
+    sk_db_opts_t  o = { .lazy_sync = 1 };
+    char          dir[4096];
+    sk_err_t      why;
+
+    snprintf(dir, sizeof(dir), "%s/index", m->conf.data_dir);
+    if (fresh && mr_index_remove(dir, err) != 0) {
+        return -1;
+    }
+    if (sk_db_open(&m->db, dir, &o, &why) != 0) {
+        if (fresh) {
+            *err = why;
+            return -1;
+        }
+        mr_log("%s; rebuilding the index from the copies", why.msg);
+        if (mr_index_remove(dir, err) != 0
+            || sk_db_open(&m->db, dir, &o, err) != 0)
+        {
+            return -1;
+        }
+    }
+    if (sk_db_table(m->db, "entries", 1, &m->ix_entries, err) != 0
+        || sk_db_table(m->db, "names", 1, &m->ix_names, err) != 0)
+    {
+        sk_db_close(m->db);
+        m->db = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+
+void
+mr_index_close(mr_mirror_t *m)
+{
+    sk_db_close(m->db);
+    m->db = NULL;
+}
+
+
+/* The index does not fit the copy: note it for a rebuild. */
+static int
+mr_index_damaged(mr_mirror_t *m, const mr_tl_t *t, sk_err_t *err,
+    const char *why)
+{
+    m->ix_damaged = 1;
+    return sk_err_set(err, SK_ERR_FORMAT, "index %s/index, timeline %"
+        PRIu64 ": %s", m->conf.data_dir, t->conf->tid, why);
+}
+
+
+/* Re-note the root changes among the indexed entries, in SN order. */
+static int
+mr_index_roots(mr_tl_t *t, const uint64_t *sns, const mr_loc_t *locs,
+    size_t n, sk_err_t *err)
+{
+    sk_entry_t  *e;
+    size_t       i;
+    char        *text;
+    int          rc;
+
+    for (i = 0; i < n; i++) {
+        if (mr_store_pread(t, sns[i], &locs[i], &text, err) != 0) {
+            return -1;
+        }
+        rc = sk_entry_parse(&e, text, locs[i].len, err);
+        free(text);
+        if (rc != 0) {
+            return sk_err_prefix(err, "%s/entries: SN %" PRIu64, t->dir,
+                sns[i]);
+        }
+        rc = mr_roots_note(t, e, sns[i], err);
+        sk_entry_free(e);
+        if (rc != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
+int
+mr_index_load(mr_mirror_t *m, mr_tl_t *t, uint64_t file_size, sk_err_t *err)
+{
+    sk_db_meta_t      meta;
+    sk_db_txn_t      *txn;
+    sk_db_iter_t     *it = NULL;
+    unsigned char     prefix[8];
+    const void       *k, *v;
+    size_t            klen, vlen, nroots = 0, rcap = 0;
+    uint64_t          sn = 0, pos = 0, *sns = NULL, *ns;
+    mr_loc_t          loc, newest, *locs = NULL, *nl;
+    int64_t           last = 0;
+    char              mname[64], *text;
+    int               rc;
+
+    mr_index_meta_name(mname, sizeof(mname), t);
+    if (sk_db_begin(m->db, 0, &txn, err) != 0) {
+        return -1;
+    }
+    rc = sk_db_meta_get(txn, mname, &meta, err);
+    if (rc == 1) {
+        memset(&meta, 0, sizeof(meta));
+        meta.schema = MR_IX_SCHEMA;
+    } else if (rc != 0) {
+        sk_db_abort(txn);
+        snprintf(mname, sizeof(mname), "%.60s", err->msg);
+        return mr_index_damaged(m, t, err, mname);
+    }
+    if (meta.schema != MR_IX_SCHEMA) {
+        sk_db_abort(txn);
+        return mr_index_damaged(m, t, err, "another schema");
+    }
+    sk_db_u64_put(prefix, t->conf->tid);
+    if (sk_db_iter_open(txn, m->ix_entries, prefix, 8, &it, err) != 0) {
+        sk_db_abort(txn);
+        return -1;
+    }
+    while ((rc = sk_db_iter_next(it, &k, &klen, &v, &vlen, err)) == 0) {
+        if (klen != 16 || sk_db_u64_get((const unsigned char *) k + 8) != sn
+            || mr_index_row_get(&loc, v, vlen) != 0 || loc.off != pos
+            || loc.ts < last || sn >= meta.next_sn)
+        {
+            rc = 2;
+            break;
+        }
+        if (loc.flags & MR_IX_ROOT) {
+            if (nroots == rcap) {
+                rcap = rcap ? rcap * 2 : 16;
+                ns = realloc(sns, rcap * sizeof(*sns));
+                sns = ns != NULL ? ns : sns;
+                nl = realloc(locs, rcap * sizeof(*locs));
+                locs = nl != NULL ? nl : locs;
+                if (ns == NULL || nl == NULL) {
+                    rc = -1;
+                    sk_err_set(err, SK_ERR_NOMEM, "index roots");
+                    break;
+                }
+            }
+            sns[nroots] = sn;
+            locs[nroots++] = loc;
+        }
+        pos += loc.len;
+        last = loc.ts;
+        newest = loc;
+        sn++;
+    }
+    sk_db_iter_close(it);
+    sk_db_abort(txn);
+    if (rc == -1) {
+        free(sns);
+        free(locs);
+        return -1;
+    }
+    if (rc == 2 || sn != meta.next_sn || pos != meta.log_end) {
+        free(sns);
+        free(locs);
+        return mr_index_damaged(m, t, err, "rows missing or out of order");
+    }
+    if (meta.log_end > file_size) {
+        free(sns);
+        free(locs);
+        return mr_index_damaged(m, t, err, "the copy is shorter than "
+            "the index says");
+    }
+    /* The newest indexed entry must be in the copy as indexed (a copy
+     * restored from an older backup, or replaced, is not); each entry
+     * read later is checked against its leaf the same way. */
+    text = NULL;
+    rc = sn > 0 ? mr_store_pread(t, sn - 1, &newest, &text, err) : 0;
+    free(text);
+    if (rc == 0) {
+        rc = mr_index_roots(t, sns, locs, nroots, err);
+    }
+    free(sns);
+    free(locs);
+    if (rc != 0) {
+        return err->code == SK_ERR_SIGNATURE
+            ? mr_index_damaged(m, t, err, "it does not fit the copy") : -1;
+    }
+    t->roots_upto = sn;
+    t->size = sn;
+    t->end = (off_t) pos;
+    t->last_ts = last;
+    return 0;
+}
+
+
+int
+mr_index_add(mr_mirror_t *m, mr_tl_t *t, uint64_t first,
+    const mr_ixrow_t *rows, size_t n, const sk_merkle_hash_t root,
+    sk_err_t *err)
+{
+    sk_db_meta_t    meta;
+    sk_db_txn_t    *txn;
+    unsigned char   ek[16], ev[MR_IX_ROWLEN], nk[MR_IX_NAMEMAX], flag;
+    size_t          i, nklen;
+    char            mname[64];
+
+    if (n == 0) {
+        return 0;
+    }
+    if (sk_db_begin(m->db, 1, &txn, err) != 0) {
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        mr_index_ekey(ek, t->conf->tid, first + i);
+        mr_index_row_put(ev, &rows[i].loc);
+        if (sk_db_put(txn, m->ix_entries, ek, sizeof(ek), ev, sizeof(ev),
+                err) != 0)
+        {
+            goto fail;
+        }
+        if (rows[i].name == NULL) {
+            continue;
+        }
+        if (strlen(rows[i].name) > SK_NAME_MAX) {
+            sk_err_set(err, SK_ERR_FORMAT, "index: name too long");
+            goto fail;
+        }
+        nklen = mr_index_nkey(nk, rows[i].name, t->conf->tid, first + i);
+        flag = (unsigned char) rows[i].loc.flags;
+        if (sk_db_put(txn, m->ix_names, nk, nklen, &flag, 1, err) != 0) {
+            goto fail;
+        }
+    }
+    memset(&meta, 0, sizeof(meta));
+    meta.schema = MR_IX_SCHEMA;
+    meta.next_sn = first + n;
+    meta.log_end = rows[n - 1].loc.off + rows[n - 1].loc.len;
+    memcpy(meta.tag, root, SK_SHA256_BYTES);
+    mr_index_meta_name(mname, sizeof(mname), t);
+    if (sk_db_meta_put(txn, mname, &meta, err) != 0) {
+        goto fail;
+    }
+    return sk_db_commit(txn, err);
+fail:
+    sk_db_abort(txn);
+    return -1;
+}
+
+
+int
+mr_index_entry(mr_mirror_t *m, const mr_tl_t *t, uint64_t sn, mr_loc_t *loc,
+    sk_err_t *err)
+{
+    sk_db_txn_t    *txn;
+    unsigned char   ek[16];
+    const void     *v;
+    size_t          vlen;
+    int             rc;
+
+    if (sk_db_begin(m->db, 0, &txn, err) != 0) {
+        return -1;
+    }
+    mr_index_ekey(ek, t->conf->tid, sn);
+    rc = sk_db_get(txn, m->ix_entries, ek, sizeof(ek), &v, &vlen, err);
+    if (rc == 0 && mr_index_row_get(loc, v, vlen) != 0) {
+        rc = sk_err_set(err, SK_ERR_FORMAT, "index: timeline %" PRIu64
+            " SN %" PRIu64 ": bad row", t->conf->tid, sn);
+    } else if (rc == 1) {
+        rc = sk_err_set(err, SK_ERR_NOT_FOUND, "index: timeline %" PRIu64
+            " SN %" PRIu64 ": no row", t->conf->tid, sn);
+    }
+    sk_db_abort(txn);
+    return rc;
+}
+
+
+/* The configured timeline of this TID, or NULL. */
+static mr_tl_t *
+mr_index_tl(mr_mirror_t *m, uint64_t tid)
+{
+    size_t  i;
+
+    for (i = 0; i < m->ntl; i++) {
+        if (m->tl[i].conf->tid == tid) {
+            return &m->tl[i];
+        }
+    }
+    return NULL;
+}
+
+
+int
+mr_index_refs(mr_mirror_t *m, const char *name, mr_ref_t **out, size_t *n,
+    sk_err_t *err)
+{
+    sk_db_txn_t    *txn;
+    sk_db_iter_t   *it;
+    unsigned char   ek[16];
+    const void     *k, *v;
+    size_t          klen, vlen, nlen = strlen(name), cap = 0;
+    mr_ref_t       *refs = NULL, *r;
+    mr_tl_t        *t;
+    uint64_t        tid, sn;
+    int             rc;
+
+    *out = NULL;
+    *n = 0;
+    if (nlen > SK_NAME_MAX) {
+        return 0;
+    }
+    if (sk_db_begin(m->db, 0, &txn, err) != 0) {
+        return -1;
+    }
+    /* The prefix takes the NUL: "a.example" is not "a.example.net". */
+    if (sk_db_iter_open(txn, m->ix_names, name, nlen + 1, &it, err) != 0) {
+        sk_db_abort(txn);
+        return -1;
+    }
+    while ((rc = sk_db_iter_next(it, &k, &klen, &v, &vlen, err)) == 0) {
+        if (klen != nlen + 17) {
+            continue;
+        }
+        tid = sk_db_u64_get((const unsigned char *) k + nlen + 1);
+        sn = sk_db_u64_get((const unsigned char *) k + nlen + 9);
+        t = mr_index_tl(m, tid);
+        if (t == NULL) {
+            continue;           /* no longer mirrored */
+        }
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 8;
+            r = realloc(refs, cap * sizeof(*refs));
+            if (r == NULL) {
+                rc = sk_err_set(err, SK_ERR_NOMEM, "name refs");
+                break;
+            }
+            refs = r;
+        }
+        r = &refs[*n];
+        r->tl = t->index;
+        r->sn = sn;
+        mr_index_ekey(ek, tid, sn);
+        rc = sk_db_get(txn, m->ix_entries, ek, sizeof(ek), &v, &vlen, err);
+        if (rc != 0 || mr_index_row_get(&r->loc, v, vlen) != 0) {
+            rc = rc == -1 ? -1 : sk_err_set(err, SK_ERR_FORMAT, "index: "
+                "%s: timeline %" PRIu64 " SN %" PRIu64 ": no entry row",
+                name, tid, sn);
+            break;
+        }
+        (*n)++;
+    }
+    sk_db_iter_close(it);
+    sk_db_abort(txn);
+    if (rc == -1) {
+        free(refs);
+        *n = 0;
+        return -1;
+    }
+    *out = refs;
+    return 0;
+}

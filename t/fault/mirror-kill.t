@@ -1,0 +1,146 @@
+#!/usr/bin/perl
+# sk-mirror under kill -9 while it syncs: two timelines of COUNT entries
+# each (made by mirror_gen, published in small chunks, so the mirror
+# appends, replaces heads and commits its index many times a second) and
+# the mirror killed with SIGKILL at random moments and restarted.  Each
+# restart must succeed without repairing its index (no "rebuilding" line:
+# the index is only ever behind the copy, and catches up from it), the
+# sync must finish, and the answers must be those of a mirror that was
+# never killed.  Then the index is damaged (garbage over data.mdb, then a
+# deleted one): the mirror says so, rebuilds it from the copies, and
+# answers the same again.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use Test::More;
+use Time::HiRes qw(sleep time);
+use SKTest;
+use SKTimeline;
+use SKMirror;
+
+my $gen = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/bench/mirror_gen';
+plan skip_all => 'sk-timeline, sk-mirror or mirror_gen not built'
+    unless -x $SKTimeline::TL && -x $SKMirror::MR && -x $gen;
+plan skip_all => 'no openssl or curl' unless has_cmd('openssl') && has_cmd('curl');
+
+my ($COUNT, $KILLS) = (2500, 6);
+
+my $d = tmpdir();
+my (%t, %keys, @tl);
+for my $tid (1, 2) {
+    my $dir = "$d/tl$tid";
+    mkdir $dir;
+    ed25519_key($dir, 'timeline');
+    my $r = run_cmd([$gen, 'gen', "$dir/timeline.key", $tid, $COUNT, $dir]);
+    is($r->{rc}, 0, "timeline $tid: $COUNT entries made") or BAIL_OUT($r->{err});
+    spew("$dir/tl.conf", "listen = 127.0.0.1:1\ndata_dir = $dir\ntid = $tid\n");
+    $r = run_cmd([$SKTimeline::TL, '--repair', '-c', "$dir/tl.conf"]);
+    is($r->{rc}, 0, "timeline $tid: signed head written") or diag($r->{err});
+    $t{$tid} = start_timeline($dir, tid => $tid, chunk_interval => 1,
+        chunk_max_entries => 100);
+    $t{$tid}{up} ||= wait_for_port($t{$tid}{port}, 120);
+    ok($t{$tid}{up}, "timeline $tid listens") or BAIL_OUT(slurp($t{$tid}{log}));
+    my $last = $COUNT - 1;
+    ok(wait_until(sub { http('GET', "$t{$tid}{url}/status")->{body}
+        =~ /^Max-Published-SN: $last$/m }, 120), "timeline $tid published");
+    $keys{$tid} = ["$dir/timeline.pub", "sk-timeline-$tid"];
+    push @tl, [$tid, $t{$tid}{url}, $keys{$tid}[0]];
+}
+
+sub entries {
+    my ($m) = @_;
+    my $s = mirror_status($m) or return (-1, -1);
+    return map { $_->{entries} } sort { $a->{tid} <=> $b->{tid} }
+        @{$s->{timelines}};
+}
+
+sub synced {
+    my ($m) = @_;
+    my $s = mirror_status($m) or return 0;
+    return 2 == grep { $_->{entries} == $COUNT && $_->{state} eq 'Idle' }
+        @{$s->{timelines}};
+}
+
+# What a query shows, without the answer's own Timestamp and Signature.
+my @names = map { "n$_.bench.example" } 1, 99, 100, 101, 1234, $COUNT - 1;
+push @names, 'absent.bench.example';
+sub answers {
+    my ($m) = @_;
+    my %a;
+    for my $n (@names) {
+        my $r = query($m, $n);
+        my $c = check_answer($r->{body}, $m->{pub}, \%keys);
+        return undef unless $r->{code} == 200 && $c->{ok};
+        $a{$n} = join ';', map { my $tid = $_;
+            "$tid:" . join ',', map { "$_->{sn}=" . length($_->{text}) }
+                @{$c->{timelines}{$tid}{entries}} } sort keys %{$c->{timelines}};
+    }
+    return \%a;
+}
+
+# The reference: a mirror that is never killed.
+my $ref = start_mirror("$d/ref", \@tl, poll_interval => 1,
+    fetch_timeout_ms => 20000);
+ok($ref->{up}, 'reference mirror listens') or BAIL_OUT(slurp($ref->{log}));
+ok(wait_until(sub { synced($ref) }, 240), 'reference mirror synced');
+my $want = answers($ref);
+ok($want, 'reference answers check') or BAIL_OUT(slurp($ref->{log}));
+like($want->{'n1234.bench.example'}, qr/^1:1234=\d+;2:1234=\d+$/,
+    'n1234.bench.example: SN 1234 on both timelines');
+is($want->{'absent.bench.example'}, '1:;2:', 'an absent name: no entries');
+stop_daemon($ref->{pid});
+
+# The storm.
+my $m = start_mirror("$d/m", \@tl, poll_interval => 1, retry_min => 1,
+    fetch_timeout_ms => 20000);
+ok($m->{up}, 'mirror listens') or BAIL_OUT(slurp($m->{log}));
+my ($kills, $ok) = (0, 1);
+srand($ENV{SEED} // time);
+while ($kills < $KILLS && !synced($m)) {
+    sleep(0.2 + rand(0.8));
+    last if synced($m);
+    kill 'KILL', $m->{pid};
+    stop_daemon($m->{pid});
+    $kills++;
+    restart_mirror($m);
+    $ok &&= $m->{up};
+    diag("kill $kills: restarted with " . join('+', entries($m))
+        . " entries");
+}
+ok($ok, "killed $kills times, every restart came up");
+ok($kills >= 2, 'killed during the sync at least twice');
+ok(wait_until(sub { synced($m) }, 240), 'the sync finished')
+    or diag(slurp($m->{log}));
+my $log = slurp($m->{log});
+unlike($log, qr/rebuilding the index/, 'no restart rebuilt the index');
+unlike($log, qr/configuration error|damaged/, 'nothing refused or damaged');
+is_deeply(answers($m), $want, 'the same answers as the never-killed mirror');
+
+# A damaged index: garbage over data.mdb.
+stop_daemon($m->{pid});
+my $mdb = "$d/m/data/index/data.mdb";
+ok(-s $mdb, 'the index is on disk');
+open my $f, '+<', $mdb or die "$mdb: $!";
+binmode $f;
+print $f "\xff" x 8192;
+close $f;
+restart_mirror($m);
+ok($m->{up}, 'a damaged index: the mirror starts');
+like(slurp($m->{log}), qr/index.*rebuilding the index from the copies/,
+    '... saying it rebuilds the index');
+ok(wait_until(sub { synced($m) }, 60), '... every entry back');
+is_deeply(answers($m), $want, '... the same answers');
+
+# A removed index: rebuilt silently from the copies, same answers.
+stop_daemon($m->{pid});
+system('rm', '-r', "$d/m/data/index");
+restart_mirror($m);
+ok($m->{up}, 'no index: the mirror starts');
+ok(wait_until(sub { synced($m) }, 60), '... every entry back');
+is_deeply(answers($m), $want, '... the same answers');
+
+stop_daemon($m->{pid});
+stop_daemon($t{$_}{pid}) for 1, 2;
+done_testing();

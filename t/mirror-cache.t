@@ -1,0 +1,113 @@
+#!/usr/bin/perl
+# The answer cache in memory (query_cache_size): an LRU bounded in bytes
+# while many distinct names are asked for; answers for names with no
+# entries (a negative cache) are reused, and a Bind of such a name drops
+# its cached "no entries" answer once merged.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use SKTest;
+use SKTimeline;
+use SKMirror;
+
+plan skip_all => 'sk-timeline or sk-mirror not built'
+    unless -x $SKTimeline::TL && -x $SKMirror::MR;
+plan skip_all => 'no openssl or curl' unless has_cmd('openssl') && has_cmd('curl');
+
+my $d = tmpdir();
+my $op = ed25519_key($d, 'operator');
+my $ca = make_ca($d, 'testca');
+my %sk = map { $_ => ed25519_key($d, $_) } qw(a late);
+my %crt = map { $_ => issue($d, $ca, $sk{$_}, "$_.example", "$d/$_") }
+    keys %sk;
+
+my (%t, %keys, @tl);
+for my $tid (1, 2) {
+    mkdir "$d/tl$tid";
+    $t{$tid} = start_timeline("$d/tl$tid", tid => $tid,
+        operator_key => "$d/operator.pub", chunk_interval => 1);
+    ok($t{$tid}{up}, "timeline $tid listens") or BAIL_OUT(slurp($t{$tid}{log}));
+    is(append($t{$tid}, root_entry(cert => "$ca.crt", key => $op))->{code},
+        201, "timeline $tid trusts the CA");
+    is(append($t{$tid}, bind_entry(name => 'a.example', key => $sk{a},
+        chain => [$crt{a}]))->{code}, 201, "timeline $tid: Bind a.example");
+    $keys{$tid} = ["$d/tl$tid/timeline.pub", "sk-timeline-$tid"];
+    push @tl, [$tid, $t{$tid}{url}, $keys{$tid}[0]];
+}
+
+# About 800 bytes an absent name's answer (two timelines): 8 kB holds ten.
+my $limit = 8000;
+my $m = start_mirror("$d/m", \@tl, query_cache_size => $limit);
+ok($m->{up}, 'sk-mirror listens') or BAIL_OUT(slurp($m->{log}));
+ok(wait_until(sub { 2 == grep { tl_state($m, $_) eq 'Idle' } 1, 2 }, 20),
+    'both timelines Idle');
+
+sub cache { return (mirror_status($m) // {})->{cache} // {} }
+
+my $r = query($m, 'a.example');
+is($r->{code}, 200, 'a.example answered');
+ok(check_answer($r->{body}, $m->{pub}, \%keys)->{ok}, '... validly');
+is(query($m, 'a.example')->{body}, $r->{body}, '... and then from the cache');
+is(cache()->{hits}, 1, 'one hit');
+
+# Negative cache: a name with no entries, asked twice.
+my $n1 = query($m, 'late.example');
+is($n1->{code}, 200, 'late.example (no entries) answered');
+my $a1 = check_answer($n1->{body}, $m->{pub}, \%keys);
+ok($a1->{ok}, '... validly');
+is(scalar(map { @{$_->{entries}} } values %{$a1->{timelines}}), 0,
+    '... with no entries');
+is(query($m, 'late.example')->{body}, $n1->{body},
+    'asked again: the same answer');
+is(cache()->{absent_hits}, 1, '... counted as a hit for an absent name');
+
+# A Bind of it on both timelines drops the negative answer once merged.
+for my $tid (1, 2) {
+    is(append($t{$tid}, bind_entry(name => 'late.example', key => $sk{late},
+        chain => [$crt{late}]))->{code}, 201, "timeline $tid: Bind late.example");
+}
+ok(wait_until(sub {
+    my $s = mirror_status($m) or return 0;
+    2 == grep { $_->{checkpoint_size} >= 3 } @{$s->{timelines}};
+}, 20), 'the mirror merged both Binds');
+my $n2 = query($m, 'late.example');
+my $a2 = check_answer($n2->{body}, $m->{pub}, \%keys);
+ok($a2->{ok}, 'late.example answered again, validly');
+is(scalar(map { @{$_->{entries}} } values %{$a2->{timelines}}), 2,
+    '... with both Binds, not the cached "no entries"');
+
+# Many distinct names: the cache stays within its limit and evicts.
+my $ok = 1;
+for my $i (1 .. 60) {
+    $ok &&= query($m, "absent$i.example")->{code} == 200;
+}
+ok($ok, '60 distinct absent names answered');
+my $c = cache();
+ok($c->{bytes} <= $limit, "cache holds $c->{bytes} bytes, within $limit");
+ok($c->{bytes} > $limit / 2, '... and is used');
+is($c->{limit}, $limit, '... the configured limit');
+ok($c->{answers} < 15, "$c->{answers} answers held");
+ok($c->{evictions} >= 62 - 15, "$c->{evictions} answers evicted");
+# The newest is still there; the oldest was evicted (built again: a miss).
+my $miss = $c->{misses};
+query($m, 'absent60.example');
+is(cache()->{misses}, $miss, 'the newest absent name: still cached');
+query($m, 'absent1.example');
+is(cache()->{misses}, $miss + 1, 'the oldest: evicted, built again');
+
+# query_cache_size 0: nothing kept.
+kill 'TERM', $m->{pid};
+waitpid($m->{pid}, 0);
+$m->{conf}{query_cache_size} = 0;
+restart_mirror($m);
+ok(wait_until(sub { 2 == grep { tl_state($m, $_) eq 'Idle' } 1, 2 }, 20),
+    'restarted with query_cache_size 0');
+query($m, 'a.example') for 1 .. 3;
+is(cache()->{hits}, 0, 'no hits');
+is(cache()->{answers}, 0, 'nothing held');
+
+kill 'TERM', $m->{pid}, map { $_->{pid} } values %t;
+done_testing();
