@@ -115,6 +115,11 @@ typedef struct {
 
     pthread_t           thread;
     int                 thread_up;
+    /* sync thread only: does the timeline serve tlog-tiles entry bundles
+     * (0 not known: probe; 1 yes; -1 no, sync from chunks); the source
+     * last logged */
+    int                 tiles;
+    int                 tiles_logged;
 } mr_tl_t;
 
 /* Where a name's entry lives: timeline index, SN. */
