@@ -11,7 +11,13 @@
  *   contradicting signed statements --> Corrupt, for good
  *
  * A round: GET /checkpoint, verified with the timeline's key and origin.
- * If it covers more than the copy: GET /chunks (first time) or
+ * If it covers more than the copy and the timeline serves tlog-tiles
+ * (probed with the first bundle a round needs; probed again after a
+ * failed round): GET /tile/entries/<N>[.p/<W>] from the copy's next SN up
+ * to the checkpoint's size, each bundle's framing checked strictly, each
+ * entry checked as below; all of them are committed with the checkpoint
+ * once its root is the root of the copy so extended (bundles have no
+ * TFM).  Otherwise: GET /chunks (first time) or
  * /chunks/since/<newest SN>; each new chunk's signature is checked over
  * the .bz2 bytes before it is unpacked (bad: Stuck); its entries must
  * carry this TID, the next SNs, valid timeline signatures and
