@@ -5,7 +5,8 @@
 # full and one partial bundle; a forged timeline whose /tile/ 404s is
 # synced from chunks ("source chunks"); tampered bundles -- one byte
 # changed, cut short, extra bytes -- make their timelines Stuck with a
-# reason naming the bundle's URL and the offset, nothing of them stored.
+# reason naming the bundle's URL and the offset, nothing of them stored;
+# bundles whose root is not the signed checkpoint's: Corrupt, none stored.
 
 use strict;
 use warnings;
@@ -45,7 +46,7 @@ for my $tid (7, 8) {
 # Forged timelines: 31 without tiles, 32 with 300 entries in tiles, 33-35
 # with a tampered last bundle.
 my %tl;
-for my $tid (31 .. 35) {
+for my $tid (31 .. 36) {
     my $dir = "$d/f$tid";
     mkdir $dir;
     $tl{$tid} = { dir => $dir, key => ed25519_key($d, "tl$tid") };
@@ -77,10 +78,13 @@ for my $tid (33 .. 35) {
         entries => history($tid, 4), tiles => 1,
         tamper_bundle => $tamper{$tid});
 }
-$tl{$_}{srv} = serve_forged($tl{$_}{dir}) for 31 .. 35;
+# 36: honest bundles, but a signed checkpoint whose root is not theirs.
+forge($tl{36}{dir}, key => $tl{36}{key}, tid => 36,
+    entries => history(36, 4), tiles => 1, cp_root => "\x55" x 32);
+$tl{$_}{srv} = serve_forged($tl{$_}{dir}) for 31 .. 36;
 
 my @conf = ((map { [$_, $t{$_}{url}, @{$keys{$_}}] } 7, 8),
-    (map { [$_, $tl{$_}{srv}{url}, @{$keys{$_}}] } 31 .. 35));
+    (map { [$_, $tl{$_}{srv}{url}, @{$keys{$_}}] } 31 .. 36));
 my $m = start_mirror("$d/m", \@conf);
 ok($m->{up}, 'sk-mirror listens') or BAIL_OUT(slurp($m->{log}));
 
@@ -135,5 +139,12 @@ for my $tid (33 .. 35) {
 }
 ok(!grep({ tl_state($m, $_) eq 'Corrupt' } 33 .. 35),
     'none is held as reneged');
+
+ok(wait_state($m, 36, 'Corrupt', 15),
+    'bundles whose root is not the signed checkpoint\'s: Corrupt');
+my ($s36) = grep { $_->{tid} == 36 } @{mirror_status($m)->{timelines}};
+like($s36->{reason}, qr/checkpoint of size 4 does not have the root/,
+    '... saying why') or diag($s36->{reason});
+is($s36->{entries}, 0, '... none of its entries stored');
 
 done_testing();
