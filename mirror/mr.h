@@ -123,6 +123,11 @@ typedef struct {
 
     pthread_t           thread;
     int                 thread_up;
+    /* sync thread only: does the timeline serve tlog-tiles entry bundles
+     * (0 not known: probe; 1 yes; -1 no, sync from chunks); the source
+     * last logged */
+    int                 tiles;
+    int                 tiles_logged;
 } mr_tl_t;
 
 /* An indexed entry: where it is in its copy, its stamp, its leaf. */

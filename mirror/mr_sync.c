@@ -11,7 +11,13 @@
  *   contradicting signed statements --> Corrupt, for good
  *
  * A round: GET /checkpoint, verified with the timeline's key and origin.
- * If it covers more than the copy: GET /chunks (first time) or
+ * If it covers more than the copy and the timeline serves tlog-tiles
+ * (probed with the first bundle a round needs; probed again after a
+ * failed round): GET /tile/entries/<N>[.p/<W>] from the copy's next SN up
+ * to the checkpoint's size, each bundle's framing checked strictly, each
+ * entry checked as below; all of them are committed with the checkpoint
+ * once its root is the root of the copy so extended (bundles have no
+ * TFM).  Otherwise: GET /chunks (first time) or
  * /chunks/since/<newest SN>; each new chunk's signature is checked over
  * the .bz2 bytes before it is unpacked (bad: Stuck); its entries must
  * carry this TID, the next SNs, valid timeline signatures and
@@ -778,6 +784,114 @@ mr_sync_tail(mr_sync_t *s, uint64_t size)
 }
 
 
+/* The most an entry bundle can hold: 256 entries of at most 64 KiB. */
+#define MR_BUNDLE_MAX  ((size_t) SK_TILE_WIDTH * (2 + UINT16_MAX))
+
+static void
+mr_sync_source(mr_sync_t *s, int tiles, const char *why)
+{
+    if (s->t->tiles_logged != tiles) {
+        mr_log("timeline %" PRIu64 ": source %s%s%s", s->t->conf->tid,
+            tiles > 0 ? "tiles" : "chunks", why[0] ? ": " : "", why);
+        s->t->tiles_logged = tiles;
+    }
+}
+
+
+/* Entry bundle n of width entries, fetched from url: its framing checked
+ * in full first (a short bundle, an entry length past its end, trailing
+ * bytes: a bad answer), then each entry through the same checks as a
+ * chunk's. */
+static mr_round_t
+mr_sync_bundle(mr_sync_t *s, const char *url, uint64_t n, unsigned width,
+    const unsigned char *body, size_t len)
+{
+    mr_round_t  res = MR_ROUND_OK;
+    size_t      pos, elen;
+    uint64_t    sn;
+    unsigned    k;
+
+    for (k = 0, pos = 0; k < width; k++, pos += 2 + elen) {
+        if (len - pos < 2) {
+            sk_err_set(s->err, SK_ERR_FORMAT, "%s: short bundle: entry %u "
+                "of %u at offset %zu, %zu bytes", url, k, width, pos, len);
+            return MR_ROUND_FAIL;
+        }
+        elen = (size_t) body[pos] << 8 | body[pos + 1];
+        if (elen == 0 || elen > len - pos - 2) {
+            sk_err_set(s->err, SK_ERR_FORMAT, "%s: entry %u at offset %zu "
+                "of length %zu, beyond the bundle's %zu bytes", url, k, pos,
+                elen, len);
+            return MR_ROUND_FAIL;
+        }
+    }
+    if (pos != len) {
+        sk_err_set(s->err, SK_ERR_FORMAT, "%s: %zu trailing bytes at offset "
+            "%zu after %u entries", url, len - pos, pos, width);
+        return MR_ROUND_FAIL;
+    }
+    sn = n * SK_TILE_WIDTH;
+    for (k = 0, pos = 0; k < width && res == MR_ROUND_OK; k++, sn++) {
+        elen = (size_t) body[pos] << 8 | body[pos + 1];
+        res = mr_sync_entry(s, (const char *) body + pos + 2, elen, sn);
+        if (res == MR_ROUND_FAIL) {
+            sk_err_prefix(s->err, "%s: entry at offset %zu", url, pos);
+        }
+        pos += 2 + elen;
+    }
+    return res;
+}
+
+
+/* Entries up to size from the timeline's tlog-tiles entry bundles, the
+ * full ones, then the partial last one.  The first fetch is the probe: a
+ * 404 while not known means no tiles (t->tiles = -1; the caller goes to
+ * chunks).  Nothing is stored here: the round commits the batch with the
+ * checkpoint once the root of the copy so extended is the checkpoint's. */
+static mr_round_t
+mr_sync_tiles(mr_sync_t *s, uint64_t size)
+{
+    mr_resp_t   r;
+    mr_round_t  res = MR_ROUND_OK;
+    uint64_t    n;
+    unsigned    width;
+    char        tp[SK_TILE_PATH_MAX], path[SK_TILE_PATH_MAX + 8],
+                url[4096 + sizeof(path)];
+
+    while (s->next < size && res == MR_ROUND_OK) {
+        n = s->next / SK_TILE_WIDTH;
+        width = size - n * SK_TILE_WIDTH >= SK_TILE_WIDTH ? SK_TILE_WIDTH
+            : (unsigned) (size - n * SK_TILE_WIDTH);
+        sk_tile_path(tp, SK_TILE_ENTRIES, n, width);
+        snprintf(path, sizeof(path), "/tile/%s", tp);
+        snprintf(url, sizeof(url), "%s%s", s->t->conf->url, path);
+        if (mr_sync_get(s, &r, path, MR_BUNDLE_MAX) != 0) {
+            return MR_ROUND_FAIL;
+        }
+        if (r.status == 404 && s->t->tiles == 0) {
+            free(r.body);
+            s->t->tiles = -1;
+            mr_sync_source(s, -1, "GET /tile/entries: HTTP 404");
+            return MR_ROUND_OK;
+        }
+        if (r.status != 200) {
+            free(r.body);
+            sk_err_set(s->err, SK_ERR_UNAVAILABLE, "GET %s: HTTP %ld", url,
+                r.status);
+            return MR_ROUND_FAIL;
+        }
+        if (s->t->tiles == 0) {
+            s->t->tiles = 1;
+            mr_sync_source(s, 1, "");
+        }
+        res = mr_sync_bundle(s, url, n, width, (unsigned char *) r.body,
+            r.len);
+        free(r.body);
+    }
+    return res;
+}
+
+
 /* Two signed heads of one size with different roots. */
 static mr_round_t
 mr_sync_fork(mr_sync_t *s, const char *cp, size_t len)
@@ -836,12 +950,17 @@ mr_sync_round(mr_sync_t *s)
             mr_sync_set_state(s->m, t, MR_SYNCING, NULL);
         }
         pthread_mutex_unlock(&s->m->lock);
-        res = mr_sync_chunks(s);
-        if (res == MR_ROUND_OK && s->next < cpv.size) {
-            if (cpv.size - s->next > s->m->conf.tail_max) {
-                res = MR_ROUND_PARTIAL;
-            } else {
-                res = mr_sync_tail(s, cpv.size);
+        if (t->tiles >= 0) {
+            res = mr_sync_tiles(s, cpv.size);
+        }
+        if (t->tiles < 0) {
+            res = mr_sync_chunks(s);
+            if (res == MR_ROUND_OK && s->next < cpv.size) {
+                if (cpv.size - s->next > s->m->conf.tail_max) {
+                    res = MR_ROUND_PARTIAL;
+                } else {
+                    res = mr_sync_tail(s, cpv.size);
+                }
             }
         }
     }
@@ -856,6 +975,10 @@ mr_sync_round(mr_sync_t *s)
         res = MR_ROUND_FAIL;
     }
     free(r.body);
+    if (res == MR_ROUND_FAIL) {
+        /* Probe again next round: a timeline may gain or lose tiles. */
+        t->tiles = 0;
+    }
     if (res != MR_ROUND_OK) {
         mr_sync_rewind(s);
     }

@@ -1,6 +1,6 @@
 #!/usr/bin/perl
-# sk-mirror against three real sk-timelines: bootstrap from /chunks, then
-# /chunks/since; registrations on each timeline appear in signed answers
+# sk-mirror against three real sk-timelines: bootstrap from their
+# tlog-tiles entry bundles (t/mirror-tiles.t has the chunk fallback); registrations on each timeline appear in signed answers
 # (every signature and inclusion proof checked here with openssl and the
 # RFC 6962 model, not libsk); a signed "no entries" answer; a new entry
 # voids the cached answer at once; no answers with fewer than two healthy

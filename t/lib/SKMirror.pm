@@ -22,7 +22,9 @@ package SKMirror;
 #   tfm_text(KEY, TID, SIZE, ROOT, TS)
 #   forge(DIR, key => K, tid => T, entries => [...], chunks => [[a, b]...],
 #         cp_size => N, cp_ts => T, cp_root => R, bad_chunk_sig => I,
-#         garbage_chunk => BYTES (signed in place of chunk 0))
+#         garbage_chunk => BYTES (signed in place of chunk 0),
+#         tiles => 1 (also /tile/entries/ bundles), tamper_bundle => SUB
+#         (the last bundle's bytes in, what is served out))
 #                     (re)writes the static timeline under DIR/www
 #   serve_forged(DIR)                starts its HTTP server: { pid, port, url }
 
@@ -350,11 +352,34 @@ sub forge {
     # The copies Incorporate entries refer to: { SN => text }.
     put($w, "/incorporated/$_", $a{incorporated}{$_})
         for keys %{$a{incorporated} // {}};
+    if ($a{tiles}) {
+        # tlog-tiles entry bundles up to the checkpoint: full ones, then
+        # the partial last one; tamper_bundle changes the last one.
+        for (my $n = 0; $n * 256 < $size; $n++) {
+            my $wd = $size - $n * 256 >= 256 ? 256 : $size - $n * 256;
+            my $b = join '', map { pack('n', length $_) . $_ }
+                @e[$n * 256 .. $n * 256 + $wd - 1];
+            $b = $a{tamper_bundle}->($b)
+                if $a{tamper_bundle} && ($n + 1) * 256 >= $size;
+            put($w, '/tile/entries/' . tile_n($n)
+                . ($wd == 256 ? '' : ".p/$wd"), $b);
+        }
+    }
     # Swap in at once: the server never sees half a timeline.
     remove_tree("$dir/www.old");
     rename("$dir/www", "$dir/www.old") if -d "$dir/www";
     rename("$w/www", "$dir/www") or die "forge: rename: $!";
     remove_tree("$dir/www.old", $w);
+}
+
+# N of a tile path: 3-digit elements, all but the last prefixed "x".
+sub tile_n {
+    my ($n) = @_;
+    my @g = sprintf('%03d', $n % 1000);
+    while (($n = int($n / 1000)) > 0) {
+        unshift @g, sprintf('x%03d', $n % 1000);
+    }
+    return join '/', @g;
 }
 
 # The forged timeline's HTTP server (run in its own process).

@@ -1,0 +1,150 @@
+#!/usr/bin/perl
+# sk-mirror syncing from tlog-tiles entry bundles: two real sk-timelines
+# are synced through /tile/entries/ (the log says "source tiles") and the
+# answers verify; a forged timeline with 300 entries is synced through one
+# full and one partial bundle; a forged timeline whose /tile/ 404s is
+# synced from chunks ("source chunks"); tampered bundles -- one byte
+# changed, cut short, extra bytes -- make their timelines Stuck with a
+# reason naming the bundle's URL and the offset, nothing of them stored;
+# bundles whose root is not the signed checkpoint's: Corrupt, none stored.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use SKTest;
+use SKTimeline;
+use SKMirror;
+
+plan skip_all => 'sk-timeline or sk-mirror not built'
+    unless -x $SKTimeline::TL && -x $SKMirror::MR;
+plan skip_all => 'no openssl or curl' unless has_cmd('openssl') && has_cmd('curl');
+
+my $d = tmpdir();
+my $op = ed25519_key($d, 'operator');
+my $ca = make_ca($d, 'testca');
+my %sk = map { $_ => ed25519_key($d, $_) } qw(x example);
+my $crt = issue($d, $ca, $sk{x}, 'x.example', "$d/x");
+my $excrt = issue($d, $ca, $sk{example}, 'example.com', "$d/example");
+my $T = time + 10;
+
+my (%t, %keys);
+for my $tid (7, 8) {
+    mkdir "$d/tl$tid";
+    $t{$tid} = start_timeline("$d/tl$tid", tid => $tid,
+        operator_key => "$d/operator.pub", chunk_interval => 1);
+    ok($t{$tid}{up}, "timeline $tid listens") or BAIL_OUT(slurp($t{$tid}{log}));
+    $keys{$tid} = ["$d/tl$tid/timeline.pub", "sk-timeline-$tid"];
+    is(append($t{$tid}, root_entry(cert => "$ca.crt", key => $op))->{code},
+        201, "timeline $tid trusts the CA");
+    is(append($t{$tid}, bind_entry(name => 'example.com',
+        key => $sk{example}, chain => [$excrt]))->{code}, 201,
+        "timeline $tid: Bind example.com");
+}
+
+# Forged timelines: 31 without tiles, 32 with 300 entries in tiles, 33-35
+# with a tampered last bundle.
+my %tl;
+for my $tid (31 .. 36) {
+    my $dir = "$d/f$tid";
+    mkdir $dir;
+    $tl{$tid} = { dir => $dir, key => ed25519_key($d, "tl$tid") };
+    $keys{$tid} = ["$d/tl$tid.pub", "sk-timeline-$tid"];
+}
+my $root = root_entry(cert => "$ca.crt", key => $op);
+my $bind = bind_entry(name => 'x.example', key => $sk{x}, chain => [$crt]);
+my @cs = map { cs_entry(name => 'x.example', services => $_, key => $sk{x}) }
+    qw(https smtps);
+
+sub history {
+    my ($tid, $n) = @_;
+    my @spec = ($root, $bind, map { $cs[$_ % 2] } 0 .. $n - 3);
+    return [map { stamp($spec[$_], $tid, $_, $T + $_, $tl{$tid}{key}) }
+        0 .. $#spec];
+}
+
+my %tamper = (
+    33 => sub { my $b = shift; substr($b, 40, 1) ^= 'A'; $b },
+    34 => sub { my $b = shift; substr($b, 0, length($b) - 7) },
+    35 => sub { $_[0] . "\0\0" },
+);
+forge($tl{31}{dir}, key => $tl{31}{key}, tid => 31,
+    entries => history(31, 4));
+forge($tl{32}{dir}, key => $tl{32}{key}, tid => 32,
+    entries => history(32, 300), tiles => 1, chunks => [[0, 299]]);
+for my $tid (33 .. 35) {
+    forge($tl{$tid}{dir}, key => $tl{$tid}{key}, tid => $tid,
+        entries => history($tid, 4), tiles => 1,
+        tamper_bundle => $tamper{$tid});
+}
+# 36: honest bundles, but a signed checkpoint whose root is not theirs.
+forge($tl{36}{dir}, key => $tl{36}{key}, tid => 36,
+    entries => history(36, 4), tiles => 1, cp_root => "\x55" x 32);
+$tl{$_}{srv} = serve_forged($tl{$_}{dir}) for 31 .. 36;
+
+my @conf = ((map { [$_, $t{$_}{url}, @{$keys{$_}}] } 7, 8),
+    (map { [$_, $tl{$_}{srv}{url}, @{$keys{$_}}] } 31 .. 36));
+my $m = start_mirror("$d/m", \@conf);
+ok($m->{up}, 'sk-mirror listens') or BAIL_OUT(slurp($m->{log}));
+
+for my $tid (7, 8, 31, 32) {
+    ok(wait_state($m, $tid, 'Idle', 20), "timeline $tid: Idle")
+        or diag(slurp($m->{log}));
+}
+my $log = slurp($m->{log});
+like($log, qr/timeline 7: source tiles/, 'timeline 7 synced from tiles');
+like($log, qr/timeline 8: source tiles/, 'timeline 8 synced from tiles');
+like($log, qr/timeline 32: source tiles/,
+    'the forged timeline with tiles synced from them');
+like($log, qr/timeline 31: source chunks: GET \/tile\/entries: HTTP 404/,
+    'a timeline whose /tile/ 404s: synced from chunks');
+unlike($log, qr/timeline 31: source tiles/, '... and never from tiles');
+
+my %st = map { $_->{tid} => $_ } @{mirror_status($m)->{timelines}};
+is("$st{7}{entries} $st{8}{entries} $st{31}{entries} $st{32}{entries}",
+    '2 2 4 300', 'every entry stored (300: one full bundle, one partial)');
+
+my $r = query($m, 'example.com');
+is($r->{code}, 200, 'query example.com: 200');
+my $a = check_answer($r->{body}, $m->{pub}, \%keys);
+ok($a->{ok}, 'answer: every signature and proof verifies') or diag($a->{err});
+is(join(' ', map { "$_:" . join(',', map { $_->{sn} }
+    @{$a->{timelines}{$_}{entries}}) } 7, 8), '7:1 8:1',
+    'the Bind from each tiled timeline');
+$r = query($m, 'x.example');
+$a = check_answer($r->{body}, $m->{pub}, \%keys);
+ok($a->{ok}, 'x.example: answer verifies') or diag($a->{err});
+is(join(',', map { $_->{sn} } @{$a->{timelines}{32}{entries}}),
+    join(',', 1 .. 299),
+    'x.example: its 299 entries (SN 1-299) from the tiled forged timeline');
+
+# A new entry on a real timeline: the next round takes it from the
+# partial bundle of the new width.
+is(append($t{7}, bind_entry(name => 'x.example', key => $sk{x},
+    chain => [$crt]))->{code}, 201, 'timeline 7: Bind x.example');
+ok(wait_until(sub { my $s = mirror_status($m);
+    (grep { $_->{tid} == 7 } @{$s->{timelines}})[0]{entries} == 3 }, 15),
+    'timeline 7: the new entry synced');
+
+my %why = (33 => qr/entries\/000\.p\/4: entry at offset \d+/,
+    34 => qr/entries\/000\.p\/4: entry 3 at offset \d+ of length \d+, beyond/,
+    35 => qr/entries\/000\.p\/4: 2 trailing bytes at offset \d+/);
+for my $tid (33 .. 35) {
+    ok(wait_state($m, $tid, 'Stuck', 15), "tampered bundle $tid: Stuck");
+    my ($s) = grep { $_->{tid} == $tid } @{mirror_status($m)->{timelines}};
+    like($s->{reason}, qr/\Q$tl{$tid}{srv}{url}\E\/tile\/$why{$tid}/,
+        "... naming the URL and offset") or diag($s->{reason});
+    is($s->{entries}, 0, '... nothing stored');
+}
+ok(!grep({ tl_state($m, $_) eq 'Corrupt' } 33 .. 35),
+    'none is held as reneged');
+
+ok(wait_state($m, 36, 'Corrupt', 15),
+    'bundles whose root is not the signed checkpoint\'s: Corrupt');
+my ($s36) = grep { $_->{tid} == 36 } @{mirror_status($m)->{timelines}};
+like($s36->{reason}, qr/checkpoint of size 4 does not have the root/,
+    '... saying why') or diag($s36->{reason});
+is($s36->{entries}, 0, '... none of its entries stored');
+
+done_testing();
