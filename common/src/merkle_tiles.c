@@ -290,13 +290,23 @@ static int sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
     unsigned level, uint64_t n, sk_err_t *err);
 
 
+/* v >> bits for bits up to 64: the top tile level's "tiles above it"
+ * shift by 64, which C leaves undefined. */
+static uint64_t
+sk_tiles_shr(uint64_t v, unsigned bits)
+{
+    return bits >= 64 ? 0 : v >> bits;
+}
+
+
 /* The hash at tree level 8L, index i, in tile level L: i < size >> 8L. */
 static int
 sk_tiles_hash(const unsigned char **out, const sk_merkle_tree_t *t,
     unsigned level, uint64_t i, sk_err_t *err)
 {
     const unsigned char  *tile;
-    uint64_t              full = t->size >> (SK_TILE_HEIGHT * (level + 1));
+    uint64_t              full = sk_tiles_shr(t->size,
+                              SK_TILE_HEIGHT * (level + 1));
 
     if (i / SK_TILE_WIDTH >= full) {
         *out = t->tiles->edge[level]
@@ -431,7 +441,8 @@ sk_merkle_tiles_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
     /* The tiles written are on disk; drop stale copies of them. */
     for (level = 0; level < top; level++) {
         sk_tiles_slot_t  *s;
-        uint64_t          n = ((t->size + 1) >> (SK_TILE_HEIGHT * (level + 1)))
+        uint64_t          n = sk_tiles_shr(t->size + 1,
+                                  SK_TILE_HEIGHT * (level + 1))
                               - 1;
 
         s = sk_tiles_slot(tt, level, n);
@@ -465,7 +476,7 @@ sk_tiles_edge(sk_merkle_tree_t *t, uint64_t size, sk_err_t *err)
     int                 rc;
 
     for (level = 0; level < SK_TILE_LEVELS; level++) {
-        full = size >> (SK_TILE_HEIGHT * (level + 1));
+        full = sk_tiles_shr(size, SK_TILE_HEIGHT * (level + 1));
         w = (unsigned) ((size >> (SK_TILE_HEIGHT * level)) % SK_TILE_WIDTH);
         for (k = 0; k < w; k++) {
             i = full * SK_TILE_WIDTH + k;

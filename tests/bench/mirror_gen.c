@@ -184,7 +184,7 @@ make_pki(const char *dir, size_t ncas, size_t per_ca, sk_err_t *err)
     X509           *root, *inter, *ee;
     FILE           *f;
     size_t          i, j;
-    char            path[4096], cn[64], *ib, *eb;
+    char            path[4096], cn[128], *ib, *eb;
 
     if (certs == NULL || rk == NULL) {
         die("RSA-2048 root key", NULL);
