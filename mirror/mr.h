@@ -50,6 +50,8 @@ typedef struct {
     uint64_t     chunk_max;         /* bytes of one .bz2 chunk */
     uint64_t     chunk_text_max;    /* bytes of a chunk once unpacked */
     uint64_t     tail_max;          /* unpublished entries fetched one by one */
+    uint64_t     tiles_commit;      /* entries a sync through tiles commits
+                                       at a time (mr_prefix.c) */
     uint64_t     query_cache;       /* seconds an answer is reused; 0 off */
     uint64_t     query_cache_size;  /* bytes of answers kept in memory */
     uint64_t     threads;           /* HTTP polling threads */
@@ -116,6 +118,9 @@ typedef struct {
     mr_root_t          *roots;      /* root changes, by SN */
     size_t              nroots, rootcap;
     uint64_t            roots_upto; /* entries 0..roots_upto-1 noted */
+    uint64_t            prefix_size; /* entries the stored prefix covers */
+    unsigned char       ix_root[SK_SHA256_BYTES];  /* the index's tag: the
+                                       Merkle root of its entries */
     struct x509_store_st *store;    /* the first store_k root changes */
     size_t              store_k;
 
@@ -185,7 +190,7 @@ struct mr_mirror_s {
                                        (without the lock): they give up */
     uint64_t           gen;         /* bumped when servability changes */
     sk_db_t           *db;          /* the index (mr_index.c) */
-    sk_db_table_t      ix_entries, ix_names;
+    sk_db_table_t      ix_entries, ix_names, ix_roots;
     int                ix_damaged;  /* a copy's index did not fit it */
     uint64_t           cache_hits, cache_misses;
     mr_lru_t           answers;     /* without answer_cache */
@@ -269,11 +274,37 @@ int mr_batch_add(mr_batch_t *b, const char *text, size_t len,
 void mr_batch_free(mr_batch_t *b);
 /* The text of batch entry i (borrowed). */
 const char *mr_batch_entry(const mr_batch_t *b, size_t i, size_t *len);
-/* Durably append the batch, then store the signed head that covers it (a
- * checkpoint note, or a chunk TFM with tfm set); then publish both (and
- * the names) under the lock. */
+/* The kinds of signed head a commit stores. */
+typedef enum {
+    MR_HEAD_CHECKPOINT,         /* the checkpoint note answers carry */
+    MR_HEAD_TFM,                /* the TFM closing a chunk */
+    MR_HEAD_PREFIX              /* a checkpoint and a consistency proof
+                                   from the copy's size to it (mr_prefix.c) */
+} mr_headkind_t;
+
+/* Durably append the batch, then store the signed head of that kind that
+ * covers it; then publish both (and the names) under the lock. */
 int mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
-    const char *head, size_t headlen, int tfm, sk_err_t *err) SK_WUR;
+    const char *head, size_t headlen, mr_headkind_t kind, sk_err_t *err) SK_WUR;
+
+/* mr_prefix.c: a checkpoint of size N and a consistency proof from size
+ * to N, which commits the first size entries of a sync through tiles. */
+typedef struct {
+    uint64_t            size;
+    sk_merkle_proof_t   proof;
+    sk_checkpoint_t     cpv;
+} mr_prefix_t;
+
+int mr_prefix_format(char **out, size_t *len, uint64_t size,
+    const sk_merkle_proof_t *proof, const char *cp, size_t cplen,
+    sk_err_t *err) SK_WUR;
+/* Strict parse; the checkpoint verified with t's key and origin. */
+int mr_prefix_parse(mr_prefix_t *pf, const mr_tl_t *t, const char *text,
+    size_t len, sk_err_t *err) SK_WUR;
+/* 0 if root (of the copy's first pf->size entries) and the proof lead
+ * to the checkpoint's root; SK_ERR_SIGNATURE if not. */
+int mr_prefix_check(const mr_prefix_t *pf, const sk_merkle_hash_t root,
+    sk_err_t *err) SK_WUR;
 /* The indexed entry sn at loc, read from the copy (malloc()ed): its
  * bytes must hash to the indexed leaf, else the copy is damaged
  * (SK_ERR_SIGNATURE, logged). */

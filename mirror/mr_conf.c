@@ -40,6 +40,7 @@ static const sk_conf_def_t  mr_confdefs[] = {
     MR_U("chunk_max", chunk_max, "67108864"),
     MR_U("chunk_text_max", chunk_text_max, "268435456"),
     MR_U("tail_max", tail_max, "1000"),
+    MR_U("tiles_commit", tiles_commit, "16384"),
     MR_U("query_cache", query_cache, "1800"),
     MR_U("query_cache_size", query_cache_size, "67108864"),
     MR_U("threads", threads, "4"),
@@ -155,11 +156,12 @@ mr_conf_finish(mr_conf_t *conf, sk_err_t *err)
     if (conf->poll_interval == 0 || conf->retry_min == 0
         || conf->retry_max < conf->retry_min || conf->fetch_timeout_ms == 0
         || conf->threads == 0 || conf->chunk_max == 0
-        || conf->chunk_text_max == 0)
+        || conf->chunk_text_max == 0 || conf->tiles_commit == 0)
     {
         return sk_err_set(err, SK_ERR_FORMAT, "\"poll_interval\", "
             "\"retry_min\", \"fetch_timeout_ms\", \"threads\", "
-            "\"chunk_max\" and \"chunk_text_max\" must be above 0, "
+            "\"chunk_max\", \"chunk_text_max\" and \"tiles_commit\" "
+            "must be above 0, "
             "\"retry_max\" at least \"retry_min\"");
     }
     if (sk_httpd_limits_check(&conf->http, err) != 0) {

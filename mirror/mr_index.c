@@ -7,6 +7,7 @@
  *            be32 length, be64 timestamp, the 32-byte leaf hash, flags
  *   names    name, NUL, be64 TID, be64 SN -> flags (one row an entry
  *            that names it; a prefix scan gives a name's entries)
+ *   roots    be64 TID, be64 SN -> "" (the root changes: read at start)
  *   meta     "tl-<TID>": entries [0, next_sn) indexed, the copy's offset
  *            log_end where SN next_sn starts, tag = the Merkle root of
  *            those next_sn entries
@@ -16,10 +17,11 @@
  * transaction writes its rows and the timeline's meta record together: a
  * kill -9 at any moment leaves the index at its last commit, behind the
  * copy, never ahead of it or torn, and the next start indexes what
- * follows.  At start the indexed part is not read or checked again: its
- * leaf hashes rebuild the Merkle tree, whose root must be the meta tag
- * and each signed head's; its root changes are read back (a handful) for
- * the root-CA history.  Anything that does not fit (no file, rows missing
+ * follows.  At start the indexed part is not read or checked again, nor
+ * are its rows scanned: the meta record, the first and last rows and the
+ * root changes (a handful, read back for the root-CA history) are all a
+ * start reads; the Merkle tree from the tiles must give the meta tag and
+ * each signed head's root.  Anything that does not fit (no file, rows missing
  * or out of order, a root that is not the tag, a copy shorter than the
  * index says) is damage: the index is dropped and rebuilt from the
  * copies, with a log line.
@@ -35,7 +37,7 @@
 
 #include "mr.h"
 
-#define MR_IX_SCHEMA   1
+#define MR_IX_SCHEMA   2
 #define MR_IX_ROWLEN   (8 + 4 + 8 + SK_SHA256_BYTES + 1)
 #define MR_IX_NAMEMAX  (SK_NAME_MAX + 1 + 16)
 
@@ -149,7 +151,8 @@ mr_index_open(mr_mirror_t *m, int fresh, sk_err_t *err)
         }
     }
     if (sk_db_table(m->db, "entries", 1, &m->ix_entries, err) != 0
-        || sk_db_table(m->db, "names", 1, &m->ix_names, err) != 0)
+        || sk_db_table(m->db, "names", 1, &m->ix_names, err) != 0
+        || sk_db_table(m->db, "roots", 1, &m->ix_roots, err) != 0)
     {
         sk_db_close(m->db);
         m->db = NULL;
@@ -208,18 +211,91 @@ mr_index_roots(mr_tl_t *t, const uint64_t *sns, const mr_loc_t *locs,
 }
 
 
+/* Row tid/sn into *l: 0, 1 if there is none, -1 (SK_ERR_FORMAT: bad). */
+static int
+mr_index_row(sk_db_txn_t *txn, sk_db_table_t tab, uint64_t tid, uint64_t sn,
+    mr_loc_t *l, sk_err_t *err)
+{
+    unsigned char   ek[16];
+    const void     *v;
+    size_t          vlen;
+    int             rc;
+
+    mr_index_ekey(ek, tid, sn);
+    rc = sk_db_get(txn, tab, ek, sizeof(ek), &v, &vlen, err);
+    if (rc == 0 && mr_index_row_get(l, v, vlen) != 0) {
+        rc = sk_err_set(err, SK_ERR_FORMAT, "index: timeline %" PRIu64
+            " SN %" PRIu64 ": bad row", tid, sn);
+    }
+    return rc;
+}
+
+
+/* The root changes' SNs and rows, from the roots table (a handful). */
+static int
+mr_index_root_rows(mr_mirror_t *m, sk_db_txn_t *txn, const mr_tl_t *t,
+    uint64_t next_sn, uint64_t **sns, mr_loc_t **locs, size_t *n,
+    sk_err_t *err)
+{
+    sk_db_iter_t   *it;
+    unsigned char   prefix[8];
+    const void     *k, *v;
+    size_t          klen, vlen, cap = 0;
+    uint64_t        sn, *ns;
+    mr_loc_t       *nl;
+    int             rc;
+
+    *sns = NULL;
+    *locs = NULL;
+    *n = 0;
+    sk_db_u64_put(prefix, t->conf->tid);
+    if (sk_db_iter_open(txn, m->ix_roots, prefix, 8, &it, err) != 0) {
+        return -1;
+    }
+    while ((rc = sk_db_iter_next(it, &k, &klen, &v, &vlen, err)) == 0) {
+        sn = klen == 16 ? sk_db_u64_get((const unsigned char *) k + 8)
+                        : UINT64_MAX;
+        if (sn >= next_sn) {
+            rc = 2;
+            break;
+        }
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            ns = realloc(*sns, cap * sizeof(**sns));
+            *sns = ns != NULL ? ns : *sns;
+            nl = realloc(*locs, cap * sizeof(**locs));
+            *locs = nl != NULL ? nl : *locs;
+            if (ns == NULL || nl == NULL) {
+                rc = sk_err_set(err, SK_ERR_NOMEM, "index roots");
+                break;
+            }
+        }
+        rc = mr_index_row(txn, m->ix_entries, t->conf->tid, sn,
+            &(*locs)[*n], err);
+        if (rc != 0 || !((*locs)[*n].flags & MR_IX_ROOT)) {
+            rc = rc == -1 && err->code != SK_ERR_FORMAT ? -1 : 2;
+            break;
+        }
+        (*sns)[(*n)++] = sn;
+    }
+    sk_db_iter_close(it);
+    return rc == 1 ? 0 : rc;
+}
+
+
+/* At start: O(root changes), not O(entries).  The index must end where
+ * its meta record says (a row for next_sn - 1 that ends at log_end, none
+ * for next_sn); rows in between are not read: the tree from the tiles
+ * must give the meta tag (mr_store), and every entry read later is
+ * checked against its row's leaf. */
 int
 mr_index_load(mr_mirror_t *m, mr_tl_t *t, uint64_t file_size, sk_err_t *err)
 {
     sk_db_meta_t      meta;
     sk_db_txn_t      *txn;
-    sk_db_iter_t     *it = NULL;
-    unsigned char     prefix[8];
-    const void       *k, *v;
-    size_t            klen, vlen, nroots = 0, rcap = 0;
-    uint64_t          sn = 0, pos = 0, *sns = NULL, *ns;
-    mr_loc_t          loc, newest, *locs = NULL, *nl;
-    int64_t           last = 0;
+    size_t            nroots = 0;
+    uint64_t         *sns = NULL;
+    mr_loc_t          first, newest, none, *locs = NULL;
     char              mname[64], *text;
     int               rc;
 
@@ -240,48 +316,34 @@ mr_index_load(mr_mirror_t *m, mr_tl_t *t, uint64_t file_size, sk_err_t *err)
         sk_db_abort(txn);
         return mr_index_damaged(m, t, err, "another schema");
     }
-    sk_db_u64_put(prefix, t->conf->tid);
-    if (sk_db_iter_open(txn, m->ix_entries, prefix, 8, &it, err) != 0) {
-        sk_db_abort(txn);
-        return -1;
-    }
-    while ((rc = sk_db_iter_next(it, &k, &klen, &v, &vlen, err)) == 0) {
-        if (klen != 16 || sk_db_u64_get((const unsigned char *) k + 8) != sn
-            || mr_index_row_get(&loc, v, vlen) != 0 || loc.off != pos
-            || loc.ts < last || sn >= meta.next_sn)
+    memset(&newest, 0, sizeof(newest));
+    rc = mr_index_row(txn, m->ix_entries, t->conf->tid, meta.next_sn, &none,
+        err);
+    if (rc == 1 && meta.next_sn > 0) {
+        rc = mr_index_row(txn, m->ix_entries, t->conf->tid, 0, &first, err);
+        if (rc == 0) {
+            rc = mr_index_row(txn, m->ix_entries, t->conf->tid,
+                meta.next_sn - 1, &newest, err);
+        }
+        if (rc == 0 && (first.off != 0
+                        || newest.off + newest.len != meta.log_end))
         {
             rc = 2;
-            break;
         }
-        if (loc.flags & MR_IX_ROOT) {
-            if (nroots == rcap) {
-                rcap = rcap ? rcap * 2 : 16;
-                ns = realloc(sns, rcap * sizeof(*sns));
-                sns = ns != NULL ? ns : sns;
-                nl = realloc(locs, rcap * sizeof(*locs));
-                locs = nl != NULL ? nl : locs;
-                if (ns == NULL || nl == NULL) {
-                    rc = -1;
-                    sk_err_set(err, SK_ERR_NOMEM, "index roots");
-                    break;
-                }
-            }
-            sns[nroots] = sn;
-            locs[nroots++] = loc;
+        if (rc == 0) {
+            rc = mr_index_root_rows(m, txn, t, meta.next_sn, &sns, &locs,
+                &nroots, err);
         }
-        pos += loc.len;
-        last = loc.ts;
-        newest = loc;
-        sn++;
+    } else if (rc == 1) {
+        rc = meta.log_end == 0 ? 0 : 2;
+    } else if (rc == 0) {
+        rc = 2;                 /* a row past the meta record */
     }
-    sk_db_iter_close(it);
     sk_db_abort(txn);
-    if (rc == -1) {
-        free(sns);
-        free(locs);
+    if (rc == -1 && err->code != SK_ERR_FORMAT) {
         return -1;
     }
-    if (rc == 2 || sn != meta.next_sn || pos != meta.log_end) {
+    if (rc != 0) {
         free(sns);
         free(locs);
         return mr_index_damaged(m, t, err, "rows missing or out of order");
@@ -296,7 +358,8 @@ mr_index_load(mr_mirror_t *m, mr_tl_t *t, uint64_t file_size, sk_err_t *err)
      * restored from an older backup, or replaced, is not); each entry
      * read later is checked against its leaf the same way. */
     text = NULL;
-    rc = sn > 0 ? mr_store_pread(t, sn - 1, &newest, &text, err) : 0;
+    rc = meta.next_sn > 0
+        ? mr_store_pread(t, meta.next_sn - 1, &newest, &text, err) : 0;
     free(text);
     if (rc == 0) {
         rc = mr_index_roots(t, sns, locs, nroots, err);
@@ -307,10 +370,11 @@ mr_index_load(mr_mirror_t *m, mr_tl_t *t, uint64_t file_size, sk_err_t *err)
         return err->code == SK_ERR_SIGNATURE
             ? mr_index_damaged(m, t, err, "it does not fit the copy") : -1;
     }
-    t->roots_upto = sn;
-    t->size = sn;
-    t->end = (off_t) pos;
-    t->last_ts = last;
+    t->roots_upto = meta.next_sn;
+    memcpy(t->ix_root, meta.tag, sizeof(t->ix_root));
+    t->size = meta.next_sn;
+    t->end = (off_t) meta.log_end;
+    t->last_ts = newest.ts;
     return 0;
 }
 
@@ -337,6 +401,11 @@ mr_index_add(mr_mirror_t *m, mr_tl_t *t, uint64_t first,
         mr_index_row_put(ev, &rows[i].loc);
         if (sk_db_put(txn, m->ix_entries, ek, sizeof(ek), ev, sizeof(ev),
                 err) != 0)
+        {
+            goto fail;
+        }
+        if ((rows[i].loc.flags & MR_IX_ROOT)
+            && sk_db_put(txn, m->ix_roots, ek, sizeof(ek), "", 0, err) != 0)
         {
             goto fail;
         }

@@ -4,12 +4,14 @@
  *   entries      the canonical text of SN 0.. back to back (append, fsync)
  *   checkpoint   the newest verified checkpoint note (atomic replace)
  *   tfm          the TFM that closed the newest merged chunk (atomic)
+ *   prefix       a checkpoint and a consistency proof to it from the
+ *                size a sync through tiles has committed (mr_prefix.c)
  *   evidence     the contradicting signed statements (docs/protocol.md,
  *                "Renegation tracking"); present once the timeline reneged
  *
  * Entries are appended and synced before the signed head covering them
- * (checkpoint or TFM) is replaced, and indexed (mr_index.c) after it, so
- * at start the log may be longer than both heads (a crash in between):
+ * (checkpoint, TFM or prefix) is replaced, and indexed (mr_index.c) after it, so
+ * at start the log may be longer than the heads (a crash in between):
  * the excess is cut and fetched again; and the index may be behind the
  * heads: the entries past it are read, checked (parse, TID, SN, timeline
  * signature, timestamps) and indexed.  Entries indexed already are not
@@ -190,12 +192,15 @@ mr_store_path(char *out, size_t cap, const mr_tl_t *t, const char *file)
 
 /* The stored heads, verified; absent ones leave size 0. */
 static int
-mr_store_load_heads(mr_tl_t *t, sk_tfm_t *tfm, sk_err_t *err)
+mr_store_load_heads(mr_tl_t *t, sk_tfm_t *tfm, mr_prefix_t *pf,
+    sk_err_t *err)
 {
     char    path[4096], *buf;
     size_t  len;
+    int     rc;
 
     memset(tfm, 0, sizeof(*tfm));
+    memset(pf, 0, sizeof(*pf));
     if (mr_store_path(path, sizeof(path), t, "checkpoint") != 0) {
         return sk_err_set(err, SK_ERR_FORMAT, "%s: path too long", t->dir);
     }
@@ -221,6 +226,18 @@ mr_store_load_heads(mr_tl_t *t, sk_tfm_t *tfm, sk_err_t *err)
         free(buf);
         t->tfm_size = tfm->tree_size;
     }
+    snprintf(path, sizeof(path), "%s/prefix", t->dir);
+    if (access(path, F_OK) == 0) {
+        if (sk_file_read(&buf, &len, path, 2 * SK_CHECKPOINT_MAX, err) != 0) {
+            return sk_err_prefix(err, "%s", path);
+        }
+        rc = mr_prefix_parse(pf, t, buf, len, err);
+        free(buf);
+        if (rc != 0) {
+            return sk_err_prefix(err, "%s", path);
+        }
+        t->prefix_size = pf->size;
+    }
     return 0;
 }
 
@@ -240,6 +257,33 @@ mr_store_check_root(const mr_tl_t *t, uint64_t size,
     if (memcmp(root, want, sizeof(root)) != 0) {
         return sk_err_set(err, SK_ERR_FORMAT, "entries: the root of %" PRIu64
             " entries is not the stored %s's", size, what);
+    }
+    return 0;
+}
+
+
+/* The tree against every stored head. */
+static int
+mr_store_check_heads(const mr_tl_t *t, const sk_tfm_t *tfm,
+    const mr_prefix_t *pf, sk_err_t *err)
+{
+    sk_merkle_hash_t  root;
+
+    if (mr_store_check_root(t, t->cpv.size, t->cpv.root, "checkpoint", err)
+        != 0
+        || mr_store_check_root(t, tfm->tree_size, tfm->root, "tfm", err) != 0)
+    {
+        return -1;
+    }
+    if (pf->size == 0) {
+        return 0;
+    }
+    if (sk_merkle_tree_root(root, t->tree, pf->size, err) != 0) {
+        return -1;
+    }
+    if (mr_prefix_check(pf, root, err) != 0) {
+        err->code = SK_ERR_FORMAT;
+        return sk_err_prefix(err, "%s/prefix", t->dir);
     }
     return 0;
 }
@@ -280,7 +324,7 @@ mr_store_flush(mr_mirror_t *m, mr_tl_t *t, mr_ixrow_t *rows, char **names,
  * t->end on); index them, MR_STORE_BATCH to a transaction. */
 static int
 mr_store_replay(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
-    const char *buf, size_t len, sk_err_t *err)
+    const mr_prefix_t *pf, const char *buf, size_t len, sk_err_t *err)
 {
     mr_ixrow_t        *rows;
     char             **names;
@@ -291,6 +335,7 @@ mr_store_replay(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
     int                rc = 0;
 
     want = t->cpv.size > tfm->tree_size ? t->cpv.size : tfm->tree_size;
+    want = pf->size > want ? pf->size : want;
     if (want < t->size) {
         m->ix_damaged = 1;
         return sk_err_set(err, SK_ERR_FORMAT, "index: %" PRIu64 " entries "
@@ -372,18 +417,13 @@ mr_store_replay(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
     }
     /* A tree that disagrees with the heads is rebuilt from the entries
      * before the entries are blamed. */
-    if (mr_store_check_root(t, t->cpv.size, t->cpv.root, "checkpoint", err)
-        == 0
-        && mr_store_check_root(t, tfm->tree_size, tfm->root, "tfm", err) == 0)
-    {
+    if (mr_store_check_heads(t, tfm, pf, err) == 0) {
         return 0;
     }
     mr_log("%s: %s; rebuilding %s/tile from the entries to tell whether the "
         "tiles or the entries are damaged", t->dir, err->msg, t->dir);
     if (mr_tree_open(t, 1, err) != 0
-        || mr_store_check_root(t, t->cpv.size, t->cpv.root, "checkpoint", err)
-           != 0
-        || mr_store_check_root(t, tfm->tree_size, tfm->root, "tfm", err) != 0)
+        || mr_store_check_heads(t, tfm, pf, err) != 0)
     {
         return -1;
     }
@@ -415,9 +455,43 @@ mr_store_read_tail(mr_tl_t *t, const char *path, uint64_t fsize, char **buf,
 }
 
 
+/* The tree over the indexed entries, from the tiles: its root must be the
+ * index's; if not, the tiles are rebuilt from the index's leaves, and if
+ * it still is not, the index is what is damaged. */
+static int
+mr_store_open_tree(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err)
+{
+    sk_merkle_hash_t  root;
+    int               rebuild;
+
+    for (rebuild = 0; rebuild < 2; rebuild++) {
+        if (mr_tree_open(t, rebuild, err) != 0) {
+            return -1;
+        }
+        if (t->size == 0) {
+            return 0;
+        }
+        if (sk_merkle_tree_root(root, t->tree, t->size, err) != 0) {
+            return -1;
+        }
+        if (memcmp(root, t->ix_root, sizeof(root)) == 0) {
+            return 0;
+        }
+        if (!rebuild) {
+            mr_log("%s/tile: the root of %" PRIu64 " entries is not the "
+                "index's; rebuilding the tiles from the index", t->dir,
+                t->size);
+        }
+    }
+    m->ix_damaged = 1;
+    return sk_err_set(err, SK_ERR_FORMAT, "index %s/index, timeline %" PRIu64
+        ": its leaves do not give its root", m->conf.data_dir, t->conf->tid);
+}
+
+
 static int
 mr_store_open_log(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
-    sk_err_t *err)
+    const mr_prefix_t *pf, sk_err_t *err)
 {
     struct stat  st;
     char         path[4096], *buf = NULL;
@@ -437,7 +511,7 @@ mr_store_open_log(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
     /* The tree from the tiles over what the index holds (leaves past the
      * last full tile read back through it); the replay appends the rest. */
     if (mr_index_load(m, t, (uint64_t) st.st_size, err) != 0
-        || mr_tree_open(t, 0, err) != 0)
+        || mr_store_open_tree(m, t, err) != 0)
     {
         return -1;
     }
@@ -447,7 +521,7 @@ mr_store_open_log(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
         return -1;
     }
     loaded = t->size;
-    if (mr_store_replay(m, t, tfm, buf, len, err) != 0) {
+    if (mr_store_replay(m, t, tfm, pf, buf, len, err) != 0) {
         free(buf);
         /* With entries from the index, the index may be what does not
          * fit: rebuilt, the copy is checked whole and says. */
@@ -471,8 +545,9 @@ mr_store_open_log(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
 int
 mr_store_open(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err)
 {
-    sk_tfm_t  tfm;
-    char      path[4096], *ev, *nl, *p;
+    sk_tfm_t     tfm;
+    mr_prefix_t  pf;
+    char         path[4096], *ev, *nl, *p;
     size_t    len;
 
     t->fd = -1;
@@ -492,8 +567,8 @@ mr_store_open(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err)
     if (mkdir(t->dir, 0755) != 0 && errno != EEXIST) {
         return sk_err_sys(err, "%s: mkdir", t->dir);
     }
-    if (mr_store_load_heads(t, &tfm, err) != 0
-        || mr_store_open_log(m, t, &tfm, err) != 0)
+    if (mr_store_load_heads(t, &tfm, &pf, err) != 0
+        || mr_store_open_log(m, t, &tfm, &pf, err) != 0)
     {
         return -1;
     }
@@ -576,10 +651,15 @@ mr_store_append(mr_tl_t *t, const mr_batch_t *b, sk_err_t *err)
 
 int
 mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
-    const char *head, size_t headlen, int tfm, sk_err_t *err)
+    const char *head, size_t headlen, mr_headkind_t kind, sk_err_t *err)
 {
+    static const char *const  files[] = {
+        [MR_HEAD_CHECKPOINT] = "checkpoint", [MR_HEAD_TFM] = "tfm",
+        [MR_HEAD_PREFIX] = "prefix"
+    };
     sk_merkle_hash_t  root;
     sk_checkpoint_t   cpv;
+    mr_prefix_t       pf;
     mr_ixrow_t       *rows = NULL;
     sk_tfm_t          tv;
     char              path[4096], *copy = NULL;
@@ -589,26 +669,34 @@ mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
 
     /* Parsed again here (it was verified): what is published is exactly
      * what is stored. */
-    if (tfm ? sk_tfm_parse(&tv, NULL, head, headlen, err)
-            : sk_checkpoint_parse(&cpv, head, headlen, err))
-    {
+    rc = kind == MR_HEAD_TFM ? sk_tfm_parse(&tv, NULL, head, headlen, err)
+        : kind == MR_HEAD_PREFIX ? mr_prefix_parse(&pf, t, head, headlen, err)
+        : sk_checkpoint_parse(&cpv, head, headlen, err);
+    if (rc != 0) {
         return -1;
     }
     if (b->n > 0 && mr_store_append(t, b, err) != 0) {
         return -1;
     }
-    if (mr_store_path(path, sizeof(path), t, tfm ? "tfm" : "checkpoint") != 0
+    if (mr_store_path(path, sizeof(path), t, files[kind]) != 0
         || sk_file_write_atomic(path, head, headlen, 0644, err) != 0)
     {
         return sk_err_prefix(err, "%s", t->dir);
     }
-    if (!tfm) {
+    if (kind == MR_HEAD_CHECKPOINT) {
         copy = malloc(headlen + 1);
         if (copy == NULL) {
             return sk_err_set(err, SK_ERR_NOMEM, "commit");
         }
         memcpy(copy, head, headlen);
         copy[headlen] = '\0';
+        /* A checkpoint that covers the prefix's entries replaces it. */
+        if (t->prefix_size > 0 && cpv.size >= t->prefix_size
+            && mr_store_path(path, sizeof(path), t, "prefix") == 0
+            && (unlink(path) == 0 || errno == ENOENT))
+        {
+            t->prefix_size = 0;
+        }
     }
     /* Indexed once durable under the head: a crash before this commit
      * leaves the entries for the next start to index. */
@@ -652,8 +740,10 @@ mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
         t->end += (off_t) b->text.len;
         t->last_ts = b->ts[b->n - 1];
     }
-    if (tfm) {
+    if (kind == MR_HEAD_TFM) {
         t->tfm_size = tv.tree_size;
+    } else if (kind == MR_HEAD_PREFIX) {
+        t->prefix_size = pf.size;
     } else {
         free(t->cp);
         t->cp = copy;

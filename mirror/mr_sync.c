@@ -522,11 +522,11 @@ mr_sync_entry(mr_sync_t *s, const char *text, size_t len, uint64_t sn)
 
 
 static int
-mr_sync_commit(mr_sync_t *s, const char *head, size_t len, int tfm)
+mr_sync_commit(mr_sync_t *s, const char *head, size_t len, mr_headkind_t kind)
 {
     size_t  i;
 
-    if (mr_store_commit(s->m, s->t, &s->b, head, len, tfm, s->err) != 0) {
+    if (mr_store_commit(s->m, s->t, &s->b, head, len, kind, s->err) != 0) {
         return -1;
     }
     /* After the commit, so no answer built before it is stored again. */
@@ -536,6 +536,9 @@ mr_sync_commit(mr_sync_t *s, const char *head, size_t len, int tfm)
         }
     }
     mr_batch_free(&s->b);
+    /* Stored now: the names' state comes from the index again, and what
+     * a round holds stays bounded by a commit's entries. */
+    mr_pending_free(&s->pend);
     return 0;
 }
 
@@ -660,7 +663,7 @@ mr_sync_chunk(mr_sync_t *s, const char *uri, uint64_t first, uint64_t last,
             res = mr_sync_check_head(s, "tfm", text + pos, tlen - pos,
                 last + 1, tfm.root, tfm.timestamp);
             if (res == MR_ROUND_OK
-                && mr_sync_commit(s, text + pos, tlen - pos, 1) != 0)
+                && mr_sync_commit(s, text + pos, tlen - pos, MR_HEAD_TFM) != 0)
             {
                 res = MR_ROUND_FAIL;
             }
@@ -843,22 +846,74 @@ mr_sync_bundle(mr_sync_t *s, const char *url, uint64_t n, unsigned width,
 }
 
 
-/* Entries up to size from the timeline's tlog-tiles entry bundles, the
- * full ones, then the partial last one.  The first fetch is the probe: a
- * 404 while not known means no tiles (t->tiles = -1; the caller goes to
- * chunks).  Nothing is stored here: the round commits the batch with the
- * checkpoint once the root of the copy so extended is the checkpoint's. */
+/* Commit the entries checked so far (SN < s->next) as a prefix of the
+ * checkpoint cp (mr_prefix.c): the timeline's consistency proof from
+ * s->next to cp's size must lead from the copy's root to cp's.  A proof
+ * that does not: the tiles do not agree with the signed checkpoint, and
+ * the chunks, whose TFMs are signed, are used instead (t->tiles = -1,
+ * the batch dropped); that path tells renegation from a bad answer. */
 static mr_round_t
-mr_sync_tiles(mr_sync_t *s, uint64_t size)
+mr_sync_prefix(mr_sync_t *s, const char *cp, size_t cplen,
+    const sk_checkpoint_t *cpv)
+{
+    sk_merkle_hash_t  root;
+    mr_prefix_t       pf;
+    mr_resp_t         r;
+    size_t            len;
+    char              path[96], *text;
+    int               rc;
+
+    pf.size = s->next;
+    pf.cpv = *cpv;
+    snprintf(path, sizeof(path), "/proof/consistency?from=%" PRIu64 "&to=%"
+        PRIu64, pf.size, cpv->size);
+    if (mr_sync_root(s, root, pf.size) != 0
+        || mr_sync_get200(s, &r, path, 4096) != 0)
+    {
+        return MR_ROUND_FAIL;
+    }
+    rc = sk_merkle_proof_parse(&pf.proof, r.body, r.len, s->err);
+    free(r.body);
+    if (rc != 0) {
+        sk_err_prefix(s->err, "%s%s", s->t->conf->url, path);
+        return MR_ROUND_FAIL;
+    }
+    if (mr_prefix_check(&pf, root, s->err) != 0) {
+        mr_sync_source(s, -1, s->err->msg);
+        s->t->tiles = -1;
+        mr_sync_rewind(s);
+        return MR_ROUND_OK;
+    }
+    if (mr_prefix_format(&text, &len, pf.size, &pf.proof, cp, cplen, s->err)
+        != 0)
+    {
+        return MR_ROUND_FAIL;
+    }
+    rc = mr_sync_commit(s, text, len, MR_HEAD_PREFIX);
+    free(text);
+    return rc == 0 ? MR_ROUND_OK : MR_ROUND_FAIL;
+}
+
+
+/* Entries up to the checkpoint's size from the timeline's tlog-tiles
+ * entry bundles, the full ones, then the partial last one.  The first
+ * fetch is the probe: a 404 while not known means no tiles (t->tiles =
+ * -1; the caller goes to chunks).  Every tiles_commit entries the batch
+ * is committed as a proven prefix of the checkpoint (mr_sync_prefix);
+ * the rest, with the checkpoint once the root of the copy so extended
+ * is the checkpoint's (by the round). */
+static mr_round_t
+mr_sync_tiles(mr_sync_t *s, const char *cp, size_t cplen,
+    const sk_checkpoint_t *cpv)
 {
     mr_resp_t   r;
     mr_round_t  res = MR_ROUND_OK;
-    uint64_t    n;
+    uint64_t    n, size = cpv->size;
     unsigned    width;
     char        tp[SK_TILE_PATH_MAX], path[SK_TILE_PATH_MAX + 8],
                 url[4096 + sizeof(path)];
 
-    while (s->next < size && res == MR_ROUND_OK) {
+    while (s->next < size && res == MR_ROUND_OK && s->t->tiles >= 0) {
         n = s->next / SK_TILE_WIDTH;
         width = size - n * SK_TILE_WIDTH >= SK_TILE_WIDTH ? SK_TILE_WIDTH
             : (unsigned) (size - n * SK_TILE_WIDTH);
@@ -887,6 +942,11 @@ mr_sync_tiles(mr_sync_t *s, uint64_t size)
         res = mr_sync_bundle(s, url, n, width, (unsigned char *) r.body,
             r.len);
         free(r.body);
+        if (res == MR_ROUND_OK && s->b.n >= s->m->conf.tiles_commit
+            && s->next < size)
+        {
+            res = mr_sync_prefix(s, cp, cplen, cpv);
+        }
     }
     return res;
 }
@@ -951,7 +1011,7 @@ mr_sync_round(mr_sync_t *s)
         }
         pthread_mutex_unlock(&s->m->lock);
         if (t->tiles >= 0) {
-            res = mr_sync_tiles(s, cpv.size);
+            res = mr_sync_tiles(s, r.body, r.len, &cpv);
         }
         if (t->tiles < 0) {
             res = mr_sync_chunks(s);
@@ -970,7 +1030,7 @@ mr_sync_round(mr_sync_t *s)
     }
     if (res == MR_ROUND_OK
         && (cpv.size > t->cpv.size || t->cp == NULL || cp_ts > t->cp_ts)
-        && mr_sync_commit(s, r.body, r.len, 0) != 0)
+        && mr_sync_commit(s, r.body, r.len, MR_HEAD_CHECKPOINT) != 0)
     {
         res = MR_ROUND_FAIL;
     }

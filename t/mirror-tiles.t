@@ -7,6 +7,10 @@
 # changed, cut short, extra bytes -- make their timelines Stuck with a
 # reason naming the bundle's URL and the offset, nothing of them stored;
 # bundles whose root is not the signed checkpoint's: Corrupt, none stored.
+# The mirror commits every 256 entries (tiles_commit) once the timeline's
+# consistency proof leads from the copy to the signed checkpoint: the
+# 300-entry timeline in two commits; one whose proof does not lead there
+# is synced from its chunks instead, saying why.
 
 use strict;
 use warnings;
@@ -46,7 +50,7 @@ for my $tid (7, 8) {
 # Forged timelines: 31 without tiles, 32 with 300 entries in tiles, 33-35
 # with a tampered last bundle.
 my %tl;
-for my $tid (31 .. 36) {
+for my $tid (31 .. 37) {
     my $dir = "$d/f$tid";
     mkdir $dir;
     $tl{$tid} = { dir => $dir, key => ed25519_key($d, "tl$tid") };
@@ -81,11 +85,15 @@ for my $tid (33 .. 35) {
 # 36: honest bundles, but a signed checkpoint whose root is not theirs.
 forge($tl{36}{dir}, key => $tl{36}{key}, tid => 36,
     entries => history(36, 4), tiles => 1, cp_root => "\x55" x 32);
-$tl{$_}{srv} = serve_forged($tl{$_}{dir}) for 31 .. 36;
+# 37: honest bundles and chunks, a consistency proof that is not.
+forge($tl{37}{dir}, key => $tl{37}{key}, tid => 37,
+    entries => history(37, 300), tiles => 1, chunks => [[0, 299]],
+    bad_proof => 1);
+$tl{$_}{srv} = serve_forged($tl{$_}{dir}) for 31 .. 37;
 
 my @conf = ((map { [$_, $t{$_}{url}, @{$keys{$_}}] } 7, 8),
-    (map { [$_, $tl{$_}{srv}{url}, @{$keys{$_}}] } 31 .. 36));
-my $m = start_mirror("$d/m", \@conf);
+    (map { [$_, $tl{$_}{srv}{url}, @{$keys{$_}}] } 31 .. 37));
+my $m = start_mirror("$d/m", \@conf, tiles_commit => 256);
 ok($m->{up}, 'sk-mirror listens') or BAIL_OUT(slurp($m->{log}));
 
 for my $tid (7, 8, 31, 32) {
@@ -100,10 +108,20 @@ like($log, qr/timeline 32: source tiles/,
 like($log, qr/timeline 31: source chunks: GET \/tile\/entries: HTTP 404/,
     'a timeline whose /tile/ 404s: synced from chunks');
 unlike($log, qr/timeline 31: source tiles/, '... and never from tiles');
+like(slurp("$tl{32}{dir}.log"), qr/^GET \/proof\/consistency\?from=256&to=300$/m,
+    'timeline 32: the first 256 entries committed on a consistency proof');
+ok(wait_state($m, 37, 'Idle', 20), 'timeline 37: Idle')
+    or diag(slurp($m->{log}));
+like(slurp($m->{log}), qr/timeline 37: source chunks: the first 256 (?#
+    )entries are not a prefix of the checkpoint of size 300/,
+    'a consistency proof that does not lead to the checkpoint: chunks');
+ok(!-e "$d/m/data/tl-32/prefix" && !-e "$d/m/data/tl-37/prefix",
+    'the checkpoint replaced the prefix head');
 
 my %st = map { $_->{tid} => $_ } @{mirror_status($m)->{timelines}};
 is("$st{7}{entries} $st{8}{entries} $st{31}{entries} $st{32}{entries}",
     '2 2 4 300', 'every entry stored (300: one full bundle, one partial)');
+is($st{37}{entries}, 300, 'timeline 37: every entry, from its chunk');
 
 my $r = query($m, 'example.com');
 is($r->{code}, 200, 'query example.com: 200');

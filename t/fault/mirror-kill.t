@@ -2,11 +2,15 @@
 # sk-mirror under kill -9 while it syncs: two timelines of COUNT entries
 # each (made by mirror_gen, published in small chunks, so the mirror
 # appends, replaces heads and commits its index many times a second) and
-# the mirror killed with SIGKILL at random moments and restarted.  Each
+# the mirror killed with SIGKILL at random moments and restarted.  It
+# syncs through tiles committing every 100 entries on the timeline's
+# consistency proofs (tiles_commit), so a restart keeps what the killed
+# one committed.  Each
 # restart must succeed without repairing its index (no "rebuilding" line:
 # the index is only ever behind the copy, and catches up from it), the
 # sync must finish, and the answers must be those of a mirror that was
-# never killed.  Then the index is damaged (garbage over data.mdb, then a
+# never killed.  A prefix head damaged while the mirror is down stops
+# its start, naming the file.  Then the index is damaged (garbage over data.mdb, then a
 # deleted one): the mirror says so, rebuilds it from the copies, and
 # answers the same again.
 
@@ -94,9 +98,31 @@ stop_daemon($ref->{pid});
 
 # The storm.
 my $m = start_mirror("$d/m", \@tl, poll_interval => 1, retry_min => 1,
-    fetch_timeout_ms => 20000);
+    fetch_timeout_ms => 20000, tiles_commit => 100);
 ok($m->{up}, 'mirror listens') or BAIL_OUT(slurp($m->{log}));
-my ($kills, $ok) = (0, 1);
+
+# Damaged while down: the prefix head of a sync under way.
+ok(wait_until(sub { my ($a) = entries($m); $a > 0
+    && -e "$d/m/data/tl-1/prefix" }, 120), 'a partial sync committed')
+    or diag(slurp($m->{log}));
+kill 'KILL', $m->{pid};
+stop_daemon($m->{pid});
+my $pf = "$d/m/data/tl-1/prefix";
+my $good = slurp($pf);
+(my $bad = $good) =~ s/^([A-Za-z0-9+\/]{10})[A-Z]/$1 . 'a'/me;
+isnt($bad, $good, 'a proof hash changed');
+spew($pf, $bad);
+my $seen = length slurp($m->{log});
+restart_mirror($m);
+ok(!$m->{up}, 'a damaged prefix head: the mirror does not start');
+like(substr(slurp($m->{log}), $seen), qr/tl-1\/prefix: the first \d+ entries are not a prefix/,
+    '... naming it') or diag(substr(slurp($m->{log}), $seen));
+stop_daemon($m->{pid});
+spew($pf, $good);
+$seen = length slurp($m->{log});
+restart_mirror($m);
+ok($m->{up}, 'restored: the mirror starts');
+my ($kills, $ok, $partial) = (0, 1, 0);
 srand($ENV{SEED} // time);
 while ($kills < $KILLS && !synced($m)) {
     sleep(0.2 + rand(0.8));
@@ -106,14 +132,16 @@ while ($kills < $KILLS && !synced($m)) {
     $kills++;
     restart_mirror($m);
     $ok &&= $m->{up};
-    diag("kill $kills: restarted with " . join('+', entries($m))
-        . " entries");
+    my @n = entries($m);
+    $partial++ if grep { $_ > 0 && $_ < $COUNT } @n;
+    diag("kill $kills: restarted with " . join('+', @n) . " entries");
 }
+ok($partial, 'a restart kept what the killed mirror had committed');
 ok($ok, "killed $kills times, every restart came up");
 ok($kills >= 2, 'killed during the sync at least twice');
 ok(wait_until(sub { synced($m) }, 240), 'the sync finished')
     or diag(slurp($m->{log}));
-my $log = slurp($m->{log});
+my $log = substr(slurp($m->{log}), $seen);
 unlike($log, qr/rebuilding the index/, 'no restart rebuilt the index');
 unlike($log, qr/configuration error|damaged/, 'nothing refused or damaged');
 is_deeply(answers($m), $want, 'the same answers as the never-killed mirror');

@@ -364,12 +364,31 @@ sub forge {
             put($w, '/tile/entries/' . tile_n($n)
                 . ($wd == 256 ? '' : ".p/$wd"), $b);
         }
+        # The consistency proofs a mirror committing every 256 entries
+        # asks for; bad_proof serves a well-formed wrong one.
+        for (my $k = 256; $k < $size; $k += 256) {
+            my @p = subproof($k, 1, @leaves[0 .. $size - 1]);
+            $p[0] = "\x55" x 32 if $a{bad_proof};
+            put($w, "/proof/consistency?from=$k&to=$size",
+                join('', map { encode_base64($_, '') . "\n" } @p));
+        }
     }
     # Swap in at once: the server never sees half a timeline.
     remove_tree("$dir/www.old");
     rename("$dir/www", "$dir/www.old") if -d "$dir/www";
     rename("$w/www", "$dir/www") or die "forge: rename: $!";
     remove_tree("$dir/www.old", $w);
+}
+
+# RFC 9162 2.1.4.1: SUBPROOF(m, D[n], b) over leaf hashes.
+sub subproof {
+    my ($m, $b, @d) = @_;
+    return $b ? () : (mth(@d)) if $m == @d;
+    my $k = 1;
+    $k *= 2 while $k * 2 < @d;
+    return $m <= $k
+        ? (subproof($m, $b, @d[0 .. $k - 1]), mth(@d[$k .. $#d]))
+        : (subproof($m - $k, 0, @d[$k .. $#d]), mth(@d[0 .. $k - 1]));
 }
 
 # N of a tile path: 3-digit elements, all but the last prefixed "x".
@@ -396,6 +415,7 @@ sub serve_dir {
             last if $l =~ /^\r?\n$/;
         }
         my ($path) = $req =~ /^GET (\S+) HTTP/;
+        print STDERR "GET $path\n" if defined $path;
         my $f = defined $path ? url_file($dir, $path) : '';
         my ($code, $body) = (404, "no such resource\n");
         if (defined $path && -f $f) {

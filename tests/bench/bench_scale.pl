@@ -68,6 +68,7 @@ die "bench_scale: SCALE_SIZES needs 2 or more sizes of 2 or more entries\n"
 my $set = "$cache/scale-" . join('-', @sizes);
 prepare($set) unless grep({ -e "$set/$_/.complete" } @sizes, 'side')
     == @sizes + 1;
+exit 0 if $ENV{SCALE_PREPARE_ONLY};
 
 sub prepare {
     my ($dir) = @_;
