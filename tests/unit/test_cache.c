@@ -392,6 +392,12 @@ test_spec_bad(void **state)
         { "redis-cluster://h:1x",     "seed \"h:1x\"" },
         { "redis-cluster://:1",       "seed \":1\"" },
         { "redis-cluster://h:1/0",    "seed \"h:1/0\"" },
+        { "redis-cluster://h_x:1",    "seed \"h_x:1\"" },
+        { "redis-cluster://u:pw@h:1", "seed \"u:pw@h:1\"" },
+        { "redis-cluster://::1:6379", "seed \"::1:6379\"" },
+        { "redis-cluster://[g::1]:1", "seed \"[g::1]:1\"" },
+        { "redis-cluster://[]:1",     "seed \"[]:1\"" },
+        { "redis-cluster://h:1,,h:2", "seed \"\"" },
     };
     char        longsock[200], longspec[1100];
     sk_cache_t *c = (sk_cache_t *) &c;
