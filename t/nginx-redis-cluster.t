@@ -7,9 +7,11 @@
 # to another master: a reload during the migration follows the ASK
 # redirection to the carrier published there meanwhile; after it, the
 # old master answers MOVED and a reload finds the next carrier on the new
-# one.  The master holding the carrier stopped: a reload keeps the last
-# good carrier and logs which node failed; a fresh nginx -t fails, as
-# with one Redis down, and so does a cluster that no seed answers for.
+# one.  The workers share the stapled proof through the cluster, and a
+# restart with the mirror down staples the copy read back from it.  The
+# master holding the carrier stopped: a reload keeps the last good carrier
+# and logs which node failed; a fresh nginx -t fails, as with one Redis
+# down, and so does a cluster that no seed answers for.
 
 use strict;
 use warnings;
@@ -19,9 +21,14 @@ use lib "$FindBin::Bin/lib";
 
 use Test::More;
 
+use JSON::PP;
+
 use SKTest;
 use NginxTest;
 use SKRedisCluster;
+use SKSite;
+use SKTimeline ();
+use SKMirror ();
 
 my $skip = nginx_skip() // redis_cluster_skip();
 plan skip_all => $skip if $skip;
@@ -129,6 +136,61 @@ is(ec_served(), $c3, '... the next carrier, from the new master');
 is(rsa_served(), $crsa, '... and the RSA one');
 unlike(new_log(), qr/sovereign_key_cache.*(unavailable|no carrier)/,
     '... with no warning');
+
+# The stapled proof through the cluster: sovereign_key_staple_cache
+# defaults to sovereign_key_cache, so the worker that fetches the staple
+# shares it there; a restart with the mirror down staples the copy the
+# new master read from the cluster (a fresh process keeps nothing else).
+SKIP: {
+    skip 'sk-timeline, sk-mirror or curl missing', 6
+        unless -x $SKTimeline::TL && -x $SKMirror::MR && has_cmd('curl');
+    my $s = NginxTest->new;
+    my ($sd, $sp) = ($s->dir, $s->port);
+    my $w = world($sd, names => { 'example.com' => 'https' },
+        mirror => { query_cache => 0 });
+    (my $wpub = $w->{sk}{'example.com'}) =~ s/\.key$/.pub/;
+    make_ca($sd);
+    my ($sc, $sckey) = make_cert($sd, 'example.com', 'ec');
+    make_carrier($w->{sk}{'example.com'}, $sc, 'example.com',
+        "$sd/carrier.pem");
+    publish("$sd/carrier.pem");
+    $s->write_conf(<<"EOF");
+    server {
+        listen 127.0.0.1:$sp ssl;
+        server_name example.com;
+        ssl_certificate $sc; ssl_certificate_key $sckey;
+        sovereign_key_public $wpub;
+        sovereign_key_cache $spec;
+        sovereign_key_staple extension;
+        sovereign_key_trust $w->{trust};
+        location = /sk { sovereign_key_status; }
+    }
+EOF
+    $s->start;
+    my $served = sub {
+        my $r = run_cmd(['curl', '-sk', '--resolve',
+            "example.com:$sp:127.0.0.1", "https://example.com:$sp/sk"]);
+        return (eval { decode_json($r->{out}) } // {})->{staple}{served};
+    };
+    ok(wait_until($served, 15), 'staple: the worker fetched one')
+        or diag($s->log);
+    my ($holder) = @{wait_until(sub {
+        my @f = $cl->find('sk:proof:example.com'); @f ? \@f : 0 }, 5)
+        || []};
+    ok($holder, 'staple: ... and put it in the cluster (master '
+        . ($holder // 'none') . ')');
+    stop_daemon($w->{mirror}{pid});
+    $s->stop;
+    $s->start;
+    $r = sk('staple', 'show', '--connect', "127.0.0.1:$sp", '--servername',
+        'example.com', '--trust', $w->{trust});
+    is($r->{rc}, 0, 'staple: restart, mirror down: the first handshake '
+        . 'has it, from the cluster') or diag($r->{out} . $r->{err});
+    ok($served->(), 'staple: ... and the status says it is served');
+    $s->stop;
+    is($s->alerts, '', 'staple: no alerts or sanitizer reports');
+    stop_world($w);
+}
 
 # The master holding the carrier goes: as with one Redis down, a reload
 # keeps the last good carrier and says which node failed.
