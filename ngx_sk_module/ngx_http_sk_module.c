@@ -563,15 +563,17 @@ ngx_http_sk_str(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    if ((field == &skcf->cache || field == &skcf->staple_cache)
-        && field->data[0] != '/'
-        && ngx_strncmp(field->data, "redis://", 8) != 0
-        && ngx_strncmp(field->data, "unix:", 5) != 0)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid cache \"%V\": expected redis://HOST:PORT,"
-                           " unix:/PATH or an absolute directory", field);
-        return NGX_CONF_ERROR;
+    /* libsk's own parser, so nginx takes every form sk-mirror and
+     * sk-milter take (redis-cluster:// too) with the same messages; it
+     * connects to nothing: the master opens the cache later */
+    if (field == &skcf->cache || field == &skcf->staple_cache) {
+        sk_err_t  err;
+
+        if (sk_cache_check((char *) field->data, &err) != 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%V: %s",
+                               &cmd->name, err.msg);
+            return NGX_CONF_ERROR;
+        }
     }
 
     if (field == &skcf->trust || field == &skcf->staple_cache) {

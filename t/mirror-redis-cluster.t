@@ -16,34 +16,21 @@ use SKTest;
 use SKTimeline;
 use SKMirror;
 
-my $REDIS = has_cmd('redis-server');
-plan skip_all => 'redis-server is not installed' unless $REDIS;
+use SKRedisCluster;
+
+my $skip = redis_cluster_skip();
+plan skip_all => $skip if $skip;
 plan skip_all => 'sk-timeline or sk-mirror not built'
     unless -x $SKTimeline::TL && -x $SKMirror::MR;
-plan skip_all => 'no openssl, curl or redis-cli'
-    unless has_cmd('openssl') && has_cmd('curl') && has_cmd('redis-cli');
+plan skip_all => 'no openssl or curl'
+    unless has_cmd('openssl') && has_cmd('curl');
 
 my $d = tmpdir();
-my (@port, %pid, %id);
-for my $i (0 .. 2) {
-    my ($p, $bus) = (free_port(), free_port());
-    push @port, $p;
-    mkdir "$d/r$p";
-    $pid{$p} = run_daemon([$REDIS, '--port', $p, '--bind', '127.0.0.1',
-        '--cluster-enabled', 'yes', '--cluster-port', $bus,
-        '--cluster-config-file', "$d/r$p/nodes.conf",
-        '--cluster-node-timeout', 2000, '--save', '', '--appendonly', 'no',
-        '--dir', "$d/r$p"], "$d/r$p.log");
-}
-sub rcli { my $p = shift; return run_cmd(['redis-cli', '-p', $p, @_])->{out} }
-ok(wait_until(sub { 3 == grep { rcli($_, 'PING') =~ /PONG/ } @port }, 10),
-    'three cluster-enabled redis-servers up');
-my $r = run_cmd(['redis-cli', '--cluster', 'create',
-    map({ "127.0.0.1:$_" } @port), '--cluster-yes']);
-ok(wait_until(sub { 3 == grep { rcli($_, 'CLUSTER', 'INFO')
-    =~ /cluster_state:ok/ } @port }, 20), 'the cluster is formed')
-    or diag($r->{out}, $r->{err});
-$id{$_} = (rcli($_, 'CLUSTER', 'MYID') =~ /([0-9a-f]{40})/)[0] for @port;
+my $cl = SKRedisCluster->new($d);
+my @port = $cl->ports;
+ok($cl->form, 'three cluster-enabled redis-servers form the cluster')
+    or diag($cl->{create}{out}, $cl->{create}{err});
+my $r;
 
 my $op = ed25519_key($d, 'operator');
 my $ca = make_ca($d, 'testca');
@@ -62,7 +49,7 @@ for my $tid (1, 2) {
 my %keys = map { $_->[0] => [$_->[2], "sk-timeline-$_->[0]"] } @tl;
 
 my $a = start_mirror("$d/a", \@tl,
-    answer_cache => "redis-cluster://127.0.0.1:$port[0]");
+    answer_cache => $cl->spec($port[0]));
 ok($a->{up}, 'front-end A listens (one seed)') or BAIL_OUT(slurp($a->{log}));
 ok(wait_until(sub { -f "$d/a/data/mirror.key" }, 5), 'A made the key');
 my $b = start_mirror("$d/b", \@tl,
@@ -78,27 +65,21 @@ sub hits { return mirror_status($_[0])->{cache}{hits} }
 
 my $ra = query($a, 'example.com');
 ok(check_answer($ra->{body}, $a->{pub}, \%keys)->{ok}, 'A answers');
-my ($owner) = grep { rcli($_, '--scan', '--pattern', 'sk:mirror-answer:*')
-    =~ /\S/ } @port;
+my ($owner, $k) = $cl->find('sk:mirror-answer:*');
 ok($owner, 'the answer is in the cluster');
-my ($k) = rcli($owner, '--scan', '--pattern', 'sk:mirror-answer:*')
-    =~ /^(\S+)$/m;
-my $slot = (rcli($owner, 'CLUSTER', 'KEYSLOT', $k) =~ /(\d+)/)[0];
+my $slot = $cl->slot($k);
 my $rb = query($b, 'example.com');
 is($rb->{body}, $ra->{body}, 'B serves the very answer A built');
 is(hits($b), 1, '... from the shared cache');
 
 # Migrate the key's slot to another master, by the book.
 my ($to) = grep { $_ != $owner } @port;
-rcli($to, 'CLUSTER', 'SETSLOT', $slot, 'IMPORTING', $id{$owner});
-rcli($owner, 'CLUSTER', 'SETSLOT', $slot, 'MIGRATING', $id{$to});
-like(rcli($owner, 'MIGRATE', '127.0.0.1', $to, '', 0, 5000, 'KEYS', $k),
-    qr/OK/, "slot $slot: the key moved to $to, the slot still migrating");
+ok($cl->migrating($slot, $owner, $to, $k),
+    "slot $slot: the key moved to $to, the slot still migrating");
 $rb = query($b, 'example.com');
 is($rb->{body}, $ra->{body}, 'B, sent there by ASK, serves it');
 is(hits($b), 2, '... from the shared cache');
-rcli($_, 'CLUSTER', 'SETSLOT', $slot, 'NODE', $id{$to}) for @port;
-ok(wait_until(sub { rcli($owner, 'GET', $k) =~ /MOVED $slot 127\.0\.0\.1:$to/ }, 10),
+ok($cl->migrated($slot, $owner, $to, $k),
     '... the migration done: the old master answers MOVED');
 my $ra2 = query($a, 'example.com');
 is($ra2->{body}, $ra->{body}, 'A, sent there by MOVED, serves it');
@@ -106,7 +87,7 @@ is(hits($a), 1, '... from the shared cache');
 $rb = query($b, 'example.com');
 is(hits($b), 3, 'B follows the new slot map too');
 
-stop_daemon($pid{$to});
+$cl->stop_master($to);
 $r = query($a, 'example.com');
 is($r->{code}, 200, 'the master of the slot stopped: A still answers');
 ok(check_answer($r->{body}, $a->{pub}, \%keys)->{ok}, '... a valid answer');
@@ -114,5 +95,5 @@ like(slurp($a->{log}), qr/answer_cache: redis-cluster:.*127\.0\.0\.1:$to/,
     '... and logs which node failed');
 
 stop_daemon($_->{pid}) for $a, $b, $t{1}, $t{2};
-stop_daemon($pid{$_}) for grep { $_ != $to } @port;
+$cl->stop;
 done_testing();

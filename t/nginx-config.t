@@ -78,8 +78,23 @@ refused("sovereign_key_public $d/nope.pub; sovereign_key_carrier $good;",
     qr{\[emerg\].*nope\.pub}, 'missing SK public key');
 refused("sovereign_key_public $pub; sovereign_key_carrier $good; sovereign_key_cache $d;",
     qr{\[emerg\].*only one of}, 'carrier and cache together');
-refused("sovereign_key_cache ftp://x;", qr{\[emerg\] invalid cache "ftp://x"},
+# Cache addresses go through libsk's parser (the one sk-mirror and
+# sk-milter use): its message, after the directive's name.
+refused("sovereign_key_cache ftp://x;",
+    qr{\[emerg\] sovereign_key_cache: cache "ftp://x": unknown scheme "ftp" \(want redis://, redis-cluster://, unix: or an absolute directory\) in \S+nginx\.conf:\d+},
     'a cache spec of no known kind');
+refused("sovereign_key_public $pub; sovereign_key_cache redis://127.0.0.1:0;",
+    qr{\[emerg\] sovereign_key_cache: cache "redis://127\.0\.0\.1:0": bad port "0"},
+    'a redis:// cache with a bad port');
+refused("sovereign_key_public $pub; sovereign_key_cache redis-cluster://127.0.0.1:7000,h;",
+    qr{\[emerg\] sovereign_key_cache: cache "redis-cluster://127\.0\.0\.1:7000,h": seed "h": want HOST:PORT},
+    'a redis-cluster:// cache with a seed without a port');
+refused("sovereign_key_public $pub; sovereign_key_cache redis-cluster://;",
+    qr{\[emerg\] sovereign_key_cache: cache "redis-cluster://": no seed node},
+    'a redis-cluster:// cache with no seed');
+refused("sovereign_key_public $pub; sovereign_key_carrier $good; sovereign_key_staple_cache redis-cluster://h:1/0;",
+    qr{\[emerg\] sovereign_key_staple_cache: cache "redis-cluster://h:1/0": seed "h:1/0"},
+    'a bad staple cache address');
 refused("sovereign_key_onion nothere.onion;",
     qr{\[emerg\] invalid onion address "nothere\.onion"}, 'a bad onion address');
 refused("sovereign_key_onion auto;",

@@ -598,8 +598,9 @@ sk_cache_redis_del(sk_cache_t *c, const char *key, sk_err_t *err)
 }
 
 
-int
-sk_cache_open(sk_cache_t **out, const char *spec, int timeout_ms,
+/* A handle for spec, parsed and not connected. */
+static int
+sk_cache_new(sk_cache_t **out, const char *spec, int timeout_ms,
     sk_err_t *err)
 {
     sk_cache_t *c;
@@ -628,10 +629,37 @@ sk_cache_open(sk_cache_t **out, const char *spec, int timeout_ms,
         return -1;
     }
     *out = c;
+    return 0;
+}
+
+
+int
+sk_cache_open(sk_cache_t **out, const char *spec, int timeout_ms,
+    sk_err_t *err)
+{
+    sk_cache_t *c;
+
+    if (sk_cache_new(out, spec, timeout_ms, err) != 0) {
+        return -1;
+    }
+    c = *out;
     if (c->type == SK_CACHE_CLUSTER) {
         return sk_cache_cluster_connect(c->cluster, err);
     }
     return c->type == SK_CACHE_DIR ? 0 : sk_cache_connect(c, err);
+}
+
+
+int
+sk_cache_check(const char *spec, sk_err_t *err)
+{
+    sk_cache_t *c;
+
+    if (sk_cache_new(&c, spec, 0, err) != 0) {
+        return -1;
+    }
+    sk_cache_close(c);
+    return 0;
 }
 
 

@@ -357,14 +357,29 @@ sk_cache_cluster_command(sk_cache_cluster_t *cl, const char *cmd,
 }
 
 
+/* hlen bytes of h, each one of allowed. */
+static int
+sk_cl_host_ok(const char *h, size_t hlen, const char *allowed)
+{
+    size_t  i;
+
+    for (i = 0; i < hlen; i++) {
+        if (h[i] == '\0' || strchr(allowed, h[i]) == NULL) {
+            return 0;
+        }
+    }
+    return hlen > 0;
+}
+
+
 /* "HOST:PORT[,HOST:PORT...]" (HOST a name, an IPv4 or a bracketed
- * IPv6). */
+ * IPv6), with redis://'s host rules: no user@ (AUTH), no bare IPv6. */
 int
 sk_cache_cluster_open(sk_cache_cluster_t **out, const char *list,
     const char *spec, int timeout_ms, sk_err_t *err)
 {
     sk_cache_cluster_t  *cl;
-    const char          *p = list, *end, *colon, *h;
+    const char          *p = list, *end, *colon, *h, *allowed;
     size_t               hlen;
     char                *e;
     long                 port;
@@ -390,12 +405,15 @@ sk_cache_cluster_open(sk_cache_cluster_t **out, const char *list,
         port = colon > p ? strtol(colon, &e, 10) : 0;
         h = p;
         hlen = colon > p ? (size_t) (colon - 1 - p) : 0;
+        allowed = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789.-";
         if (hlen > 2 && h[0] == '[' && h[hlen - 1] == ']') {
             h++;
             hlen -= 2;
+            allowed = "0123456789abcdefABCDEF:.";
         }
-        if (colon == p || e != end || port <= 0 || port > 65535 || hlen == 0
-            || memchr(h, '/', hlen) != NULL
+        if (colon == p || e != end || port <= 0 || port > 65535
+            || !sk_cl_host_ok(h, hlen, allowed)
             || sk_cl_node(cl, h, hlen, (int) port) < 0)
         {
             free(cl);

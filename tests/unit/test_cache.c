@@ -306,6 +306,31 @@ test_spec_good(void **state)
 }
 
 
+/* sk_cache_check parses every form and connects to nothing: port 1 on
+ * loopback refuses, and sk_cache_open says so. */
+static void
+test_spec_check(void **state)
+{
+    static const char *const specs[] = {
+        "/var/lib/sk", "redis://127.0.0.1:1", "redis://127.0.0.1:1/3",
+        "redis://[::1]:1", "unix:/nonexistent/redis.sock?db=2",
+        "redis-cluster://127.0.0.1:1",
+        "redis-cluster://127.0.0.1:1,[::1]:2,localhost:3",
+    };
+    sk_cache_t *c;
+    sk_err_t    err;
+    size_t      i;
+
+    (void) state;
+    for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+        tu_assert_ok(sk_cache_check(specs[i], &err), &err);
+    }
+    tu_assert_err(sk_cache_open(&c, "redis-cluster://127.0.0.1:1", 200, &err),
+        &err, SK_ERR_UNAVAILABLE, "no node gives the slot map");
+    sk_cache_close(c);
+}
+
+
 /* Redis Cluster's key slots: CRC16 (XMODEM) of the key, or of its
  * {hash tag}, modulo 16384 (values as CLUSTER KEYSLOT gives them). */
 static void
@@ -367,6 +392,12 @@ test_spec_bad(void **state)
         { "redis-cluster://h:1x",     "seed \"h:1x\"" },
         { "redis-cluster://:1",       "seed \":1\"" },
         { "redis-cluster://h:1/0",    "seed \"h:1/0\"" },
+        { "redis-cluster://h_x:1",    "seed \"h_x:1\"" },
+        { "redis-cluster://u:pw@h:1", "seed \"u:pw@h:1\"" },
+        { "redis-cluster://::1:6379", "seed \"::1:6379\"" },
+        { "redis-cluster://[g::1]:1", "seed \"[g::1]:1\"" },
+        { "redis-cluster://[]:1",     "seed \"[]:1\"" },
+        { "redis-cluster://h:1,,h:2", "seed \"\"" },
     };
     char        longsock[200], longspec[1100];
     sk_cache_t *c = (sk_cache_t *) &c;
@@ -378,6 +409,9 @@ test_spec_bad(void **state)
         tu_assert_err(sk_cache_open(&c, bad[i].spec, 0, &err), &err,
             SK_ERR_FORMAT, bad[i].msg);
         assert_null(c);
+        /* the check that nginx runs on its directives: same verdict */
+        tu_assert_err(sk_cache_check(bad[i].spec, &err), &err,
+            SK_ERR_FORMAT, bad[i].msg);
     }
     memset(longsock, 'a', sizeof(longsock));
     memcpy(longsock, "unix:/", 6);
@@ -925,6 +959,7 @@ main(void)
         cmocka_unit_test(test_spec_good),
         cmocka_unit_test(test_spec_bad),
         cmocka_unit_test(test_cluster_slot),
+        cmocka_unit_test(test_spec_check),
         cmocka_unit_test(test_dir_put_get_del),
         cmocka_unit_test(test_dir_atomic_replace),
         cmocka_unit_test(test_dir_bad_keys),

@@ -6,6 +6,8 @@
  *
  *   redis://HOST:PORT[/DB]    Redis over TCP (hiredis)
  *   unix:/PATH[?db=DB]        Redis over a unix socket
+ *   redis-cluster://HOST:PORT[,HOST:PORT...]
+ *                             Redis Cluster by its seed nodes (db 0)
  *   /ABSOLUTE/DIR             a local directory (the default, /var/lib/sk):
  *                             key "sk:carrier:<hex>" is file DIR/carrier/<hex>,
  *                             written atomically (temp, fsync, rename)
@@ -39,6 +41,11 @@ typedef struct sk_cache_s sk_cache_t;
  * the handle is still returned in *c so a caller may retry later). */
 int sk_cache_open(sk_cache_t **c, const char *spec, int timeout_ms,
     sk_err_t *err) SK_WUR;
+
+/* Parses spec as sk_cache_open does, with its messages (SK_ERR_FORMAT),
+ * and connects to nothing: for configuration checks that must not touch
+ * the network (a directive read by nginx, before the master opens it). */
+int sk_cache_check(const char *spec, sk_err_t *err) SK_WUR;
 
 /* The spec as given, for log lines. */
 const char *sk_cache_spec(const sk_cache_t *c);
