@@ -43,7 +43,8 @@ use SKTimeline;
 
 our @EXPORT = qw(start_mirror restart_mirror mirror_status tl_state
     wait_state query check_answer stamp checkpoint_note tfm_text forge
-    serve_forged ed_sign unb64url);
+    serve_forged ed_sign unb64url forged_timelines stamp_history
+    publish_forged);
 
 our $MR = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-mirror';
 
@@ -271,6 +272,37 @@ sub stamp {
     my $sig = b64url(ed_sign($key, $text));
     $text =~ s/^Signature: N\/A$/Signature: $sig/m;
     return $text;
+}
+
+# Timelines @tids to forge under $d: {tid => {dir => $d/fTID (made),
+# key => its own key, tid}}, and {tid => [public key file, origin]}, as a
+# mirror's or client's configuration names them.
+sub forged_timelines {
+    my ($d, @tids) = @_;
+    my (%tl, %keys);
+    for my $tid (@tids) {
+        my $dir = "$d/f$tid";
+        mkdir $dir;
+        $tl{$tid} = { dir => $dir, key => SKTimeline::ed25519_key($d,
+            "tl$tid"), tid => $tid };
+        $keys{$tid} = ["$d/tl$tid.pub", "sk-timeline-$tid"];
+    }
+    return (\%tl, \%keys);
+}
+
+# Entries [TEXT, TS] ... stamped as SN 0, 1, ... of forged timeline $t.
+sub stamp_history {
+    my ($t, @spec) = @_;
+    my $sn = 0;
+    return [map { stamp($_->[0], $t->{tid}, $sn++, $_->[1], $t->{key}) }
+        @spec];
+}
+
+# Forge $t's directory from $entries (forge's other options in %a).
+sub publish_forged {
+    my ($t, $entries, %a) = @_;
+    forge($t->{dir}, key => $t->{key}, tid => $t->{tid},
+        entries => $entries, %a);
 }
 
 sub checkpoint_note {
