@@ -40,11 +40,12 @@ use JSON::PP;
 use MIME::Base64 qw(encode_base64 decode_base64);
 use SKTest;
 use SKTimeline;
+use Test::More ();
 
 our @EXPORT = qw(start_mirror restart_mirror mirror_status tl_state
     wait_state query check_answer stamp checkpoint_note tfm_text forge
     serve_forged ed_sign unb64url forged_timelines stamp_history
-    publish_forged);
+    publish_forged start_timelines redis_or_skip);
 
 our $MR = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-mirror';
 
@@ -259,6 +260,36 @@ sub check_stamp {
     my ($sig) = $text =~ /^Signature: (\S+)$/m or return 0;
     (my $na = $text) =~ s/^Signature: \S+$/Signature: N\/A/m;
     return ed_verify($pub, $na, unb64url($sig));
+}
+
+# The redis-server to run; without it, sk-timeline, sk-mirror, openssl,
+# curl or redis-cli the whole test is skipped.
+sub redis_or_skip {
+    my $redis = has_cmd('redis-server');
+    Test::More::plan(skip_all => 'redis-server is not installed')
+        unless $redis;
+    Test::More::plan(skip_all => 'sk-timeline or sk-mirror not built')
+        unless -x $SKTimeline::TL && -x $MR;
+    Test::More::plan(skip_all => 'no openssl, curl or redis-cli')
+        unless has_cmd('openssl') && has_cmd('curl') && has_cmd('redis-cli');
+    return $redis;
+}
+
+# Real timelines @$tids under $d/tlTID (start_timeline's options in %opt,
+# the operator's key $d/operator.pub), each given @$entries in order:
+# ({tid => timeline}, [[tid, url, public key file] ...] for start_mirror,
+# {tid => [each append's response]}).
+sub start_timelines {
+    my ($d, $tids, $entries, %opt) = @_;
+    my (%t, @tl, %got);
+    for my $tid (@$tids) {
+        mkdir "$d/tl$tid";
+        $t{$tid} = SKTimeline::start_timeline("$d/tl$tid", tid => $tid,
+            operator_key => "$d/operator.pub", %opt);
+        $got{$tid} = [map { SKTimeline::append($t{$tid}, $_) } @$entries];
+        push @tl, [$tid, $t{$tid}{url}, "$d/tl$tid/timeline.pub"];
+    }
+    return (\%t, \@tl, \%got);
 }
 
 # Forging: a timeline made here, signed with its own key.
