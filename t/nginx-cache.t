@@ -27,14 +27,8 @@ my $t = NginxTest->new;
 my $d = $t->dir;
 my $port = $t->port;
 
-make_ca($d);
-my ($ec, $ec_key) = make_cert($d, 'a.test', 'ec');
-my ($rsa, $rsa_key) = make_cert($d, 'a.test', 'rsa');
-my ($sk, $pub) = make_sk($d, 'a.test');
-make_carrier($sk, $ec, 'a.test', "$d/c1.pem");
-make_carrier($sk, $ec, 'a.test', "$d/c2.pem", '-d', 30);
-make_carrier($sk, $rsa, 'a.test', "$d/c-rsa.pem");
-my ($c1, $c2, $crsa) = map { pem_certs(slurp("$d/$_.pem"))->[0] } qw(c1 c2 c-rsa);
+my ($ec, $ec_key, $rsa, $rsa_key, $sk, $pub, $c1, $c2, $crsa) =
+    @{carrier_set($d)}{qw(ec ec_key rsa rsa_key sk pub c1 c2 crsa)};
 
 sub publish {
     my ($file, $spec) = @_;
