@@ -27,8 +27,8 @@ my $t = NginxTest->new;
 my $d = $t->dir;
 my $port = $t->port;
 
-my ($ec, $ec_key, $rsa, $rsa_key, $sk, $pub, $c1, $c2, $crsa) =
-    @{carrier_set($d)}{qw(ec ec_key rsa rsa_key sk pub c1 c2 crsa)};
+my $cs = carrier_set($d);
+my ($c1, $c2, $crsa) = @$cs{qw(c1 c2 crsa)};
 
 sub publish {
     my ($file, $spec) = @_;
@@ -36,20 +36,7 @@ sub publish {
     is($r->{rc}, 0, "sk publish $file to $spec") or diag($r->{err});
 }
 
-sub conf {
-    my ($spec) = @_;
-    $t->write_conf(<<"EOF");
-    server {
-        listen 127.0.0.1:$port ssl;
-        server_name a.test;
-        ssl_certificate $ec; ssl_certificate_key $ec_key;
-        ssl_certificate $rsa; ssl_certificate_key $rsa_key;
-        sovereign_key_public $pub;
-        sovereign_key_cache $spec;
-        location / { }
-    }
-EOF
-}
+sub conf { carrier_set_conf($t, $cs, $_[0]) }
 
 sub carrier_served {
     my (%opt) = @_;

@@ -24,8 +24,8 @@ plan skip_all => 'redis-server is not installed' unless $REDIS;
 my $t = NginxTest->new;
 my $d = $t->dir;
 my $port = $t->port;
-my ($ec, $ec_key, $rsa, $rsa_key, $sk, $pub, $c1, $c2, $crsa) =
-    @{carrier_set($d)}{qw(ec ec_key rsa rsa_key sk pub c1 c2 crsa)};
+my $cs = carrier_set($d);
+my ($c1, $c2, $crsa) = @$cs{qw(c1 c2 crsa)};
 
 my $rport = free_port();
 my $spec = "redis://127.0.0.1:$rport";
@@ -61,17 +61,7 @@ sub timed_reload {
 my $redis = redis();
 publish("$d/c1.pem");
 publish("$d/c-rsa.pem");
-$t->write_conf(<<"EOF");
-    server {
-        listen 127.0.0.1:$port ssl;
-        server_name a.test;
-        ssl_certificate $ec; ssl_certificate_key $ec_key;
-        ssl_certificate $rsa; ssl_certificate_key $rsa_key;
-        sovereign_key_public $pub;
-        sovereign_key_cache $spec;
-        location / { }
-    }
-EOF
+carrier_set_conf($t, $cs, $spec);
 $t->start;
 is(ec(), $c1, 'the carrier from Redis');
 

@@ -37,7 +37,7 @@ use Time::HiRes qw(sleep time);
 use SKTest;
 
 our @EXPORT = qw(nginx_skip make_ca make_cert served_chain pem_certs
-    cert_subject make_sk make_carrier carrier_set);
+    cert_subject make_sk make_carrier carrier_set carrier_set_conf);
 
 our $NGINX = '/usr/sbin/nginx';
 our $MODULE = $ENV{NGX_SK_MODULE}
@@ -313,6 +313,24 @@ sub carrier_set {
     @s{qw(c1 c2 crsa)} = map { pem_certs(SKTest::slurp("$dir/$_.pem"))->[0] }
         qw(c1 c2 c-rsa);
     return \%s;
+}
+
+# nginx.conf for $t serving carrier_set $s as a.test (both certificates)
+# with the carriers taken from the cache $spec.
+sub carrier_set_conf {
+    my ($t, $s, $spec) = @_;
+    my $port = $t->port;
+    $t->write_conf(<<"EOF");
+    server {
+        listen 127.0.0.1:$port ssl;
+        server_name a.test;
+        ssl_certificate $s->{ec}; ssl_certificate_key $s->{ec_key};
+        ssl_certificate $s->{rsa}; ssl_certificate_key $s->{rsa_key};
+        sovereign_key_public $s->{pub};
+        sovereign_key_cache $spec;
+        location / { }
+    }
+EOF
 }
 
 1;
