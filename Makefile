@@ -80,6 +80,9 @@ $(FUZZ_BUILD)/%.o: %.c $(LIB_HDRS)
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJS) $(LIBS)
 
+# What the targets share (header-only, see tests/fuzz/fuzz.h).
+$(FUZZ_BINS): tests/fuzz/fuzz.h
+
 fuzz-build: $(FUZZ_BINS)
 
 fuzz: fuzz-build

@@ -319,8 +319,6 @@ int mr_store_check_entry(sk_entry_t **e, const mr_tl_t *t, const char *buf,
     size_t len, uint64_t sn, int64_t *ts, sk_err_t *err) SK_WUR;
 /* Length of the entry at p (up to its blank line), 0 if none whole. */
 size_t mr_entry_len(const char *p, size_t len);
-/* The "Timestamp <t>" extension line of a checkpoint, or 0. */
-int64_t mr_store_cp_ts(const sk_checkpoint_t *cp);
 /* Record renegation: evidence file (the first stays), Corrupt state. */
 int mr_store_evidence(mr_mirror_t *m, mr_tl_t *t, const char *evidence,
     size_t len, sk_err_t *err) SK_WUR;

@@ -167,22 +167,6 @@ fail:
 }
 
 
-int64_t
-mr_store_cp_ts(const sk_checkpoint_t *cp)
-{
-    const char  *p = cp->ext;
-
-    while (p != NULL && *p != '\0') {
-        if (strncmp(p, "Timestamp ", 10) == 0) {
-            return strtoll(p + 10, NULL, 10);
-        }
-        p = strchr(p, '\n');
-        p = p != NULL ? p + 1 : NULL;
-    }
-    return 0;
-}
-
-
 static int
 mr_store_path(char *out, size_t cap, const mr_tl_t *t, const char *file)
 {
@@ -212,7 +196,7 @@ mr_store_load_heads(mr_tl_t *t, sk_tfm_t *tfm, mr_prefix_t *pf,
         {
             return sk_err_prefix(err, "%s", path);
         }
-        t->cp_ts = mr_store_cp_ts(&t->cpv);
+        t->cp_ts = sk_checkpoint_timestamp(&t->cpv);
     }
     snprintf(path, sizeof(path), "%s/tfm", t->dir);
     if (access(path, F_OK) == 0) {
@@ -749,7 +733,7 @@ mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
         t->cp = copy;
         t->cplen = headlen;
         t->cpv = cpv;
-        t->cp_ts = mr_store_cp_ts(&cpv);
+        t->cp_ts = sk_checkpoint_timestamp(&cpv);
     }
     pthread_mutex_unlock(&m->lock);
     return 0;

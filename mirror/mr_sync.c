@@ -989,7 +989,7 @@ mr_sync_round(mr_sync_t *s)
         sk_err_prefix(s->err, "checkpoint");
         return MR_ROUND_FAIL;
     }
-    cp_ts = mr_store_cp_ts(&cpv);
+    cp_ts = sk_checkpoint_timestamp(&cpv);
     if (t->cp != NULL && cpv.size == t->cpv.size
         && memcmp(cpv.root, t->cpv.root, sizeof(cpv.root)) != 0)
     {

@@ -30,28 +30,15 @@ my %sk = map { $_ => ed25519_key($d, $_) } qw(x y);
 my $crt = issue($d, $ca, $sk{x}, 'x.example', "$d/x");
 my $T = time + 10;
 
-my (%tl, %keys);
-for my $tid (11 .. 14) {
-    my $dir = "$d/f$tid";
-    mkdir $dir;
-    $tl{$tid} = { dir => $dir, key => ed25519_key($d, "tl$tid"), tid => $tid };
-    $keys{$tid} = ["$d/tl$tid.pub", "sk-timeline-$tid"];
-}
+my ($ftl, $fkeys) = forged_timelines($d, 11 .. 14);
+my %tl = %$ftl;
+my %keys = %$fkeys;
 my $root = root_entry(cert => "$ca.crt", key => $op);
 my $bind = bind_entry(name => 'x.example', key => $sk{x}, chain => [$crt]);
 my @cs = map { cs_entry(name => 'x.example', services => $_, key => $sk{x}) }
     qw(https smtps imaps);
-sub history {
-    my ($tid, @spec) = @_;
-    my $sn = 0;
-    return [map { stamp($_->[0], $tid, $sn++, $_->[1], $tl{$tid}{key}) }
-        @spec];
-}
-sub publish {
-    my ($tid, $entries) = @_;
-    forge($tl{$tid}{dir}, key => $tl{$tid}{key}, tid => $tid,
-        entries => $entries);
-}
+sub history { my ($tid, @spec) = @_; stamp_history($tl{$tid}, @spec) }
+sub publish { my ($tid, $entries) = @_; publish_forged($tl{$tid}, $entries) }
 my %honest = map { $_ => history($_, [$root, $T], [$bind, $T + 1],
     [$cs[0], $T + 2]) } 11 .. 13;
 publish($_, $honest{$_}) for 11 .. 13;

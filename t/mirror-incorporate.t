@@ -52,13 +52,9 @@ stored($b, cs_entry(name => 'example.com', services => 'https,smtps',
 
 # Hostile timelines, forged with their own keys.
 my $T = time;
-my (%tl, %keys);
-for my $tid (9 .. 12) {
-    my $dir = "$d/f$tid";
-    mkdir $dir;
-    $tl{$tid} = { dir => $dir, key => ed25519_key($d, "tl$tid") };
-    $keys{$tid} = ["$d/tl$tid.pub", "sk-timeline-$tid"];
-}
+my ($ftl, $fkeys) = forged_timelines($d, 9 .. 12);
+my %tl = %$ftl;
+my %keys = %$fkeys;
 my ($bsn) = $bind =~ /^SN: (\d+)$/m;
 my $forged = stamp($bind, 7, $bsn, $T, $tl{9}{key});    # 7's, by 9's key
 my $stamped_root = ($a->{root} = stored($a, root_entry(cert => "$ca.crt",

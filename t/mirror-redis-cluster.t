@@ -18,12 +18,7 @@ use SKMirror;
 
 use SKRedisCluster;
 
-my $skip = redis_cluster_skip();
-plan skip_all => $skip if $skip;
-plan skip_all => 'sk-timeline or sk-mirror not built'
-    unless -x $SKTimeline::TL && -x $SKMirror::MR;
-plan skip_all => 'no openssl or curl'
-    unless has_cmd('openssl') && has_cmd('curl');
+redis_or_skip();
 
 my $d = tmpdir();
 my $cl = SKRedisCluster->new($d);
@@ -36,16 +31,12 @@ my $op = ed25519_key($d, 'operator');
 my $ca = make_ca($d, 'testca');
 my $key = ed25519_key($d, 'example');
 my $crt = issue($d, $ca, $key, 'example.com', "$d/example");
-my (%t, @tl);
-for my $tid (1, 2) {
-    mkdir "$d/tl$tid";
-    $t{$tid} = start_timeline("$d/tl$tid", tid => $tid,
-        operator_key => "$d/operator.pub");
-    append($t{$tid}, root_entry(cert => "$ca.crt", key => $op));
-    is(append($t{$tid}, bind_entry(name => 'example.com', key => $key,
-        chain => [$crt]))->{code}, 201, "timeline $tid: Bind");
-    push @tl, [$tid, $t{$tid}{url}, "$d/tl$tid/timeline.pub"];
-}
+my ($tt, $ttl, $got) = start_timelines($d, [1, 2],
+    [root_entry(cert => "$ca.crt", key => $op),
+     bind_entry(name => 'example.com', key => $key, chain => [$crt])]);
+my %t = %$tt;
+my @tl = @$ttl;
+is($got->{$_}[1]{code}, 201, "timeline $_: Bind") for 1, 2;
 my %keys = map { $_->[0] => [$_->[2], "sk-timeline-$_->[0]"] } @tl;
 
 my $a = start_mirror("$d/a", \@tl,

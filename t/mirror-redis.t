@@ -12,12 +12,7 @@ use SKTest;
 use SKTimeline;
 use SKMirror;
 
-my $REDIS = has_cmd('redis-server');
-plan skip_all => 'redis-server is not installed' unless $REDIS;
-plan skip_all => 'sk-timeline or sk-mirror not built'
-    unless -x $SKTimeline::TL && -x $SKMirror::MR;
-plan skip_all => 'no openssl, curl or redis-cli'
-    unless has_cmd('openssl') && has_cmd('curl') && has_cmd('redis-cli');
+my $REDIS = redis_or_skip();
 
 my $d = tmpdir();
 my $sock = "$d/redis.sock";
@@ -31,16 +26,13 @@ my $op = ed25519_key($d, 'operator');
 my $ca = make_ca($d, 'testca');
 my $key = ed25519_key($d, 'example');
 my $crt = issue($d, $ca, $key, 'example.com', "$d/example");
-my (%t, @tl);
-for my $tid (1, 2) {
-    mkdir "$d/tl$tid";
-    $t{$tid} = start_timeline("$d/tl$tid", tid => $tid,
-        operator_key => "$d/operator.pub", chunk_interval => 1);
-    append($t{$tid}, root_entry(cert => "$ca.crt", key => $op));
-    is(append($t{$tid}, bind_entry(name => 'example.com', key => $key,
-        chain => [$crt]))->{code}, 201, "timeline $tid: Bind");
-    push @tl, [$tid, $t{$tid}{url}, "$d/tl$tid/timeline.pub"];
-}
+my ($tt, $ttl, $got) = start_timelines($d, [1, 2],
+    [root_entry(cert => "$ca.crt", key => $op),
+     bind_entry(name => 'example.com', key => $key, chain => [$crt])],
+    chunk_interval => 1);
+my %t = %$tt;
+my @tl = @$ttl;
+is($got->{$_}[1]{code}, 201, "timeline $_: Bind") for 1, 2;
 my %keys = map { $_->[0] => [$_->[2], "sk-timeline-$_->[0]"] } @tl;
 
 my $a = start_mirror("$d/a", \@tl, answer_cache => "unix:$sock");

@@ -32,13 +32,9 @@ my $evil = make_ca($d, 'evilca');
 my $evilcrt = issue($d, $evil, $sk{x}, 'x.example', "$d/xevil");
 my $T = time + 10;          # claim times within the certificates' validity
 
-my (%tl, %keys);
-for my $tid (11 .. 23) {
-    my $dir = "$d/f$tid";
-    mkdir $dir;
-    $tl{$tid} = { dir => $dir, key => ed25519_key($d, "tl$tid"), tid => $tid };
-    $keys{$tid} = ["$d/tl$tid.pub", "sk-timeline-$tid"];
-}
+my ($ftl, $fkeys) = forged_timelines($d, 11 .. 23);
+my %tl = %$ftl;
+my %keys = %$fkeys;
 
 # Unstamped entries; stamped per timeline below.
 my $root = root_entry(cert => "$ca.crt", key => $op);
@@ -46,18 +42,8 @@ my $bind = bind_entry(name => 'x.example', key => $sk{x}, chain => [$crt]);
 my @cs = map { cs_entry(name => 'x.example', services => $_, key => $sk{x}) }
     qw(https smtps imaps https:8443);
 
-sub history {
-    my ($tid, @spec) = @_;     # [TEXT, TS] ...
-    my $sn = 0;
-    return [map { stamp($_->[0], $tid, $sn++, $_->[1], $tl{$tid}{key}) }
-        @spec];
-}
-
-sub publish {
-    my ($tid, $entries, %a) = @_;
-    forge($tl{$tid}{dir}, key => $tl{$tid}{key}, tid => $tid,
-        entries => $entries, %a);
-}
+sub history { my ($tid, @spec) = @_; stamp_history($tl{$tid}, @spec) }
+sub publish { my ($tid, @a) = @_; publish_forged($tl{$tid}, @a) }
 
 my %honest = map { $_ => history($_, [$root, $T], [$bind, $T + 1],
     [$cs[0], $T + 2], [$cs[1], $T + 3]) } 11 .. 16, 20, 21;

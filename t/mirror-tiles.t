@@ -49,13 +49,9 @@ for my $tid (7, 8) {
 
 # Forged timelines: 31 without tiles, 32 with 300 entries in tiles, 33-35
 # with a tampered last bundle.
-my %tl;
-for my $tid (31 .. 37) {
-    my $dir = "$d/f$tid";
-    mkdir $dir;
-    $tl{$tid} = { dir => $dir, key => ed25519_key($d, "tl$tid") };
-    $keys{$tid} = ["$d/tl$tid.pub", "sk-timeline-$tid"];
-}
+my ($ftl, $fkeys) = forged_timelines($d, 31 .. 37);
+my %tl = %$ftl;
+%keys = (%keys, %$fkeys);
 my $root = root_entry(cert => "$ca.crt", key => $op);
 my $bind = bind_entry(name => 'x.example', key => $sk{x}, chain => [$crt]);
 my @cs = map { cs_entry(name => 'x.example', services => $_, key => $sk{x}) }
@@ -64,8 +60,7 @@ my @cs = map { cs_entry(name => 'x.example', services => $_, key => $sk{x}) }
 sub history {
     my ($tid, $n) = @_;
     my @spec = ($root, $bind, map { $cs[$_ % 2] } 0 .. $n - 3);
-    return [map { stamp($spec[$_], $tid, $_, $T + $_, $tl{$tid}{key}) }
-        0 .. $#spec];
+    return stamp_history($tl{$tid}, map { [$spec[$_], $T + $_] } 0 .. $#spec);
 }
 
 my %tamper = (
@@ -73,21 +68,14 @@ my %tamper = (
     34 => sub { my $b = shift; substr($b, 0, length($b) - 7) },
     35 => sub { $_[0] . "\0\0" },
 );
-forge($tl{31}{dir}, key => $tl{31}{key}, tid => 31,
-    entries => history(31, 4));
-forge($tl{32}{dir}, key => $tl{32}{key}, tid => 32,
-    entries => history(32, 300), tiles => 1, chunks => [[0, 299]]);
-for my $tid (33 .. 35) {
-    forge($tl{$tid}{dir}, key => $tl{$tid}{key}, tid => $tid,
-        entries => history($tid, 4), tiles => 1,
-        tamper_bundle => $tamper{$tid});
-}
+publish_forged($tl{31}, history(31, 4));
+publish_forged($tl{32}, history(32, 300), tiles => 1, chunks => [[0, 299]]);
+publish_forged($tl{$_}, history($_, 4), tiles => 1,
+    tamper_bundle => $tamper{$_}) for 33 .. 35;
 # 36: honest bundles, but a signed checkpoint whose root is not theirs.
-forge($tl{36}{dir}, key => $tl{36}{key}, tid => 36,
-    entries => history(36, 4), tiles => 1, cp_root => "\x55" x 32);
+publish_forged($tl{36}, history(36, 4), tiles => 1, cp_root => "\x55" x 32);
 # 37: honest bundles and chunks, a consistency proof that is not.
-forge($tl{37}{dir}, key => $tl{37}{key}, tid => 37,
-    entries => history(37, 300), tiles => 1, chunks => [[0, 299]],
+publish_forged($tl{37}, history(37, 300), tiles => 1, chunks => [[0, 299]],
     bad_proof => 1);
 $tl{$_}{srv} = serve_forged($tl{$_}{dir}) for 31 .. 37;
 

@@ -27,14 +27,8 @@ my $t = NginxTest->new;
 my $d = $t->dir;
 my $port = $t->port;
 
-make_ca($d);
-my ($ec, $ec_key) = make_cert($d, 'a.test', 'ec');
-my ($rsa, $rsa_key) = make_cert($d, 'a.test', 'rsa');
-my ($sk, $pub) = make_sk($d, 'a.test');
-make_carrier($sk, $ec, 'a.test', "$d/c1.pem");
-make_carrier($sk, $ec, 'a.test', "$d/c2.pem", '-d', 30);
-make_carrier($sk, $rsa, 'a.test', "$d/c-rsa.pem");
-my ($c1, $c2, $crsa) = map { pem_certs(slurp("$d/$_.pem"))->[0] } qw(c1 c2 c-rsa);
+my $cs = carrier_set($d);
+my ($c1, $c2, $crsa) = @$cs{qw(c1 c2 crsa)};
 
 sub publish {
     my ($file, $spec) = @_;
@@ -42,20 +36,7 @@ sub publish {
     is($r->{rc}, 0, "sk publish $file to $spec") or diag($r->{err});
 }
 
-sub conf {
-    my ($spec) = @_;
-    $t->write_conf(<<"EOF");
-    server {
-        listen 127.0.0.1:$port ssl;
-        server_name a.test;
-        ssl_certificate $ec; ssl_certificate_key $ec_key;
-        ssl_certificate $rsa; ssl_certificate_key $rsa_key;
-        sovereign_key_public $pub;
-        sovereign_key_cache $spec;
-        location / { }
-    }
-EOF
-}
+sub conf { carrier_set_conf($t, $cs, $_[0]) }
 
 sub carrier_served {
     my (%opt) = @_;

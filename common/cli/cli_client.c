@@ -131,7 +131,9 @@ cli_target_parse(cli_target_t *tg, const char *url, const char *schemes,
 }
 
 
-int
+/* Take option c: 0 if it was a shared option, 1 if not one, -1 for a
+ * usage error (in err). */
+static int
 cli_client_opt(cli_client_opts_t *o, int c, const char *arg, sk_err_t *err)
 {
     switch (c) {
@@ -163,6 +165,27 @@ cli_client_opt(cli_client_opts_t *o, int c, const char *arg, sk_err_t *err)
         return 0;
     }
     return 1;
+}
+
+
+int
+cli_client_getopt(cli_client_opts_t *o, int argc, char **argv,
+    const char *shortopts, const struct option *opts, const sk_cmd_t *cmd)
+{
+    sk_err_t  err;
+    int       c, rc;
+
+    while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
+        rc = cli_client_opt(o, c, optarg, &err);
+        if (rc < 0) {
+            cli_usage(cmd, "%s", err.msg);
+            return CLI_OPT_USAGE;
+        }
+        if (rc > 0) {
+            return c;
+        }
+    }
+    return -1;
 }
 
 

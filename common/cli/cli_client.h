@@ -8,6 +8,7 @@
 #ifndef SK_CLI_CLIENT_H
 #define SK_CLI_CLIENT_H
 
+#include <getopt.h>
 #include <stdio.h>
 #include <sk/sk.h>
 
@@ -55,6 +56,18 @@ enum {
     CLI_OPT_NO_STAPLE           /* --no-staple */
 };
 
+/* The struct option rows of all the shared options, for a verb's table. */
+#define CLI_CLIENT_LONGOPTS                                                   \
+    { "trust",      required_argument, NULL, CLI_OPT_TRUST },                 \
+    { "cache",      required_argument, NULL, CLI_OPT_CACHE },                 \
+    { "mirror",     required_argument, NULL, CLI_OPT_MIRROR },                \
+    { "mirror-key", required_argument, NULL, CLI_OPT_MIRROR_KEY },            \
+    { "tor",        required_argument, NULL, CLI_OPT_TOR },                   \
+    { "no-staple",  no_argument,       NULL, CLI_OPT_NO_STAPLE }
+
+/* cli_client_getopt: a bad shared option, its usage message printed. */
+#define CLI_OPT_USAGE  (-2)
+
 typedef struct {
     const char  *trust_file;
     const char  *cache_dir;
@@ -65,10 +78,14 @@ typedef struct {
     int          no_staple;
 } cli_client_opts_t;
 
-/* Take option c: 0 if it was a shared option, 1 if not one, -1 for a
- * usage error (in err). */
-int cli_client_opt(cli_client_opts_t *o, int c, const char *arg,
-    sk_err_t *err);
+/*
+ * getopt_long(argc, argv, shortopts, opts) (set optind = 1 before the
+ * first call), taking the shared options among opts into o on the way:
+ * the next of the verb's own options, -1 after the last, or CLI_OPT_USAGE
+ * after cmd's usage message for a bad shared option (exit SK_EXIT_USAGE).
+ */
+int cli_client_getopt(cli_client_opts_t *o, int argc, char **argv,
+    const char *shortopts, const struct option *opts, const sk_cmd_t *cmd);
 
 typedef struct {
     sk_client_trust_t   trust;

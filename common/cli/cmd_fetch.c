@@ -477,12 +477,7 @@ sk_ft_options(sk_ft_t *f, cli_client_opts_t *co, long *max_ms, int argc,
     char **argv)
 {
     static const struct option opts[] = {
-        { "trust",           required_argument, NULL, CLI_OPT_TRUST },
-        { "cache",           required_argument, NULL, CLI_OPT_CACHE },
-        { "mirror",          required_argument, NULL, CLI_OPT_MIRROR },
-        { "mirror-key",      required_argument, NULL, CLI_OPT_MIRROR_KEY },
-        { "tor",             required_argument, NULL, CLI_OPT_TOR },
-        { "no-staple",       no_argument,       NULL, CLI_OPT_NO_STAPLE },
+        CLI_CLIENT_LONGOPTS,
         { "output",          required_argument, NULL, 'o' },
         { "header",          required_argument, NULL, 'H' },
         { "data",            required_argument, NULL, 'd' },
@@ -499,15 +494,11 @@ sk_ft_options(sk_ft_t *f, cli_client_opts_t *co, long *max_ms, int argc,
     int                 c, rc, tor_given = 0;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:H:d:v", opts, NULL)) != -1) {
-        rc = cli_client_opt(co, c, optarg, &err);
-        if (rc < 0) {
-            return cli_usage(&sk_cmd_fetch, "%s", err.msg);
-        }
-        if (rc == 0) {
-            continue;
-        }
+    while ((c = cli_client_getopt(co, argc, argv, "o:H:d:v", opts,
+            &sk_cmd_fetch)) != -1)
+    {
         switch (c) {
+        case CLI_OPT_USAGE: return SK_EXIT_USAGE;
         case 'o': f->output = optarg; break;
         case 'd': f->g.data = optarg; break;
         case 'v': f->verbose = 1; break;

@@ -54,15 +54,11 @@ sk_staple_fetch_cmd(int argc, char **argv)
 
     memset(&co, 0, sizeof(co));
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
-        rc = cli_client_opt(&co, c, optarg, &err);
-        if (rc < 0) {
-            return cli_usage(&sk_cmd_staple, "%s", err.msg);
-        }
-        if (rc == 0) {
-            continue;
-        }
+    while ((c = cli_client_getopt(&co, argc, argv, "o:", opts,
+            &sk_cmd_staple)) != -1)
+    {
         switch (c) {
+        case CLI_OPT_USAGE: return SK_EXIT_USAGE;
         case 'C': spec = optarg; break;
         case 'o': out = optarg; break;
         case 'j': json = 1; break;
@@ -306,15 +302,11 @@ sk_staple_show_cmd(int argc, char **argv)
     memset(&co, 0, sizeof(co));
     memset(&g, 0, sizeof(g));
     optind = 1;
-    while ((c = getopt_long(argc, argv, "i:", opts, NULL)) != -1) {
-        rc = cli_client_opt(&co, c, optarg, &err);
-        if (rc < 0) {
-            return cli_usage(&sk_cmd_staple, "%s", err.msg);
-        }
-        if (rc == 0) {
-            continue;
-        }
+    while ((c = cli_client_getopt(&co, argc, argv, "i:", opts,
+            &sk_cmd_staple)) != -1)
+    {
         switch (c) {
+        case CLI_OPT_USAGE: return SK_EXIT_USAGE;
         case 'i': in = optarg; break;
         case 'c': target = optarg; break;
         case 'n': sni = optarg; break;

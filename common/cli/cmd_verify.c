@@ -233,12 +233,7 @@ static int
 sk_verify_run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "trust",      required_argument, NULL, CLI_OPT_TRUST },
-        { "cache",      required_argument, NULL, CLI_OPT_CACHE },
-        { "mirror",     required_argument, NULL, CLI_OPT_MIRROR },
-        { "mirror-key", required_argument, NULL, CLI_OPT_MIRROR_KEY },
-        { "tor",        required_argument, NULL, CLI_OPT_TOR },
-        { "no-staple",  no_argument,       NULL, CLI_OPT_NO_STAPLE },
+        CLI_CLIENT_LONGOPTS,
         { "connect",    required_argument, NULL, 'C' },
         { "timeout",    required_argument, NULL, 'T' },
         { "routes",     no_argument,       NULL, 'r' },
@@ -254,15 +249,11 @@ sk_verify_run(int argc, char **argv)
     memset(&v, 0, sizeof(v));
     memset(&co, 0, sizeof(co));
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        rc = cli_client_opt(&co, c, optarg, &err);
-        if (rc < 0) {
-            return cli_usage(&sk_cmd_verify, "%s", err.msg);
-        }
-        if (rc == 0) {
-            continue;
-        }
+    while ((c = cli_client_getopt(&co, argc, argv, "", opts,
+            &sk_cmd_verify)) != -1)
+    {
         switch (c) {
+        case CLI_OPT_USAGE: return SK_EXIT_USAGE;
         case 'C': v.connect = optarg; break;
         case 'T':
             if (cli_parse_uint(&timeout, optarg, 3600) != 0) {

@@ -934,3 +934,19 @@ sk_checkpoint_verify(sk_checkpoint_t *cp, const char *buf, size_t len,
 {
     return sk_checkpoint_open(cp, buf, len, keyname, key, err);
 }
+
+
+int64_t
+sk_checkpoint_timestamp(const sk_checkpoint_t *cp)
+{
+    const char  *p = cp->ext;
+
+    while (p != NULL && *p != '\0') {
+        if (strncmp(p, "Timestamp ", 10) == 0) {
+            return strtoll(p + 10, NULL, 10);
+        }
+        p = strchr(p, '\n');
+        p = p != NULL ? p + 1 : NULL;
+    }
+    return 0;
+}

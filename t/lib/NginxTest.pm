@@ -37,7 +37,7 @@ use Time::HiRes qw(sleep time);
 use SKTest;
 
 our @EXPORT = qw(nginx_skip make_ca make_cert served_chain pem_certs
-    cert_subject make_sk make_carrier);
+    cert_subject make_sk make_carrier carrier_set carrier_set_conf);
 
 our $NGINX = '/usr/sbin/nginx';
 our $MODULE = $ENV{NGX_SK_MODULE}
@@ -294,6 +294,43 @@ sub make_carrier {
     die "sk carrier: $r->{err}" if $r->{rc};
     chmod 0644, $out;
     return $out;
+}
+
+# What the carrier-cache tests serve for a.test, made in $dir: a CA, an
+# EC and an RSA certificate, an SK and its carriers c1.pem (EC), c2.pem
+# (EC, valid 30 days) and c-rsa.pem.  Returns {ec, ec_key, rsa, rsa_key,
+# sk, pub, c1, c2, crsa}: files, and for c1, c2, crsa the carriers' PEM.
+sub carrier_set {
+    my ($dir) = @_;
+    my %s;
+    make_ca($dir);
+    @s{qw(ec ec_key)} = make_cert($dir, 'a.test', 'ec');
+    @s{qw(rsa rsa_key)} = make_cert($dir, 'a.test', 'rsa');
+    @s{qw(sk pub)} = make_sk($dir, 'a.test');
+    make_carrier($s{sk}, $s{ec}, 'a.test', "$dir/c1.pem");
+    make_carrier($s{sk}, $s{ec}, 'a.test', "$dir/c2.pem", '-d', 30);
+    make_carrier($s{sk}, $s{rsa}, 'a.test', "$dir/c-rsa.pem");
+    @s{qw(c1 c2 crsa)} = map { pem_certs(SKTest::slurp("$dir/$_.pem"))->[0] }
+        qw(c1 c2 c-rsa);
+    return \%s;
+}
+
+# nginx.conf for $t serving carrier_set $s as a.test (both certificates)
+# with the carriers taken from the cache $spec.
+sub carrier_set_conf {
+    my ($t, $s, $spec) = @_;
+    my $port = $t->port;
+    $t->write_conf(<<"EOF");
+    server {
+        listen 127.0.0.1:$port ssl;
+        server_name a.test;
+        ssl_certificate $s->{ec}; ssl_certificate_key $s->{ec_key};
+        ssl_certificate $s->{rsa}; ssl_certificate_key $s->{rsa_key};
+        sovereign_key_public $s->{pub};
+        sovereign_key_cache $spec;
+        location / { }
+    }
+EOF
 }
 
 1;

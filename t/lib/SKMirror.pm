@@ -40,10 +40,12 @@ use JSON::PP;
 use MIME::Base64 qw(encode_base64 decode_base64);
 use SKTest;
 use SKTimeline;
+use Test::More ();
 
 our @EXPORT = qw(start_mirror restart_mirror mirror_status tl_state
     wait_state query check_answer stamp checkpoint_note tfm_text forge
-    serve_forged ed_sign unb64url);
+    serve_forged ed_sign unb64url forged_timelines stamp_history
+    publish_forged start_timelines redis_or_skip);
 
 our $MR = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-mirror';
 
@@ -260,6 +262,36 @@ sub check_stamp {
     return ed_verify($pub, $na, unb64url($sig));
 }
 
+# The redis-server to run; without it, sk-timeline, sk-mirror, openssl,
+# curl or redis-cli the whole test is skipped.
+sub redis_or_skip {
+    my $redis = has_cmd('redis-server');
+    Test::More::plan(skip_all => 'redis-server is not installed')
+        unless $redis;
+    Test::More::plan(skip_all => 'sk-timeline or sk-mirror not built')
+        unless -x $SKTimeline::TL && -x $MR;
+    Test::More::plan(skip_all => 'no openssl, curl or redis-cli')
+        unless has_cmd('openssl') && has_cmd('curl') && has_cmd('redis-cli');
+    return $redis;
+}
+
+# Real timelines @$tids under $d/tlTID (start_timeline's options in %opt,
+# the operator's key $d/operator.pub), each given @$entries in order:
+# ({tid => timeline}, [[tid, url, public key file] ...] for start_mirror,
+# {tid => [each append's response]}).
+sub start_timelines {
+    my ($d, $tids, $entries, %opt) = @_;
+    my (%t, @tl, %got);
+    for my $tid (@$tids) {
+        mkdir "$d/tl$tid";
+        $t{$tid} = SKTimeline::start_timeline("$d/tl$tid", tid => $tid,
+            operator_key => "$d/operator.pub", %opt);
+        $got{$tid} = [map { SKTimeline::append($t{$tid}, $_) } @$entries];
+        push @tl, [$tid, $t{$tid}{url}, "$d/tl$tid/timeline.pub"];
+    }
+    return (\%t, \@tl, \%got);
+}
+
 # Forging: a timeline made here, signed with its own key.
 
 sub stamp {
@@ -271,6 +303,37 @@ sub stamp {
     my $sig = b64url(ed_sign($key, $text));
     $text =~ s/^Signature: N\/A$/Signature: $sig/m;
     return $text;
+}
+
+# Timelines @tids to forge under $d: {tid => {dir => $d/fTID (made),
+# key => its own key, tid}}, and {tid => [public key file, origin]}, as a
+# mirror's or client's configuration names them.
+sub forged_timelines {
+    my ($d, @tids) = @_;
+    my (%tl, %keys);
+    for my $tid (@tids) {
+        my $dir = "$d/f$tid";
+        mkdir $dir;
+        $tl{$tid} = { dir => $dir, key => SKTimeline::ed25519_key($d,
+            "tl$tid"), tid => $tid };
+        $keys{$tid} = ["$d/tl$tid.pub", "sk-timeline-$tid"];
+    }
+    return (\%tl, \%keys);
+}
+
+# Entries [TEXT, TS] ... stamped as SN 0, 1, ... of forged timeline $t.
+sub stamp_history {
+    my ($t, @spec) = @_;
+    my $sn = 0;
+    return [map { stamp($_->[0], $t->{tid}, $sn++, $_->[1], $t->{key}) }
+        @spec];
+}
+
+# Forge $t's directory from $entries (forge's other options in %a).
+sub publish_forged {
+    my ($t, $entries, %a) = @_;
+    forge($t->{dir}, key => $t->{key}, tid => $t->{tid},
+        entries => $entries, %a);
 }
 
 sub checkpoint_note {

@@ -11,10 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <sk/sk.h>
-
-
-static sk_key_t *fuzz_sk;
+#include "fuzz.h"
 
 
 static void
@@ -25,13 +22,13 @@ fuzz_check_carrier(const sk_carrier_t *c)
     size_t               len, slen;
     char                *pem;
 
-    if (sk_carrier_verify(c, fuzz_sk, (const unsigned char *) "", 0, 0,
+    if (sk_carrier_verify(c, fuzz_key(), (const unsigned char *) "", 0, 0,
             NULL) == 0)
     {
         abort();
     }
     spki = sk_carrier_subject_spki(c, &slen);
-    (void) sk_carrier_verify(c, fuzz_sk, spki, slen, time(NULL), NULL);
+    (void) sk_carrier_verify(c, fuzz_key(), spki, slen, time(NULL), NULL);
     if (strlen(sk_carrier_name(c)) == 0
         || sk_carrier_not_after(c) < sk_carrier_not_before(c))
     {
@@ -49,21 +46,12 @@ fuzz_check_carrier(const sk_carrier_t *c)
 }
 
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     STACK_OF(X509) *chain;
     sk_carrier_t   *c;
     sk_err_t        err;
-
-    if (fuzz_sk == NULL
-        && sk_key_generate(&fuzz_sk, SK_KEY_ED25519, 0, NULL) != 0)
-    {
-        abort();
-    }
 
     if (sk_carrier_from_der(&c, data, size, &err) == 0) {
         fuzz_check_carrier(c);
@@ -78,7 +66,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fuzz_check_carrier(c);
             sk_carrier_free(c);
         }
-        (void) sk_carrier_verify_chain(chain, fuzz_sk, time(NULL), NULL);
+        (void) sk_carrier_verify_chain(chain, fuzz_key(), time(NULL), NULL);
         sk_X509_pop_free(chain, X509_free);
     } else if (err.code != SK_ERR_FORMAT) {
         abort();

@@ -5,29 +5,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sk/sk.h>
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static sk_key_t    *key;
+    sk_key_t           *key = fuzz_key();
     sk_checkpoint_t     cp;
     sk_merkle_proof_t   proof;
     sk_err_t            err;
     char               *buf;
 
-    if (key == NULL && sk_key_generate(&key, SK_KEY_ED25519, 0, NULL) != 0) {
-        abort();
-    }
-    /* A copy without a NUL after it, so over-reads are caught. */
-    buf = malloc(size + 1);
-    if (buf == NULL) {
+    if ((buf = fuzz_copy(data, size)) == NULL) {
         return 0;
     }
-    memcpy(buf, data, size);
     if (sk_checkpoint_parse(&cp, buf, size, &err) == 0) {
         if (cp.origin[0] == '\0' || strlen(cp.ext) >= sizeof(cp.ext)) {
             abort();

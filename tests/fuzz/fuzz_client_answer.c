@@ -9,30 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sk/sk.h>
-#include <sk/client.h>
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 static sk_client_trust_t  trust;
-
-
-static void
-fuzz_init(void)
-{
-    sk_key_t  *k;
-    uint64_t   tid;
-
-    sk_client_trust_init(&trust);
-    for (tid = 1; tid <= 3; tid++) {
-        if (sk_key_generate(&k, SK_KEY_ED25519, 0, NULL) != 0
-            || sk_client_trust_add_timeline(&trust, tid, k, NULL, NULL) != 0)
-        {
-            abort();
-        }
-        sk_key_free(k);
-    }
-}
 
 
 int
@@ -45,14 +24,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t                   len, i;
 
     if (trust.ntl == 0) {
-        fuzz_init();
+        fuzz_trust_timelines(&trust);
     }
-    /* A copy without a NUL after it, so over-reads are caught. */
-    buf = malloc(size > 0 ? size : 1);
-    if (buf == NULL) {
+    if ((buf = fuzz_copy(data, size)) == NULL) {
         return 0;
     }
-    memcpy(buf, data, size);
     if (sk_client_answer_verify(&v, &info, buf, size, "example.com", 0,
             NULL, &trust, 1800000000, &err) == 0)
     {

@@ -6,30 +6,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sk/sk.h>
 #include <sk/tfm.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static sk_key_t  *key;
+    sk_key_t         *key = fuzz_key();
     sk_tfm_t          tfm;
     sk_err_t          err;
     size_t            used;
     char             *buf;
 
-    if (key == NULL && sk_key_generate(&key, SK_KEY_ED25519, 0, NULL) != 0) {
-        abort();
-    }
-    /* A copy without a NUL after it, so over-reads are caught. */
-    buf = malloc(size + 1);
-    if (buf == NULL) {
+    if ((buf = fuzz_copy(data, size)) == NULL) {
         return 0;
     }
-    memcpy(buf, data, size);
     if (sk_tfm_parse(&tfm, &used, buf, size, &err) == 0) {
         if (used > size || used > SK_TFM_MAX
             || tfm.sig_off + tfm.sig_len > used

@@ -11,9 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sk/sk.h>
-
-static sk_key_t  *fuzz_sk;          /* an Ed25519 SK, for the own onion */
+#include "fuzz.h"
 
 
 static void
@@ -96,7 +94,7 @@ fuzz_services_routes(const char *s, size_t len)
         return;
     }
     rec.state = SK_RECORD_BOUND;
-    rec.key = fuzz_sk;
+    rec.key = fuzz_key();          /* an SK, for the own onion */
     for (i = 0; i < rec.services.n; i++) {
         if (sk_routes_for(&rs, &rec, rec.services.v[i].name,
                 rec.services.v[i].port, NULL) != 0)
@@ -112,20 +110,12 @@ fuzz_services_routes(const char *s, size_t len)
 }
 
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     sk_route_t  r;
     int         rc;
 
-    if (fuzz_sk == NULL
-        && sk_key_generate(&fuzz_sk, SK_KEY_ED25519, 0, NULL) != 0)
-    {
-        abort();
-    }
     rc = sk_route_parse(&r, (const char *) data, size, NULL);
     fuzz_check(&r, rc);
     fuzz_services_routes((const char *) data, size);

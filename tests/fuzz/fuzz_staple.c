@@ -8,9 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sk/sk.h>
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 static sk_client_trust_t  trust;
 
@@ -19,17 +17,8 @@ static void
 fuzz_init(void)
 {
     sk_key_t  *k;
-    uint64_t   tid;
 
-    sk_client_trust_init(&trust);
-    for (tid = 1; tid <= 3; tid++) {
-        if (sk_key_generate(&k, SK_KEY_ED25519, 0, NULL) != 0
-            || sk_client_trust_add_timeline(&trust, tid, k, NULL, NULL) != 0)
-        {
-            abort();
-        }
-        sk_key_free(k);
-    }
+    fuzz_trust_timelines(&trust);
     if (sk_key_generate(&k, SK_KEY_ED25519, 0, NULL) != 0
         || sk_client_trust_add_mirror(&trust, "http://m.test", k, NULL) != 0)
     {

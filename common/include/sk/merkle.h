@@ -196,4 +196,8 @@ int sk_checkpoint_parse(sk_checkpoint_t *cp, const char *buf, size_t len,
 int sk_checkpoint_verify(sk_checkpoint_t *cp, const char *buf, size_t len,
     const char *keyname, const sk_key_t *key, sk_err_t *err) SK_WUR;
 
+/* The first "Timestamp <t>" extension line of a checkpoint (sk-timeline
+ * writes one), or 0 without one. */
+int64_t sk_checkpoint_timestamp(const sk_checkpoint_t *cp);
+
 #endif
