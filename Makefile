@@ -164,6 +164,16 @@ $(FUZZ_BUILD)/fuzz_tl_%: tests/fuzz/fuzz_tl_%.c $(FUZZ_TL_OBJS) $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itimeline -fsanitize=fuzzer -pthread -o $@ $< \
 	    $(FUZZ_TL_OBJS) $(FUZZ_OBJS) $(TL_LIBS)
 
+# The mirror's prefix-head parser: mr_prefix.o needs only libsk.
+$(FUZZ_BUILD)/mirror/mr_prefix.o: mirror/mr_prefix.c mirror/mr.h $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Imirror -c -o $@ $<
+
+$(FUZZ_BUILD)/fuzz_mirror_prefix: tests/fuzz/fuzz_mirror_prefix.c \
+    $(FUZZ_BUILD)/mirror/mr_prefix.o $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Imirror -fsanitize=fuzzer -o $@ $< \
+	    $(FUZZ_BUILD)/mirror/mr_prefix.o $(FUZZ_OBJS) $(LIBS)
+
 # Handshake load clients for tests/bench/bench_nginx.sh (OpenSSL, GnuTLS).
 NGX_BENCH = $(BUILD)/bench/nginx_client $(BUILD)/bench/nginx_client_gnutls
 ngx: $(NGX_BENCH)
