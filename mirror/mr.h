@@ -336,9 +336,10 @@ void mr_roots_rewind(mr_tl_t *t, uint64_t size);
 void mr_roots_free(mr_tl_t *t);
 /* 0 if the Bind or Rebind e at SN sn is backed (SK-Signature by its Key,
  * chain valid at its Timestamp to a root trusted before sn); -1 with the
- * reason, SK_ERR_UNAVAILABLE if the history does not reach sn. */
-int mr_roots_check_bind(mr_tl_t *t, const sk_entry_t *e, uint64_t sn,
-    int64_t ts, sk_err_t *err) SK_WUR;
+ * reason, SK_ERR_UNAVAILABLE if the history does not reach sn.  Call
+ * without the lock: it takes m's only to pick the roots. */
+int mr_roots_check_bind(mr_mirror_t *m, mr_tl_t *t, const sk_entry_t *e,
+    uint64_t sn, int64_t ts, sk_err_t *err) SK_WUR;
 
 /* mr_check.c: per-name consistency of Unbind and Change-Services. */
 typedef struct {

@@ -85,9 +85,7 @@ mr_ev_bind(mr_mirror_t *m, mr_tl_t *t, const sk_evidence_stmt_t *s, size_t n,
         sk_entry_free(e);
         return sk_err_set(err, SK_ERR_FORMAT, "not a Bind or Rebind");
     }
-    pthread_mutex_lock(&m->lock);
-    rc = mr_roots_check_bind(t, e, sn, ts, &why);
-    pthread_mutex_unlock(&m->lock);
+    rc = mr_roots_check_bind(m, t, e, sn, ts, &why);
     sk_entry_free(e);
     if (rc == 0) {
         return sk_err_set(err, SK_ERR_FORMAT, "the entry is backed");

@@ -481,9 +481,7 @@ mr_inc_judge(mr_mirror_t *m, mr_tl_t *t, const sk_entry_t *inc, uint64_t sn,
     }
     /* As if submitted to this timeline at its own time. */
     if (ty == SK_ENTRY_BIND || ty == SK_ENTRY_REBIND) {
-        pthread_mutex_lock(&m->lock);
-        rc = mr_roots_check_bind(t, c, sn, ts, &e2);
-        pthread_mutex_unlock(&m->lock);
+        rc = mr_roots_check_bind(m, t, c, sn, ts, &e2);
         if (rc != 0 && e2.code == SK_ERR_UNAVAILABLE) {
             *err = e2;
             sk_entry_free(c);

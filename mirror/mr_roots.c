@@ -164,11 +164,12 @@ mr_roots_store(mr_tl_t *t, uint64_t sn)
 
 
 int
-mr_roots_check_bind(mr_tl_t *t, const sk_entry_t *e, uint64_t sn,
-    int64_t ts, sk_err_t *err)
+mr_roots_check_bind(mr_mirror_t *m, mr_tl_t *t, const sk_entry_t *e,
+    uint64_t sn, int64_t ts, sk_err_t *err)
 {
     X509_STORE  *st;
     sk_key_t    *k;
+    uint64_t     upto;
     int          rc;
 
     if (sk_entry_key(&k, e, err) != 0) {
@@ -178,17 +179,27 @@ mr_roots_check_bind(mr_tl_t *t, const sk_entry_t *e, uint64_t sn,
         sk_key_free(k);
         return sk_err_prefix(err, "SK-Signature");
     }
-    if (t->roots_upto < sn) {
+    /* Only the store is taken under the lock (a reference: another
+     * thread may replace t's); the signatures are checked outside it, so
+     * one sync thread per timeline checks on every core. */
+    pthread_mutex_lock(&m->lock);
+    upto = t->roots_upto;
+    st = upto >= sn ? mr_roots_store(t, sn) : NULL;
+    if (st != NULL && X509_STORE_up_ref(st) != 1) {
+        st = NULL;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (upto < sn) {
         sk_key_free(k);
         return sk_err_set(err, SK_ERR_UNAVAILABLE, "the copy holds %" PRIu64
-            " entries, not yet SN %" PRIu64, t->roots_upto, sn);
+            " entries, not yet SN %" PRIu64, upto, sn);
     }
-    st = mr_roots_store(t, sn);
     if (st == NULL) {
         sk_key_free(k);
         return sk_err_crypto(err, "roots");
     }
     rc = sk_chain_check(NULL, e, k, st, ts, err);
+    X509_STORE_free(st);
     sk_key_free(k);
     return rc;
 }

@@ -411,9 +411,7 @@ mr_sync_accept(mr_sync_t *s, const sk_entry_t *e, const char *text,
     if (sk_entry_type(e) == SK_ENTRY_BIND
         || sk_entry_type(e) == SK_ENTRY_REBIND)
     {
-        pthread_mutex_lock(&s->m->lock);
-        rc = mr_roots_check_bind(s->t, e, s->next, ts, &why);
-        pthread_mutex_unlock(&s->m->lock);
+        rc = mr_roots_check_bind(s->m, s->t, e, s->next, ts, &why);
         if (rc != 0) {
             snprintf(reason, sizeof(reason), "SN %" PRIu64 ": a %s for %s "
                 "not validly backed: %s", s->next,
