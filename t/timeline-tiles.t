@@ -243,8 +243,8 @@ $mark = -s $m->{log};
 restart_mirror($m);
 ok($m->{up}, 'the mirror restarts with a damaged tile');
 like(substr(slurp($m->{log}), $mark),
-    qr{rebuilding \S+/tile from the entries to tell whether the tiles or the entries are damaged},
-    '... rebuilding its tiles from the copy');
+    qr{\S+/tile: the root of 604 entries is not the index's; rebuilding the tiles from the index},
+    '... rebuilding its tiles from the index of the copy');
 ok(wait_until(\&copied, 20), '... and serves the copy');
 is(slurp("$mt/0/000"), slurp("$d/tl/tile/0/000"), '... tile 0/000 mended');
 stop_daemon($m->{pid});

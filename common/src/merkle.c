@@ -2,6 +2,7 @@
  * merkle.c -- RFC 6962 tree hashing, proofs, and C2SP checkpoints.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,29 @@
 #define SK_EMDASH               "\xe2\x80\x94"
 #define SK_B64STD_HASH_LEN      44      /* 32 bytes, padded */
 
+static EVP_MD          *sk_merkle_md;
+static pthread_once_t   sk_merkle_md_once = PTHREAD_ONCE_INIT;
+
+
+static void
+sk_merkle_md_fetch(void)
+{
+    sk_merkle_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+
+/* SHA-256 fetched once: EVP_sha256() and SHA256() look the algorithm up
+ * by name on every call in OpenSSL 3 (a provider lock, a reference taken
+ * and dropped), which was most of the cost of an inclusion proof from
+ * tiles (up to 255 node hashes a tile level). */
+static const EVP_MD *
+sk_merkle_sha256(void)
+{
+    pthread_once(&sk_merkle_md_once, sk_merkle_md_fetch);
+    return sk_merkle_md != NULL ? sk_merkle_md : EVP_sha256();
+}
+
+
 int
 sk_merkle_leaf_hash(sk_merkle_hash_t out, const void *data, size_t len,
     sk_err_t *err)
@@ -25,7 +49,7 @@ sk_merkle_leaf_hash(sk_merkle_hash_t out, const void *data, size_t len,
 
     ctx = EVP_MD_CTX_new();
     ok = ctx != NULL
-         && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1
+         && EVP_DigestInit_ex(ctx, sk_merkle_sha256(), NULL) == 1
          && EVP_DigestUpdate(ctx, &zero, 1) == 1
          && EVP_DigestUpdate(ctx, data, len) == 1
          && EVP_DigestFinal_ex(ctx, out, NULL) == 1;
@@ -40,11 +64,16 @@ sk_merkle_node_hash(sk_merkle_hash_t out, const sk_merkle_hash_t left,
 {
     unsigned char  buf[1 + 2 * SK_MERKLE_HASH_BYTES];
 
-    /* SHA256() keeps its context on the stack: it cannot fail. */
     buf[0] = 0x01;
     memcpy(buf + 1, left, SK_MERKLE_HASH_BYTES);
     memcpy(buf + 1 + SK_MERKLE_HASH_BYTES, right, SK_MERKLE_HASH_BYTES);
-    SHA256(buf, sizeof(buf), out);
+    /* Fails only without memory for its context: then SHA256(), whose
+     * context is on the stack. */
+    if (EVP_Digest(buf, sizeof(buf), out, NULL, sk_merkle_sha256(), NULL)
+        != 1)
+    {
+        SHA256(buf, sizeof(buf), out);
+    }
 }
 
 
