@@ -26,13 +26,20 @@
 #include "sk/file.h"
 #include "merkle_int.h"
 
-#define SK_TILES_CACHE  64          /* tiles kept, 8 KiB each */
+#define SK_TILES_CACHE  64          /* tiles kept, 16 KiB each */
+
+/* A tile's inner nodes: height r (1..8) above its hashes, index j
+ * (j < 256 >> r), at SK_TILES_INNER(r) + j; height 8 is its root. */
+#define SK_TILES_INNER(r)  (SK_TILE_WIDTH - (2 * SK_TILE_WIDTH >> (r)))
 
 typedef struct {
     int               used;
     unsigned          level;
     uint64_t          n;
     unsigned char     hash[SK_TILE_BYTES];
+    /* Kept with the tile: a proof needs nodes inside tiles, and the
+     * tile is hashed whole when loaded anyway (to check it). */
+    unsigned char     inner[SK_TILE_WIDTH - 1][SK_MERKLE_HASH_BYTES];
 } sk_tiles_slot_t;
 
 struct sk_merkle_tiles_s {
@@ -113,6 +120,25 @@ sk_tiles_subtree(sk_merkle_hash_t out, const unsigned char *h,
     sk_tiles_subtree(r, h + (size_t) count / 2 * SK_MERKLE_HASH_BYTES,
         count / 2);
     sk_merkle_node_hash(out, l, r);
+}
+
+
+/* Every inner node of a full tile, bottom up (255 node hashes). */
+static void
+sk_tiles_inner(unsigned char inner[][SK_MERKLE_HASH_BYTES],
+    const unsigned char *tile)
+{
+    const unsigned char  *below;
+    unsigned              r, j;
+
+    for (r = 1; r <= SK_TILE_HEIGHT; r++) {
+        for (j = 0; j < (unsigned) SK_TILE_WIDTH >> r; j++) {
+            below = r == 1 ? tile + (size_t) 2 * j * SK_MERKLE_HASH_BYTES
+                           : inner[SK_TILES_INNER(r - 1) + 2 * j];
+            sk_merkle_node_hash(inner[SK_TILES_INNER(r) + j], below,
+                below + SK_MERKLE_HASH_BYTES);
+        }
+    }
 }
 
 
@@ -331,7 +357,8 @@ sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
     sk_tiles_slot_t      *s = sk_tiles_slot(tt, level, n);
     const unsigned char  *parent;
     unsigned char         tile[SK_TILE_BYTES];
-    sk_merkle_hash_t      root, want;
+    unsigned char         inner[SK_TILE_WIDTH - 1][SK_MERKLE_HASH_BYTES];
+    sk_merkle_hash_t      want;
     char                  why[4096 + 64];
     int                   rc;
 
@@ -349,8 +376,10 @@ sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
         return -1;
     }
     if (rc == 0) {
-        sk_tiles_subtree(root, tile, SK_TILE_WIDTH);
-        if (memcmp(root, want, sizeof(root)) != 0) {
+        sk_tiles_inner(inner, tile);
+        if (memcmp(inner[SK_TILES_INNER(SK_TILE_HEIGHT)], want, sizeof(want))
+            != 0)
+        {
             sk_tiles_file(why, sizeof(why), tt, level, n);
             strcat(why, ": does not hash to its parent");
             rc = 1;
@@ -365,8 +394,10 @@ sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
         if (sk_tiles_build(tile, tt, level, n, err) != 0) {
             return -1;
         }
-        sk_tiles_subtree(root, tile, SK_TILE_WIDTH);
-        if (memcmp(root, want, sizeof(root)) != 0) {
+        sk_tiles_inner(inner, tile);
+        if (memcmp(inner[SK_TILES_INNER(SK_TILE_HEIGHT)], want, sizeof(want))
+            != 0)
+        {
             sk_tiles_file(why, sizeof(why), tt, level, n);
             return sk_err_set(err, SK_ERR_FORMAT, "%s: rebuilt from the "
                 "log, it still does not hash to its parent: the log and the "
@@ -378,6 +409,7 @@ sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
     }
     s = sk_tiles_slot(tt, level, n);
     memcpy(s->hash, tile, sizeof(tile));
+    memcpy(s->inner, inner, sizeof(inner));
     s->used = 1;
     s->level = level;
     s->n = n;
@@ -391,12 +423,22 @@ sk_merkle_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
     unsigned lg, uint64_t idx, sk_err_t *err)
 {
     const unsigned char  *first;
+    sk_tiles_slot_t      *s;
     unsigned              level = lg / SK_TILE_HEIGHT, r = lg % SK_TILE_HEIGHT;
     uint64_t              i = idx << r;
 
-    /* The 2^r hashes below it share one tile (r < 8). */
+    /* The 2^r hashes below it share one tile (r < 8).  In a full tile it
+     * is one of the inner nodes kept with it. */
     if (sk_tiles_hash(&first, t, level, i, err) != 0) {
         return -1;
+    }
+    s = sk_tiles_slot(t->tiles, level, i / SK_TILE_WIDTH);
+    if (r > 0 && s->used && s->level == level && s->n == i / SK_TILE_WIDTH
+        && first >= s->hash && first < s->hash + SK_TILE_BYTES)
+    {
+        memcpy(out, s->inner[SK_TILES_INNER(r)
+            + (i % SK_TILE_WIDTH >> r)], SK_MERKLE_HASH_BYTES);
+        return 0;
     }
     sk_tiles_subtree(out, first, 1u << r);
     return 0;
