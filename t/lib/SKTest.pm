@@ -58,13 +58,25 @@ sub tmpdir {
         CLEANUP => !$ENV{SK_TEST_KEEP});
 }
 
+# A port below the kernel's ephemeral range: a port the kernel gave out
+# for LocalPort 0 could be given again to any outgoing connection (a tor
+# relay's, a client's) before the daemon it is meant for binds it.  Never
+# the same one twice in one test process.
+my %given_port;
 sub free_port {
-    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
-        LocalPort => 0, Proto => 'tcp', ReuseAddr => 1)
-        or die "free_port: $!";
-    my $port = $s->sockport;
-    close $s;
-    return $port;
+    my ($lo) = split ' ', (eval { slurp('/proc/sys/net/ipv4/ip_local_port_range') }
+        // '32768');
+    $lo = 32768 unless $lo && $lo > 12000;
+    for (1 .. 1000) {
+        my $port = 10000 + int(rand($lo - 10000));
+        next if $given_port{$port};
+        my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
+            LocalPort => $port, Proto => 'tcp', ReuseAddr => 1) or next;
+        close $s;
+        $given_port{$port} = 1;
+        return $port;
+    }
+    die "free_port: no free port below $lo";
 }
 
 sub run_daemon {
