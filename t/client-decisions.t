@@ -2,14 +2,17 @@
 
 # client-decisions.t -- docs/protocol.md's decision table, row by row,
 # through every entry point: sk verify, sk fetch, and the C API (sk/tls.h:
-# sk_tls_lookup, sk_tls_prepare, sk_tls_decide, in tests/unit/tls_drive.c).
+# sk_tls_lookup, sk_tls_prepare, sk_tls_decide, in tests/unit/tls_drive.c),
+# and sk-milter's outbound policy (StapleTrust).
 # The table is read from the document: a changed cell fails here.
 #
 # One set of real daemons for the whole table: three sk-timelines binding
 # example.com and other.example, an sk-mirror, nginx with ngx_sk_module as
 # every server (the real site, an impostor, another SK's carrier, a name
-# without SK; staples in the certificate form in the chain file), small
-# HTTP servers replaying a stale or a lying mirror answer.  Per row: the
+# without SK; staples in the certificate form in the chain file), one
+# Postfix serving the same chains over STARTTLS for the policy (one
+# listener each; skipped where Postfix or a private /etc/hosts is not to
+# be had), small HTTP servers replaying a stale or a lying mirror answer.  Per row: the
 # trust file (which mirror, which timelines, max_derelict, T1-T4), the
 # cache (emptied, or the copy taken at set-up) and the server's port.
 # Whether the HTTP request reached the server: its access log.
@@ -20,7 +23,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 
-use Digest::SHA qw(sha256);
+use Digest::SHA qw(sha256 sha256_hex);
 use JSON::PP;
 use Test::More;
 use Time::HiRes qw(sleep time);
@@ -28,14 +31,21 @@ use Time::HiRes qw(sleep time);
 use SKTest;
 use NginxTest;
 use SKSite;
+use SKPostfix qw(private_hosts_reexec private_hosts);
 use SKTimeline ();
 use SKMirror ();
 
+# The policy looks the next hop's name up: a private /etc/hosts.
+my $nopolicy = private_hosts_reexec();
 my $DRIVE = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/tests/tls_drive';
 my ($ngx, $d) = NginxTest->setup;
 plan skip_all => 'sk-timeline or sk-mirror not built'
     unless -x $SKTimeline::TL && -x $SKMirror::MR;
 plan skip_all => "no $DRIVE" unless -x $DRIVE;
+my $SKM = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-milter';
+$nopolicy //= !-x $SKM ? "no $SKM"
+    : !has_cmd('postfix') || !has_cmd('postmap') ? 'no postfix'
+    : private_hosts($d, 'example.com', 'nosk.test');
 
 # The table.
 my $doc = slurp("$SKTest::ROOT/docs/protocol.md");
@@ -52,12 +62,12 @@ for my $l (split /\n/, $sect // '') {
     push @rows, \%r;
 }
 is_deeply(\@cols, ['row', 'cache', 'staple', 'mirror', 'trust', 'server',
-    'decision', 'exit', 'fetch', 'request', 'no staple'],
+    'decision', 'exit', 'fetch', 'request', 'no staple', 'policy'],
     'docs/protocol.md: the decision table\'s columns');
 ok(@rows >= 20, 'docs/protocol.md: ' . scalar(@rows) . ' rows');
 
 # The world: example.com and other.example bound on timelines 7, 8, 9.
-my $w = world($d, names => { 'example.com' => 'https',
+my $w = world($d, names => { 'example.com' => 'https,smtp',
     'other.example' => 'https' }, mirror => { query_cache => 0 });
 my $m = $w->{mirror};
 my @tids = (7, 8, 9);
@@ -117,24 +127,31 @@ my ($icert, $ikey) = make_cert($d, 'example.com', 'rsa');
 my ($ncert, $nkey) = make_cert($d, 'nosk.test', 'ec');
 (my $skpub = $w->{sk}{'example.com'}) =~ s/\.key$/.pub/;
 (my $opub = $w->{sk}{'other.example'}) =~ s/\.key$/.pub/;
-make_carrier($w->{sk}{'example.com'}, $cert, 'example.com', "$d/c-real.pem");
+make_carrier($w->{sk}{'example.com'}, $cert, 'example.com', "$d/c-real.pem",
+    '-s', 'https,smtp');
 make_carrier($w->{sk}{'other.example'}, $cert, 'example.com',
-    "$d/c-other.pem");
+    "$d/c-other.pem", '-s', 'https,smtp');
+# name, certificate, key, nginx's carrier directives, the carrier file
 my %server = (
     real       => ['example.com', $cert, $key,
         "sovereign_key_public $skpub;\n"
-        . "        sovereign_key_carrier $d/c-real.pem;\n"],
+        . "        sovereign_key_carrier $d/c-real.pem;\n", "$d/c-real.pem"],
     'other-sk' => ['example.com', $cert, $key,
         "sovereign_key_public $opub;\n"
-        . "        sovereign_key_carrier $d/c-other.pem;\n"],
+        . "        sovereign_key_carrier $d/c-other.pem;\n", "$d/c-other.pem"],
     impostor   => ['example.com', $icert, $ikey, ''],
     'no-sk'    => ['nosk.test', $ncert, $nkey, ''],
 );
-my (%port, $conf);
+my (%port, %smtp, $conf);
+my $pf;
+if (!$nopolicy) {
+    mkdir "$d/pf";
+    $pf = SKPostfix->new(dir => "$d/pf");
+}
 for my $row (@rows) {
     my $k = "$row->{server}/$row->{staple}";
     next if $port{$k};
-    my ($name, $c, $ck, $extra) = @{$server{$row->{server}}
+    my ($name, $c, $ck, $extra, $carrier) = @{$server{$row->{server}}
         // die "row $row->{row}: unknown server $row->{server}"};
     die "row $row->{row}: unknown staple $row->{staple}"
         unless exists $staple{$row->{staple}};
@@ -149,7 +166,16 @@ for my $row (@rows) {
             "$d/st-$tag.pem");
         die "sk staple wrap: $r->{err}" if $r->{rc};
     }
-    spew($chain, slurp($c) . (defined $bytes ? slurp("$d/st-$tag.pem") : ''));
+    my $st = defined $bytes ? slurp("$d/st-$tag.pem") : '';
+    spew($chain, slurp($c) . $st);
+    if ($pf) {
+        # Postfix: key, certificates, carrier, staple in one file.
+        spew("$d/pf-$tag.pem", slurp($ck) . slurp($c)
+            . ($carrier ? slurp($carrier) : '') . $st, 0600);
+        my $sp = $smtp{$k} = free_port();
+        $pf->postconf('-M', "127.0.0.1:$sp/inet=127.0.0.1:$sp inet n - n - "
+            . "- smtpd -o smtpd_tls_chain_files=$d/pf-$tag.pem");
+    }
     mkdir "$d/www-$tag";
     spew("$d/www-$tag/index.html", "$tag\n");
     $conf .= "    server {\n        listen 127.0.0.1:$p ssl;\n"
@@ -162,6 +188,32 @@ $ngx->write_conf($conf);
 $r = $ngx->test_conf;
 is($r->{rc}, 0, 'nginx -t accepts the servers') or diag($r->{err});
 $ngx->start;
+$pf->start if $pf;
+my $spki = run_cmd(['sh', '-c', "openssl x509 -in $cert -pubkey -noout"
+    . " | openssl pkey -pubin -outform DER"])->{out};
+(my $fp = sha256_hex($spki)) =~ s/(..)(?!$)/$1:/g;
+
+# sk-milter's answer for the next hop [NAME]:PORT, StapleTrust TRUST:
+# match (the real site's key), TEMP or NOTFOUND.
+mkdir "$d/kc";
+sub policy {
+    my ($trust, $name, $port) = @_;
+    my ($mport, $pport) = (free_port(), free_port());
+    spew("$d/sk-milter.conf", join('', map { "$_\n" }
+        "Socket inet:$mport\@127.0.0.1", 'Name mx.src.example', 'Syslog no',
+        "KeyCache $d/kc", "PolicySocket inet:$pport\@127.0.0.1",
+        "StapleTrust $trust"));
+    my $log = "$d/milter.log";
+    my $pid = run_daemon([$SKM, '-f', '-c', "$d/sk-milter.conf"], $log);
+    wait_for_port($pport) or return 'no policy socket: ' . slurp($log);
+    my $r = run_cmd(['postmap', '-c', $pf->{etc}, '-q', "[$name]:$port",
+        "socketmap:inet:127.0.0.1:$pport:sk"]);
+    stop_daemon($pid);
+    chomp(my $v = $r->{out});
+    return $v eq "fingerprint match=$fp" ? 'match'
+        : $r->{err} =~ /temporary|TEMP|lookup error|problem/i ? 'TEMP'
+        : $r->{rc} == 1 && $v eq '' ? 'NOTFOUND' : "$r->{rc} $v $r->{err}";
+}
 
 # The cache a row may start with: example.com's view, from the mirror.
 my $held = "$d/held";
@@ -255,10 +307,19 @@ for my $row (@rows) {
             unless $mode eq 'lookup';
     }
     is($exit{$row->{decision}}, $row->{exit}, "$id: exit is the decision's");
+
+    # sk-milter's outbound policy.
+    SKIP: {
+        skip "policy: $nopolicy", 1 if $nopolicy;
+        is(policy($trust, $name, $smtp{$srv}), $row->{policy},
+            "$what: outbound policy: $row->{policy}")
+            or diag(slurp("$d/milter.log"));
+    }
 }
 note(sprintf('%d rows in %.1f s', scalar @rows, time - $t0));
 
 is($ngx->alerts, '', 'no alerts in the nginx log');
 $ngx->stop;
+$pf->stop if $pf;
 stop_world($w);
 done_testing();
