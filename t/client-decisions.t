@@ -23,7 +23,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 
-use Digest::SHA qw(sha256 sha256_hex);
+use Digest::SHA qw(sha256_hex);
 use JSON::PP;
 use Test::More;
 use Time::HiRes qw(sleep time);
@@ -77,7 +77,7 @@ my $tlconf = sub {
         @tids[0 .. $n - 1]);
 };
 
-# Staples: fresh, and the refused kinds (as t/nginx-staple.t makes them).
+# Staples: fresh, and the refused kinds.
 my $r;
 for my $n ('example.com', 'other.example') {
     $r = sk('staple', 'fetch', '--trust', $w->{trust}, '-o', "$d/$n.staple",
@@ -85,25 +85,11 @@ for my $n ('example.com', 'other.example') {
     is($r->{rc}, 0, "sk staple fetch $n") or diag($r->{out} . $r->{err});
 }
 my $good = slurp("$d/example.com.staple");
-my ($mfpr) = $good =~ /^Answer: example\.com (sha256:[0-9a-f]{64}) /m;
-my ($answer) = $good =~ /^Answer: [^\n]*\n(.*)\z/ms;
-(my $tampered = $answer) =~ s/^(Timestamp: \d*)(\d)$/$1 . (($2 + 1) % 10)/me
-    or die 'no Timestamp line to change';
-my $fake = SKTimeline::ed25519_key($d, 'fakemirror');
-(my $unsigned = $answer) =~ s/Signature: [A-Za-z0-9_-]{86}\n\z//;
-my $resigned = $unsigned . 'Signature: '
-    . SKTimeline::b64url(SKMirror::ed_sign($fake, $unsigned)) . "\n";
-my $fakefpr = 'sha256:' . unpack('H*', sha256(
-    SKTimeline::ossl('pkey', '-in', $fake, '-pubout', '-outform', 'DER')));
-sub one_staple {
-    my ($fpr, $ans) = @_;
-    return "SK-Staple: 1\nAnswers: 1\nAnswer: example.com $fpr "
-        . length($ans) . "\n$ans";
-}
+my $bs = bad_staples($d, $good);
 my %staple = (none => undef, fresh => $good, stale => $good,
-    tampered => one_staple($mfpr, $tampered),
+    tampered => $bs->{tampered},
     'other-name' => slurp("$d/other.example.staple"),
-    untrusted => one_staple($fakefpr, $resigned));
+    untrusted => $bs->{untrusted});
 
 # Mirrors: the real one, a closed port, a replay taken now (stale by the
 # row's T2 of 1 s), and a lying one (a checkpoint changed).
