@@ -44,47 +44,71 @@ impostor_chain(void)
 }
 
 
-/* ntl trusted timelines, max_derelict md: nothing known fails closed. */
-static void
-closed_after_prepare(size_t ntl, unsigned md)
+/* An sk_tls_t for ntl trusted timelines, max_derelict md and one mirror,
+ * down: with nothing known, a lookup fails closed. */
+static sk_tls_t *
+tls_down(fx_world_t *w, size_t ntl, unsigned md)
 {
-    sk_tls_conf_t     conf = { 0 };
-    STACK_OF(X509)   *chain = impostor_chain();
-    sk_tls_t         *t;
-    sk_err_t          err;
-    fx_world_t        w;
+    sk_tls_conf_t  conf = { 0 };
+    sk_tls_t      *t;
+    sk_err_t       err;
 
-    fx_init(&w, ntl);
-    w.trust.max_derelict = md;
-    tu_assert_ok(sk_client_trust_add_mirror(&w.trust, "http://127.0.0.1:9",
-        w.mirror, &err), &err);
-    conf.trust = &w.trust;
+    fx_init(w, ntl);
+    w->trust.max_derelict = md;
+    tu_assert_ok(sk_client_trust_add_mirror(&w->trust, "http://127.0.0.1:9",
+        w->mirror, &err), &err);
+    conf.trust = &w->trust;
     conf.fetch = fetch_down;
     tu_assert_ok(sk_tls_new(&t, &conf, &err), &err);
-    tu_assert_ok(sk_tls_prepare(t, NAME, "https", 443, FX_NOW, &err), &err);
-    assert_null(sk_tls_get0_found(t));
-    assert_int_equal(sk_tls_decide(t, chain, FX_NOW, &err), -1);
-    assert_int_equal(err.code, SK_ERR_UNAVAILABLE);
-    assert_non_null(strstr(err.msg, "no mirror gave a fresh enough answer"));
-    assert_null(sk_tls_decision(t));
-    assert_non_null(sk_tls_get0_found(t));
-    assert_int_equal(sk_tls_get0_found(t)->res.outcome, SK_FRESH_CLOSED);
-    /* Asked again (OpenSSL calls back per certificate): still closed. */
-    assert_int_equal(sk_tls_decide(t, chain, FX_NOW, &err), -1);
-    assert_int_equal(err.code, SK_ERR_UNAVAILABLE);
-    assert_null(sk_tls_decision(t));
-    sk_tls_free(t);
-    sk_X509_pop_free(chain, X509_free);
-    fx_free(&w);
+    return t;
 }
 
 
+/* sk_tls_decide fails closed and decides nothing, however often asked
+ * (OpenSSL calls back once per certificate). */
+static void
+decide_closed(sk_tls_t *t)
+{
+    STACK_OF(X509)  *chain = impostor_chain();
+    sk_err_t         err;
+    int              i;
+
+    for (i = 0; i < 2; i++) {
+        assert_int_equal(sk_tls_decide(t, chain, FX_NOW, &err), -1);
+        assert_int_equal(err.code, SK_ERR_UNAVAILABLE);
+        assert_non_null(strstr(err.msg, "no mirror gave a fresh enough "
+            "answer"));
+        assert_null(sk_tls_decision(t));
+    }
+    sk_X509_pop_free(chain, X509_free);
+}
+
+
+/* The lookup in the handshake (sk_tls_prepare) fails closed: 2 of 2
+ * timelines with max_derelict 2, 3 of 3 with max_derelict 3. */
 static void
 test_prepare_fails_closed(void **state)
 {
+    static const struct { size_t ntl; unsigned md; } cases[] = {
+        { 2, 2 }, { 3, 3 }
+    };
+    fx_world_t  w;
+    sk_tls_t   *t;
+    sk_err_t    err;
+    size_t      i;
+
     (void) state;
-    closed_after_prepare(2, 2);
-    closed_after_prepare(3, 3);
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        t = tls_down(&w, cases[i].ntl, cases[i].md);
+        tu_assert_ok(sk_tls_prepare(t, NAME, "https", 443, FX_NOW, &err),
+            &err);
+        assert_null(sk_tls_get0_found(t));
+        decide_closed(t);
+        assert_non_null(sk_tls_get0_found(t));
+        assert_int_equal(sk_tls_get0_found(t)->res.outcome, SK_FRESH_CLOSED);
+        sk_tls_free(t);
+        fx_free(&w);
+    }
 }
 
 
@@ -92,26 +116,16 @@ test_prepare_fails_closed(void **state)
 static void
 test_lookup_fails_closed(void **state)
 {
-    sk_tls_conf_t     conf = { 0 };
-    STACK_OF(X509)   *chain = impostor_chain();
-    sk_tls_t         *t;
-    sk_err_t          err;
-    fx_world_t        w;
+    fx_world_t  w;
+    sk_tls_t   *t;
+    sk_err_t    err;
 
     (void) state;
-    fx_init(&w, 2);
-    tu_assert_ok(sk_client_trust_add_mirror(&w.trust, "http://127.0.0.1:9",
-        w.mirror, &err), &err);
-    conf.trust = &w.trust;
-    conf.fetch = fetch_down;
-    tu_assert_ok(sk_tls_new(&t, &conf, &err), &err);
+    t = tls_down(&w, 2, 2);
     assert_int_equal(sk_tls_lookup(t, NAME, "https", 443, FX_NOW, &err), -1);
     assert_int_equal(err.code, SK_ERR_UNAVAILABLE);
-    assert_int_equal(sk_tls_decide(t, chain, FX_NOW, &err), -1);
-    assert_int_equal(err.code, SK_ERR_UNAVAILABLE);
-    assert_null(sk_tls_decision(t));
+    decide_closed(t);
     sk_tls_free(t);
-    sk_X509_pop_free(chain, X509_free);
     fx_free(&w);
 }
 
