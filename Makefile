@@ -43,7 +43,9 @@ LIBSK = $(BUILD)/libsk.a
 SK    = $(BUILD)/sk
 
 .PHONY: all test unit fuzz fuzz-build bench clean deps demo
-all: $(LIBSK) $(SK) $(UNIT_BINS) $(BENCH_BINS)
+# t/client-decisions.t's driver of the C API (sk/tls.h).
+TLS_DRIVE = $(BUILD)/tests/tls_drive
+all: $(LIBSK) $(SK) $(UNIT_BINS) $(BENCH_BINS) $(TLS_DRIVE)
 
 $(BUILD)/%.o: %.c $(LIB_HDRS) $(wildcard common/cli/*.h)
 	@mkdir -p $(dir $@)
@@ -59,6 +61,10 @@ $(SK): $(CLI_OBJS) $(LIBSK)
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIBSK)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS) -lcmocka
+
+$(TLS_DRIVE): tests/unit/tls_drive.c $(LIBSK)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS) -lcurl
 
 $(BUILD)/bench/%: tests/bench/%.c $(LIBSK)
 	@mkdir -p $(dir $@)

@@ -24,7 +24,6 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 
-use Digest::SHA qw(sha256);
 use JSON::PP;
 use Test::More;
 use Time::HiRes qw(sleep time);
@@ -341,7 +340,6 @@ s.close()', $pc, "$d/ca.pem"])->{rc}, 0, 'chain form: Python verifies');
 # Refused staples: served in the certificate form by a plain TLS server
 # with the real carrier; the mirror decides instead, saying why.
 my $good = slurp("$scache/proof/example.com");
-my ($mfpr) = $good =~ /^Answer: example\.com (sha256:[0-9a-f]{64}) /m;
 sub staple_chain {
     my ($name, $bytes, $leaf) = @_;
     spew("$d/$name.bin", $bytes);
@@ -351,29 +349,17 @@ sub staple_chain {
         . slurp("$d/c-rsa.pem") . slurp("$d/$name.pem"));
     return "$d/$name-chain.pem";
 }
-sub one_staple {
-    my ($name, $fpr, $answer) = @_;
-    return "SK-Staple: 1\nAnswers: 1\nAnswer: $name $fpr "
-        . length($answer) . "\n$answer";
-}
-my ($answer) = $good =~ /^Answer: [^\n]*\n(.*)\z/ms;
-
-(my $tampered = $answer) =~ s/^(Timestamp: \d*)(\d)$/$1 . (($2 + 1) % 10)/me;
-my $fake = SKTimeline::ed25519_key($d, 'fakemirror');
-(my $unsigned = $answer) =~ s/Signature: [A-Za-z0-9_-]{86}\n\z//;
-my $resigned = $unsigned . 'Signature: '
-    . SKTimeline::b64url(SKMirror::ed_sign($fake, $unsigned)) . "\n";
-my $fakefpr = 'sha256:' . unpack('H*', sha256(
-    SKTimeline::ossl('pkey', '-in', $fake, '-pubout', '-outform', 'DER')));
+my $bs = bad_staples($d, $good);
+my ($mfpr, $fakefpr) = @$bs{qw(fpr fakefpr)};
 $r = sk('staple', 'fetch', '--trust', $trust, '--cache', $scache,
     'other.example');
 like($r->{out}, qr/^sk:proof:other\.example: from mirror \Q$m->{url}\E: \d+ s old$/,
     'sk staple fetch: other.example\'s answer into the cache')
     or diag($r->{out} . $r->{err});
 my %bad = (
-    tampered  => [one_staple('example.com', $mfpr, $tampered),
+    tampered  => [$bs->{tampered},
         qr/refused: answer of \Q$m->{url}\E: answer: the mirror's signature does not verify/],
-    untrusted => [one_staple('example.com', $fakefpr, $resigned),
+    untrusted => [$bs->{untrusted},
         qr/refused: no answer for example\.com from a trusted mirror \(one signed by \Q$fakefpr\E/],
     othername => [slurp("$scache/proof/other.example"),
         qr/not used: no answer for example\.com/],

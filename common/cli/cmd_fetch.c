@@ -59,6 +59,7 @@ typedef struct {
     size_t                    ntries;
     const sk_ft_try_t        *used;         /* the route that answered */
     const sk_decide_t        *plain;        /* http://: the decision */
+    int                       closed;       /* the lookup failed closed */
     char                      why[2 * SK_ERR_MSG_MAX + 64];
 } sk_ft_t;
 
@@ -185,6 +186,10 @@ sk_ft_exit(const sk_ft_t *f)
     }
     if (f->used != NULL) {
         return SK_EXIT_OK;
+    }
+    if (f->closed) {
+        /* Undecided, whatever the handshake it failed reported. */
+        return CLI_EXIT_UNDECIDED;
     }
     for (i = 0; i < f->ntries; i++) {
         if (f->tries[i].o.result == CLI_GET_BROKEN) {
@@ -427,6 +432,7 @@ sk_ft_run(sk_ft_t *f)
             cli_client_print_found(stderr, "sk: ", f->found);
         }
         if (!done && sk_client_found_usable(f->found, &err) != 0) {
+            f->closed = 1;
             snprintf(f->why, sizeof(f->why), "undecided, nothing sent: %s",
                 err.msg);
             return sk_ft_report(f);

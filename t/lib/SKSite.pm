@@ -18,17 +18,25 @@ package SKSite;
 #       saying "the real NAME\n"; returns the text for write_conf.
 #       NginxTest::make_ca(DIR) must have run.
 #   stop_world(W)
+#   one_staple(NAME, FPR, ANSWER)   a staple of one answer for NAME, signed
+#       by the mirror key of fingerprint FPR ("sha256:...")
+#   bad_staples(DIR, GOOD)   from GOOD, a staple of one answer (as `sk
+#       staple fetch` writes it): { fpr => its mirror's fingerprint,
+#       tampered => a staple whose answer has a Timestamp changed (the
+#       mirror's signature fails), untrusted => one re-signed by a mirror
+#       key made here that no trust file lists, fakefpr => its fingerprint }
 
 use strict;
 use warnings;
 
+use Digest::SHA qw(sha256);
 use Exporter 'import';
 use SKTest;
 use SKTimeline ();
 use SKMirror ();
 use NginxTest ();
 
-our @EXPORT = qw(world site stop_world);
+our @EXPORT = qw(world site stop_world one_staple bad_staples);
 
 sub world {
     my ($d, %a) = @_;
@@ -113,6 +121,30 @@ sub site {
             . "    }\n";
     }
     return $conf;
+}
+
+sub one_staple {
+    my ($name, $fpr, $answer) = @_;
+    return "SK-Staple: 1\nAnswers: 1\nAnswer: $name $fpr "
+        . length($answer) . "\n$answer";
+}
+
+sub bad_staples {
+    my ($d, $good) = @_;
+    my ($name, $fpr, $answer) = $good
+        =~ /^Answer: (\S+) (sha256:[0-9a-f]{64}) \d+\n(.*)\z/ms
+        or die 'bad_staples: not a staple of one answer';
+    (my $tampered = $answer) =~ s/^(Timestamp: \d*)(\d)$/$1 . (($2 + 1) % 10)/me
+        or die 'bad_staples: no Timestamp line';
+    my $fake = SKTimeline::ed25519_key($d, 'fakemirror');
+    (my $unsigned = $answer) =~ s/Signature: [A-Za-z0-9_-]{86}\n\z//;
+    my $resigned = $unsigned . 'Signature: '
+        . SKTimeline::b64url(SKMirror::ed_sign($fake, $unsigned)) . "\n";
+    my $fakefpr = 'sha256:' . unpack('H*', sha256(SKTimeline::ossl('pkey',
+        '-in', $fake, '-pubout', '-outform', 'DER')));
+    return { fpr => $fpr, fakefpr => $fakefpr,
+        tampered => one_staple($name, $fpr, $tampered),
+        untrusted => one_staple($name, $fakefpr, $resigned) };
 }
 
 sub stop_world {

@@ -83,7 +83,9 @@ int sk_tls_lookup(sk_tls_t *t, const char *host, const char *service,
  * cache decides here if it can (no network); else the handshake asks the
  * server for its stapled proof (sk/staple.h), and the record is learnt
  * inside it, from the staple if it is fresh and valid, else from the
- * mirrors (the handshake then waits for them; a fail closed fails it).
+ * mirrors (the handshake then waits for them).  Until then nothing is
+ * decided: a lookup in the handshake that fails closed, or fails at all,
+ * fails the handshake and sk_tls_decide, never decides on what it had.
  * A client that connects anyway saves the first visit's mirror query.
  * -1 only for local failures.
  */
@@ -91,8 +93,8 @@ int sk_tls_prepare(sk_tls_t *t, const char *host, const char *service,
     unsigned port, int64_t now, sk_err_t *err) SK_WUR;
 
 /* What the last lookup found (record, lookup log), borrowed; NULL before
- * one, and after sk_tls_prepare until a handshake or sk_tls_decide
- * learnt it. */
+ * one, when it found nothing (a local failure), and after sk_tls_prepare
+ * until a handshake or sk_tls_decide learnt it. */
 const sk_client_found_t *sk_tls_get0_found(const sk_tls_t *t);
 
 /* Which staple the lookup had: "extension", "chain" (the certificate

@@ -38,7 +38,9 @@ struct sk_tls_s {
     char                     service[SK_SERVICE_NAME_MAX + 1];
     unsigned                 port;
     sk_client_found_t        found;
-    int                      usable;    /* found may decide */
+    int                      usable;    /* found may decide: set only
+                                           by sk_tls_found, never while
+                                           pending */
     sk_err_t                 closed;    /* why not, when !usable */
     int                      pending;   /* found is learnt in the
                                            handshake (sk_tls_prepare) */
@@ -152,11 +154,13 @@ sk_tls_lookup(sk_tls_t *t, const char *host, const char *service,
 }
 
 
-/* found is learnt: may it decide? */
+/* found is learnt: may it decide?  Whatever fails closed leaves usable
+ * 0, so no decision is made on what was found. */
 static int
 sk_tls_found(sk_tls_t *t, sk_err_t *err)
 {
     t->pending = 0;
+    t->usable = 0;
     if (sk_client_found_usable(&t->found, &t->closed) != 0) {
         if (err != NULL) {
             *err = t->closed;
@@ -209,9 +213,10 @@ sk_tls_prepare(sk_tls_t *t, const char *host, const char *service,
     if (!wanted && t->found.res.outcome == SK_FRESH_CACHED) {
         return sk_tls_found(t, err);
     }
+    /* Undecided until the handshake learns the record: usable stays 0,
+     * so a lookup there that fails closed fails the decision. */
     sk_client_found_free(&t->found);
     t->pending = 1;
-    t->usable = 1;
     return 0;
 }
 
@@ -219,7 +224,9 @@ sk_tls_prepare(sk_tls_t *t, const char *host, const char *service,
 const sk_client_found_t *
 sk_tls_get0_found(const sk_tls_t *t)
 {
-    return t->host[0] != '\0' && !t->pending ? &t->found : NULL;
+    /* found.name is set by every lookup that found something. */
+    return t->host[0] != '\0' && !t->pending && t->found.name[0] != '\0'
+        ? &t->found : NULL;
 }
 
 
@@ -310,12 +317,18 @@ sk_tls_learn(sk_tls_t *t, STACK_OF(X509) *chain, int64_t now, sk_err_t *err)
         }
     }
     ctx.staple = t->staple_form != NULL ? &s : NULL;
-    rc = sk_client_find(&t->found, t->host, &ctx, err);
+    t->pending = 0;
+    rc = sk_client_find(&t->found, t->host, &ctx, &e);
     if (t->staple_form != NULL) {
         sk_staple_free(&s);
     }
     sk_tls_drop_staple(t);
     if (rc != 0) {
+        /* Not learnt: stay undecided, for this and any later call. */
+        t->closed = e;
+        if (err != NULL) {
+            *err = e;
+        }
         return -1;
     }
     if (why[0] != '\0') {
@@ -329,9 +342,7 @@ int
 sk_tls_decide(sk_tls_t *t, STACK_OF(X509) *chain, time_t now, sk_err_t *err)
 {
     t->decided = 0;
-    if (t->pending && sk_tls_learn(t, chain, now, err) != 0
-        && (err == NULL || err->code != SK_ERR_UNAVAILABLE))
-    {
+    if (t->pending && sk_tls_learn(t, chain, now, err) != 0) {
         return -1;
     }
     if (!t->usable) {
@@ -449,7 +460,7 @@ sk_tls_ready(sk_tls_t *t, sk_err_t *err)
         return sk_err_set(err, SK_ERR_USAGE, "tls: attach after "
             "sk_tls_lookup");
     }
-    if (!t->usable) {
+    if (!t->usable && !t->pending) {
         return sk_err_set(err, SK_ERR_UNAVAILABLE, "%s", t->closed.msg);
     }
     t->decided = 0;

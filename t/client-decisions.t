@@ -1,0 +1,325 @@
+#!/usr/bin/perl
+
+# client-decisions.t -- docs/protocol.md's decision table, row by row,
+# through every entry point: sk verify, sk fetch, and the C API (sk/tls.h:
+# sk_tls_lookup, sk_tls_prepare, sk_tls_decide, in tests/unit/tls_drive.c),
+# and sk-milter's outbound policy (StapleTrust).
+# The table is read from the document: a changed cell fails here.
+#
+# One set of real daemons for the whole table: three sk-timelines binding
+# example.com and other.example, an sk-mirror, nginx with ngx_sk_module as
+# every server (the real site, an impostor, another SK's carrier, a name
+# without SK; staples in the certificate form in the chain file), one
+# Postfix serving the same chains over STARTTLS for the policy (one
+# listener each; skipped where Postfix or a private /etc/hosts is not to
+# be had), small HTTP servers replaying a stale or a lying mirror answer.  Per row: the
+# trust file (which mirror, which timelines, max_derelict, T1-T4), the
+# cache (emptied, or the copy taken at set-up) and the server's port.
+# Whether the HTTP request reached the server: its access log.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/lib";
+
+use Digest::SHA qw(sha256_hex);
+use JSON::PP;
+use Test::More;
+use Time::HiRes qw(sleep time);
+
+use SKTest;
+use NginxTest;
+use SKSite;
+use SKPostfix qw(private_hosts_reexec private_hosts);
+use SKTimeline ();
+use SKMirror ();
+
+# The policy looks the next hop's name up: a private /etc/hosts.
+my $nopolicy = private_hosts_reexec();
+my $DRIVE = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/tests/tls_drive';
+my ($ngx, $d) = NginxTest->setup;
+plan skip_all => 'sk-timeline or sk-mirror not built'
+    unless -x $SKTimeline::TL && -x $SKMirror::MR;
+plan skip_all => "no $DRIVE" unless -x $DRIVE;
+my $SKM = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-milter';
+$nopolicy //= !-x $SKM ? "no $SKM"
+    : !has_cmd('postfix') || !has_cmd('postmap') ? 'no postfix'
+    : private_hosts($d, 'example.com', 'nosk.test');
+
+# The table.
+my $doc = slurp("$SKTest::ROOT/docs/protocol.md");
+my ($sect) = $doc =~ /^### Decision table \(every entry point\)\n(.*?)^### /ms;
+my @cols;
+my @rows;
+for my $l (split /\n/, $sect // '') {
+    next unless $l =~ /^\|/;
+    my @c = map { s/^\s+|\s+$//gr } split /\|/, substr($l, 1);
+    if (!@cols) { @cols = @c; next }
+    next if $c[0] =~ /^-+$/;
+    my %r;
+    @r{@cols} = @c;
+    push @rows, \%r;
+}
+is_deeply(\@cols, ['row', 'cache', 'staple', 'mirror', 'trust', 'server',
+    'decision', 'exit', 'fetch', 'request', 'no staple', 'policy'],
+    'docs/protocol.md: the decision table\'s columns');
+ok(@rows >= 20, 'docs/protocol.md: ' . scalar(@rows) . ' rows');
+
+# The world: example.com and other.example bound on timelines 7, 8, 9.
+my $w = world($d, names => { 'example.com' => 'https,smtp',
+    'other.example' => 'https' }, mirror => { query_cache => 0 });
+my $m = $w->{mirror};
+my @tids = (7, 8, 9);
+my $tlconf = sub {
+    my ($n) = @_;
+    return join('', map { "timeline = $_ $d/tl$_/timeline.pub\n" }
+        @tids[0 .. $n - 1]);
+};
+
+# Staples: fresh, and the refused kinds.
+my $r;
+for my $n ('example.com', 'other.example') {
+    $r = sk('staple', 'fetch', '--trust', $w->{trust}, '-o', "$d/$n.staple",
+        $n);
+    is($r->{rc}, 0, "sk staple fetch $n") or diag($r->{out} . $r->{err});
+}
+my $good = slurp("$d/example.com.staple");
+my $bs = bad_staples($d, $good);
+my %staple = (none => undef, fresh => $good, stale => $good,
+    tampered => $bs->{tampered},
+    'other-name' => slurp("$d/other.example.staple"),
+    untrusted => $bs->{untrusted});
+
+# Mirrors: the real one, a closed port, a replay taken now (stale by the
+# row's T2 of 1 s), and a lying one (a checkpoint changed).
+my %mirror = (answers => $m->{url}, down => 'http://127.0.0.1:'
+    . free_port());
+my $now_answer = SKMirror::query($m, 'example.com')->{body};
+for my $k ('stale', 'lying') {
+    mkdir "$d/fm-$k";
+    mkdir "$d/fm-$k/www";
+    my $body = $now_answer;
+    $body =~ s/^(Timestamp: \d*)(\d)$/$1 . (($2 + 1) % 10)/me
+        or die 'no Timestamp line to change' if $k eq 'lying';
+    spew("$d/fm-$k/www/%query%example.com", $body);
+    $mirror{$k} = SKMirror::serve_forged("$d/fm-$k")->{url};
+}
+
+# The servers: one nginx port per (server, staple) the table uses.
+my $ca = NginxTest::make_ca($d);
+my ($cert, $key) = make_cert($d, 'example.com', 'ec');
+my ($icert, $ikey) = make_cert($d, 'example.com', 'rsa');
+my ($ncert, $nkey) = make_cert($d, 'nosk.test', 'ec');
+(my $skpub = $w->{sk}{'example.com'}) =~ s/\.key$/.pub/;
+(my $opub = $w->{sk}{'other.example'}) =~ s/\.key$/.pub/;
+make_carrier($w->{sk}{'example.com'}, $cert, 'example.com', "$d/c-real.pem",
+    '-s', 'https,smtp');
+make_carrier($w->{sk}{'other.example'}, $cert, 'example.com',
+    "$d/c-other.pem", '-s', 'https,smtp');
+# name, certificate, key, nginx's carrier directives, the carrier file
+my %server = (
+    real       => ['example.com', $cert, $key,
+        "sovereign_key_public $skpub;\n"
+        . "        sovereign_key_carrier $d/c-real.pem;\n", "$d/c-real.pem"],
+    'other-sk' => ['example.com', $cert, $key,
+        "sovereign_key_public $opub;\n"
+        . "        sovereign_key_carrier $d/c-other.pem;\n", "$d/c-other.pem"],
+    impostor   => ['example.com', $icert, $ikey, ''],
+    'no-sk'    => ['nosk.test', $ncert, $nkey, ''],
+);
+my (%port, %smtp, $conf);
+my $pf;
+if (!$nopolicy) {
+    mkdir "$d/pf";
+    $pf = SKPostfix->new(dir => "$d/pf");
+}
+for my $row (@rows) {
+    my $k = "$row->{server}/$row->{staple}";
+    next if $port{$k};
+    my ($name, $c, $ck, $extra, $carrier) = @{$server{$row->{server}}
+        // die "row $row->{row}: unknown server $row->{server}"};
+    die "row $row->{row}: unknown staple $row->{staple}"
+        unless exists $staple{$row->{staple}};
+    (my $tag = $k) =~ s{/}{-}g;
+    # (the first takes the port NginxTest->setup made)
+    my $p = $port{$k} = $ngx->port(%port ? $tag : 'default');
+    my $chain = "$d/chain-$tag.pem";
+    my $bytes = $staple{$row->{staple}};
+    if (defined $bytes) {
+        spew("$d/st-$tag.bin", $bytes);
+        $r = sk('staple', 'wrap', '-i', "$d/st-$tag.bin", '-o',
+            "$d/st-$tag.pem");
+        die "sk staple wrap: $r->{err}" if $r->{rc};
+    }
+    my $st = defined $bytes ? slurp("$d/st-$tag.pem") : '';
+    spew($chain, slurp($c) . $st);
+    if ($pf) {
+        # Postfix: key, certificates, carrier, staple in one file.
+        spew("$d/pf-$tag.pem", slurp($ck) . slurp($c)
+            . ($carrier ? slurp($carrier) : '') . $st, 0600);
+        my $sp = $smtp{$k} = free_port();
+        $pf->postconf('-M', "127.0.0.1:$sp/inet=127.0.0.1:$sp inet n - n - "
+            . "- smtpd -o smtpd_tls_chain_files=$d/pf-$tag.pem");
+    }
+    mkdir "$d/www-$tag";
+    spew("$d/www-$tag/index.html", "$tag\n");
+    $conf .= "    server {\n        listen 127.0.0.1:$p ssl;\n"
+        . "        server_name $name;\n        root $d/www-$tag;\n"
+        . "        access_log $d/access-$p.log;\n"
+        . "        ssl_certificate $chain;\n"
+        . "        ssl_certificate_key $ck;\n        $extra    }\n";
+}
+$ngx->write_conf($conf);
+$r = $ngx->test_conf;
+is($r->{rc}, 0, 'nginx -t accepts the servers') or diag($r->{err});
+$ngx->start;
+$pf->start if $pf;
+my $spki = run_cmd(['sh', '-c', "openssl x509 -in $cert -pubkey -noout"
+    . " | openssl pkey -pubin -outform DER"])->{out};
+(my $fp = sha256_hex($spki)) =~ s/(..)(?!$)/$1:/g;
+
+# sk-milter's answer for the next hop [NAME]:PORT, StapleTrust TRUST:
+# match (the real site's key), TEMP or NOTFOUND.  One milter; each row's
+# trust file is loaded by a reload (which empties the policy cache).
+my ($mlog, $mpid, $pport) = ("$d/milter.log");
+my $ptrust = "$d/policy-trust.conf";
+sub reloads { return -e $mlog ? scalar(() = slurp($mlog) =~ /reloaded /g) : 0 }
+if ($pf) {
+    mkdir "$d/kc";
+    $pport = free_port();
+    spew($ptrust, slurp($w->{trust}));
+    spew("$d/sk-milter.conf", join('', map { "$_\n" }
+        'Socket inet:' . free_port() . '@127.0.0.1', 'Name mx.src.example',
+        'Syslog no', "KeyCache $d/kc", "PolicySocket inet:$pport\@127.0.0.1",
+        "StapleTrust $ptrust"));
+    $mpid = run_daemon([$SKM, '-f', '-c', "$d/sk-milter.conf"], $mlog);
+    ok(wait_for_port($pport), 'sk-milter\'s policy socket listens')
+        or diag(slurp($mlog));
+}
+sub policy {
+    my ($trust, $name, $port) = @_;
+    my $n = reloads();
+    spew($ptrust, slurp($trust));
+    kill 'HUP', $mpid;
+    wait_until(sub { reloads() > $n }, 10)
+        or return 'not reloaded: ' . slurp($mlog);
+    my $r = run_cmd(['postmap', '-c', $pf->{etc}, '-q', "[$name]:$port",
+        "socketmap:inet:127.0.0.1:$pport:sk"]);
+    chomp(my $v = $r->{out});
+    return $v eq "fingerprint match=$fp" ? 'match'
+        : $r->{err} =~ /temporary|TEMP|lookup error|problem/i ? 'TEMP'
+        : $r->{rc} == 1 && $v eq '' ? 'NOTFOUND' : "$r->{rc} $v $r->{err}";
+}
+
+# The cache a row may start with: example.com's view, from the mirror.
+my $held = "$d/held";
+$r = sk('verify', '--trust', $w->{trust}, '--cache', $held, '--no-staple',
+    '--connect', "127.0.0.1:$port{'real/none'}",
+    "https://example.com:$port{'real/none'}");
+is($r->{rc}, 0, 'the held cache: example.com accepted from the mirror')
+    or diag($r->{out} . $r->{err});
+# Older than the 1 s of the stale rules (T2, staple_max_age, T4).
+sleep 2;
+
+sub requests {
+    my ($p) = @_;
+    my $f = "$d/access-$p.log";
+    return -e $f ? scalar(() = slurp($f) =~ /"GET \//g) : 0;
+}
+
+my %exit = (accept => 0, reject => 1, none => 3, insecure => 4,
+    undecided => 5);
+my $dead_tor = free_port();
+my $t0 = time;
+for my $row (@rows) {
+    my $id = $row->{row};
+    my ($name, $srv) = ($server{$row->{server}}[0],
+        "$row->{server}/$row->{staple}");
+    my $p = $port{$srv};
+    my %tr = map { split /=/ } split ' ', $row->{trust};
+    my $trust = "$d/trust-$id.conf";
+    my $murl = $mirror{$row->{mirror}}
+        // die "row $id: unknown mirror $row->{mirror}";
+    spew($trust, $tlconf->($tr{tl}) . "mirror = $murl $m->{pub}\n"
+        . "max_derelict = $tr{md}\n"
+        . join('', map { "$_ = $tr{$_}\n" } grep { /^t\d$/ } sort keys %tr)
+        . ($row->{staple} eq 'stale' ? "staple_max_age = 1\n" : '')
+        . ($row->{mirror} eq 'stale' ? "t2 = 1\n" : ''));
+    my $cache = "$d/cache-$id";
+    my $fresh_cache = sub {
+        run_cmd(['rm', '-rf', $cache]);
+        if ($row->{cache} eq 'held') {
+            run_cmd(['cp', '-a', $held, $cache]);
+        } elsif ($row->{cache} ne 'empty') {
+            die "row $id: unknown cache $row->{cache}";
+        }
+    };
+    my $what = "$id ($row->{cache} cache, $row->{staple} staple, "
+        . "$row->{mirror} mirror, $row->{trust}, $row->{server})";
+    my $url = "https://$name:$p";
+
+    # sk verify, the staple asked for, and --no-staple.
+    for my $ns (0, 1) {
+        $fresh_cache->();
+        my $before = requests($p);
+        $r = sk('verify', '--trust', $trust, '--cache', $cache, '--connect',
+            "127.0.0.1:$p", ($ns ? '--no-staple' : ()), $url);
+        my $want = $ns ? $row->{'no staple'} : $row->{decision};
+        my ($got) = $r->{out} =~ /^(\w+): /;
+        my $how = $ns ? 'sk verify --no-staple' : 'sk verify';
+        is($got // '', $want, "$what: $how: $want")
+            or diag($r->{out} . $r->{err});
+        is($r->{rc}, $ns ? $exit{$want} : $row->{exit}, "$what: $how: exit");
+        is(requests($p), $before, "$what: $how sends no request");
+    }
+
+    # sk fetch.
+    $fresh_cache->();
+    my $before = requests($p);
+    $r = sk('fetch', '--trust', $trust, '--cache', $cache, '--cacert', $ca,
+        '--tor', "127.0.0.1:$dead_tor", '--connect-timeout', 3,
+        '--resolve', "$name:$p:127.0.0.1", '-o', "$d/body", $url);
+    is($r->{rc}, $row->{fetch}, "$what: sk fetch: exit $row->{fetch}")
+        or diag($r->{out} . $r->{err});
+    is(requests($p) > $before ? 'yes' : 'no', $row->{request},
+        "$what: sk fetch: request sent: $row->{request}");
+
+    # The C API.
+    for my $mode ('lookup', 'prepare', 'decide') {
+        $fresh_cache->();
+        $before = requests($p);
+        $r = run_cmd([$DRIVE, $mode, $trust, $cache, $name, $p, '127.0.0.1',
+            $ca]);
+        my $want = $mode eq 'lookup' ? $row->{'no staple'}
+            : $row->{decision};
+        my $sent = $exit{$want} == 0 || $want eq 'none' ? 'yes' : 'no';
+        my $fn = "sk_tls_$mode";
+        is($r->{out}, "decision=$want sent=$sent\n", "$what: $fn: $want")
+            or diag($r->{err});
+        is($r->{rc}, $exit{$want}, "$what: $fn: exit $exit{$want}");
+        is(requests($p) > $before ? 'yes' : 'no', $sent,
+            "$what: $fn: request sent: $sent");
+        is($sent, $row->{request}, "$what: $fn: the table's request")
+            unless $mode eq 'lookup';
+    }
+    is($exit{$row->{decision}}, $row->{exit}, "$id: exit is the decision's");
+
+    # sk-milter's outbound policy.
+    SKIP: {
+        skip "policy: $nopolicy", 1 if $nopolicy;
+        is(policy($trust, $name, $smtp{$srv}), $row->{policy},
+            "$what: outbound policy: $row->{policy}")
+            or diag(slurp($mlog));
+    }
+}
+note(sprintf('%d rows in %.1f s', scalar @rows, time - $t0));
+
+is($ngx->alerts, '', 'no alerts in the nginx log');
+$ngx->stop;
+if ($pf) {
+    is(stop_daemon($mpid), 0, 'sk-milter: clean exit');
+    $pf->stop;
+}
+stop_world($w);
+done_testing();
