@@ -234,6 +234,10 @@ int skm_nexthop_parse(skm_nexthop_t *nh, const char *key);
  * by a thread and a thread per connection running its handler. */
 int skm_servers_open(const skm_conf_t *conf);
 int skm_servers_start(void);
+/* Stop: close stops accepting; end shuts every connection for reading
+ * and waits up to secs for their threads: the number still running. */
+void skm_servers_close(void);
+int skm_servers_end(int secs);
 
 /* Outbound (skm_policy.c): one socketmap connection from Postfix. */
 void skm_sockmap_conn(int fd);
