@@ -183,8 +183,8 @@ main(int argc, char **argv)
     if (left > 0) {
         /* their threads still read the configuration and use OpenSSL:
          * free nothing, run no exit handler under them */
-        skm_log(LOG_WARNING, "stopped with %d connection threads still running",
-            left);
+        skm_log(LOG_WARNING, "stopped with %d connection threads still "
+            "running", left);
         _exit(EX_OK);
     }
     skm_conf_install(NULL);
