@@ -433,14 +433,17 @@ skm_policy_staple(sk_key_t **key, const skm_conf_t *conf,
 
     *key = NULL;
     snprintf(portstr, sizeof(portstr), "%d", port);
-    for (i = 0; i < nmx && !skm_bound_over(b); i++) {
+    for (i = 0; i < nmx; i++) {
         if (skm_tls_chain(&chain, mx[i].name, portstr, port != 465, NULL,
                 &ext, &extlen, b, res, sizeof(res)) == 0)
         {
             break;
         }
+        if (skm_bound_over(b)) {
+            return 0;           /* the caller answers TEMP */
+        }
     }
-    if (i == nmx || skm_bound_over(b)) {
+    if (i == nmx) {
         return 0;
     }
     if (ext != NULL) {

@@ -4,7 +4,10 @@
 # by PolicyTimeout, so the answer (TEMP: undecided, the mail is deferred)
 # comes within it; and a client that hangs up ends its lookup, so with
 # PolicyMaxConnections taken by such lookups, the slots are free again
-# as soon as their clients are gone, not when the lookups give up.
+# as soon as their clients are gone, not when the lookups give up.  With
+# StapleTrust any next hop is asked for its staple, so any domain (a
+# bounce to a forged sender's) can drip: that lookup is bound too, and
+# undecided is TEMP, not NOTFOUND ("no SK").
 #
 # drip.example resolves to 127.0.0.1 in a private mount namespace
 # (unshare -m) with its own /etc/hosts.
@@ -27,7 +30,7 @@ plan(skip_all => "no $skm") unless -x $skm;
 my $why = private_hosts_reexec();
 plan(skip_all => $why) if $why;
 my $dir = tmpdir();
-$why = private_hosts($dir, 'drip.example');
+$why = private_hosts($dir, qw(drip.example forged.example));
 plan(skip_all => $why) if $why;
 
 my $r = sk('keygen', '-n', 'drip.example', '-o', "$dir/sk.key",
@@ -60,9 +63,14 @@ END { kill 'KILL', $drip if $drip; }
 my $timeout = 4;
 my ($mport, $pport) = (free_port(), free_port());
 spew("$dir/trust", "drip.example smtp $dir/sk.key.pub\n");
+# StapleTrust's timeline and mirror are never reached: the staple never
+# comes.
+spew("$dir/staple-trust.conf", "timeline = 7 $dir/sk.key.pub\n"
+    . "mirror = https://127.0.0.1:1 $dir/sk.key.pub\n");
 spew("$dir/sk-milter.conf", join('', map { "$_\n" }
     "Socket inet:$mport\@127.0.0.1", 'Name mx.src.example', 'Syslog no',
-    "TrustFile $dir/trust", "PolicySocket inet:$pport\@127.0.0.1",
+    "TrustFile $dir/trust", "StapleTrust $dir/staple-trust.conf",
+    "PolicySocket inet:$pport\@127.0.0.1",
     'PolicyMaxConnections 6', "PolicyTimeout $timeout"));
 my $log = "$dir/milter.log";
 my $mpid = run_daemon([$skm, '-f', '-c', "$dir/sk-milter.conf"], $log);
@@ -94,21 +102,26 @@ sub answer {
 }
 
 my $hop = "[drip.example]:$dport";
-my $t0 = time;
-my $s = ask($hop);
-my $v = answer($s, $timeout + 3);
-my $took = time - $t0;
-like($v // '(none)', qr/^TEMP .*PolicyTimeout \($timeout s\)/,
-    'a dripping next hop: TEMP (undecided, deferred)') or diag(slurp($log));
-cmp_ok($took, '<', $timeout + 1.5, "answered within PolicyTimeout "
-    . "($timeout s): took " . sprintf('%.1f s', $took));
-close $s if $s;
+for my $c ([$hop, 'its SK in the TrustFile'],
+    ["[forged.example]:$dport", 'no SK known, StapleTrust'])
+{
+    my $t0 = time;
+    my $s = ask($c->[0]);
+    my $v = answer($s, $timeout + 3);
+    my $took = time - $t0;
+    like($v // '(none)', qr/^TEMP .*PolicyTimeout \($timeout s\)/,
+        "a dripping next hop, $c->[1]: TEMP (undecided, deferred)")
+        or diag(slurp($log));
+    cmp_ok($took, '<', $timeout + 1.5, "answered within PolicyTimeout "
+        . "($timeout s): took " . sprintf('%.1f s', $took));
+    close $s if $s;
+}
 
 # Six lookups take every slot; their clients hang up after a second.
 my @held = map { ask($hop) } 1 .. 6;
 is(scalar(grep { defined } @held), 6, 'six lookups of the dripping hop');
 sleep 1;
-$s = ask('[127.0.0.1]');
+my $s = ask('[127.0.0.1]');
 is(answer($s, 1), undef, 'a seventh client is turned away meanwhile');
 close $_ for grep { defined } @held;
 my $served = wait_until(sub {
