@@ -11,6 +11,7 @@
  * skm_chain.c   the chain files Postfix serves, reload, self-probe
  * skm_staple.c  StapleProof: the stapled proof in the chain files
  * skm_policy.c  the smtp_tls_policy_maps socketmap server (outbound)
+ * skm_bound.c   a deadline on a whole lookup, and its client's hang-up
  * skm_netstring.c  the socketmap wire format, no I/O (fuzzed)
  * skm_ar.c      Authentication-Results values, no I/O (fuzzed)
  * skm_ccert.c   inbound client certificates (policy delegation notes)
@@ -86,6 +87,7 @@ typedef struct {
     char        *policyname;            /* PolicyMapName (socketmap NAME) */
     long         policyttl;             /* PolicyTTL, seconds */
     long         policyconns;           /* PolicyMaxConnections */
+    long         policytimeout;         /* PolicyTimeout, seconds */
     char        *ccertsocket;           /* ClientPolicySocket */
     int          stapleproof;           /* StapleProof (boolean) */
     char        *stapletrustfile;       /* StapleTrust */
@@ -169,15 +171,43 @@ time_t skm_staple_next(void);
 int skm_chain_reload_postfix(const skm_conf_t *conf);
 int skm_probe_all(const skm_conf_t *conf);
 
+/* The bound on one whole lookup (skm_bound.c): a deadline, and the
+ * client whose hang-up ends the lookup (-1: none). */
+typedef enum {
+    SKM_BOUND_OK = 0,
+    SKM_BOUND_TIMEOUT,                  /* the deadline passed */
+    SKM_BOUND_GONE                      /* the client hung up */
+} skm_bound_state_t;
+
+typedef struct {
+    struct timespec    deadline;        /* CLOCK_MONOTONIC */
+    long               secs;            /* for messages */
+    int                client;          /* fd, or -1 */
+    skm_bound_state_t  over;
+} skm_bound_t;
+
+void skm_bound_init(skm_bound_t *b, long secs, int client);
+/* 1 once the deadline passed or the client hung up (b->over says which). */
+int skm_bound_over(skm_bound_t *b);
+/* Wait until fd has one of events (poll(2)): 0, or -1 if the bound is
+ * over first (or poll fails). */
+int skm_bound_wait(skm_bound_t *b, int fd, short events);
+/* Cut this thread's resolver timeouts to the time left. */
+void skm_bound_resolver(skm_bound_t *b);
+/* Why the bound is over, in buf. */
+const char *skm_bound_why(const skm_bound_t *b, char *buf, size_t len);
+
 /* A TLS connection to host:port (SMTP STARTTLS first if starttls),
  * offering only sigalgs (OpenSSL list syntax) unless NULL; its peer
  * chain up-referenced in *chain; with staple not NULL, asking for the
  * stapled proof (extension 0xFF53), whose bytes come back in *staple
- * (malloc()ed; NULL if none came); -1 with res saying why. */
+ * (malloc()ed; NULL if none came); every step within the bound b; -1
+ * with res saying why. */
 struct stack_st_X509;
 int skm_tls_chain(struct stack_st_X509 **chain, const char *host,
     const char *port, int starttls, const char *sigalgs,
-    unsigned char **staple, size_t *stlen, char *res, size_t reslen);
+    unsigned char **staple, size_t *stlen, skm_bound_t *b, char *res,
+    size_t reslen);
 
 /* The socketmap wire format (skm_netstring.c).  parse: 1 with data/dlen
  * and used (bytes consumed) for a whole netstring, 0 if more bytes are
@@ -204,12 +234,18 @@ int skm_nexthop_parse(skm_nexthop_t *nh, const char *key);
  * by a thread and a thread per connection running its handler. */
 int skm_servers_open(const skm_conf_t *conf);
 int skm_servers_start(void);
+/* Stop: close stops accepting; end shuts every connection for reading
+ * and waits up to secs for their threads: the number still running. */
+void skm_servers_close(void);
+int skm_servers_end(int secs);
 
 /* Outbound (skm_policy.c): one socketmap connection from Postfix. */
 void skm_sockmap_conn(int fd);
-/* The reply (without netstring framing) to a lookup of key. */
-void skm_policy_answer(char *reply, size_t replylen, const skm_conf_t *conf,
-    const char *key);
+/* The reply (without netstring framing) to a lookup of key, within
+ * PolicyTimeout; -1 (no reply) if client, the socket it came on, hung up
+ * first. */
+int skm_policy_answer(char *reply, size_t replylen, const skm_conf_t *conf,
+    const char *key, int client);
 
 /* The SK's public key for checking carriers: the TrustFile's, the
  * record's, or (TrustFile without a key) the KeyCache record's, which

@@ -14,12 +14,12 @@
  */
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -38,6 +38,7 @@
 
 #define SKM_CHAIN_MAX   (1024 * 1024)
 #define SKM_PROBE_TRIES 20          /* 0.25 s apart: Postfix restarts smtpd */
+#define SKM_PROBE_TIME  10          /* seconds for one probe, all steps */
 
 static int skm_chain_one(const skm_conf_t *conf, const skm_chain_t *ch,
     sk_cache_t *cache, time_t now);
@@ -354,9 +355,9 @@ skm_probe_all(const skm_conf_t *conf)
 }
 
 
-/* Read one SMTP reply (all its lines); 0 if its code is code. */
+/* Read one SMTP reply (all its lines) within b; 0 if its code is code. */
 static int
-skm_smtp_reply(int fd, const char *code)
+skm_smtp_reply(int fd, const char *code, skm_bound_t *b)
 {
     char     buf[4096];
     size_t   len;
@@ -365,7 +366,13 @@ skm_smtp_reply(int fd, const char *code)
 
     len = 0;
     for (;;) {
+        if (skm_bound_wait(b, fd, POLLIN) != 0) {
+            return -1;
+        }
         n = read(fd, buf + len, sizeof(buf) - 1 - len);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            continue;
+        }
         if (n <= 0) {
             return -1;
         }
@@ -384,29 +391,61 @@ skm_smtp_reply(int fd, const char *code)
 }
 
 
+/* Send a command within b. */
 static int
-skm_tcp_connect(const char *host, const char *port)
+skm_smtp_send(int fd, const char *cmd, skm_bound_t *b)
+{
+    size_t   len;
+    ssize_t  n;
+
+    len = strlen(cmd);
+    while (len > 0) {
+        if (skm_bound_wait(b, fd, POLLOUT) != 0) {
+            return -1;
+        }
+        n = write(fd, cmd, len);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            continue;
+        }
+        if (n <= 0) {
+            return -1;
+        }
+        cmd += n;
+        len -= (size_t) n;
+    }
+    return 0;
+}
+
+
+/* A non-blocking socket connected to host:port within b, or -1. */
+static int
+skm_tcp_connect(const char *host, const char *port, skm_bound_t *b)
 {
     struct addrinfo   hints, *ai, *a;
-    struct timeval    tv;
-    int               fd;
+    socklen_t         sl;
+    int               fd, e;
 
     memset(&hints, 0, sizeof(hints));
     hints.ai_socktype = SOCK_STREAM;
+    skm_bound_resolver(b);
     if (getaddrinfo(host, port, &hints, &ai) != 0) {
         return -1;
     }
     fd = -1;
-    for (a = ai; a != NULL; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    for (a = ai; a != NULL && !skm_bound_over(b); a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK,
+            a->ai_protocol);
         if (fd < 0) {
             continue;
         }
-        tv.tv_sec = 5;
-        tv.tv_usec = 0;
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        e = 0;
+        sl = sizeof(e);
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0
+            || (errno == EINPROGRESS
+                && skm_bound_wait(b, fd, POLLOUT) == 0
+                && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &sl) == 0
+                && e == 0))
+        {
             break;
         }
         close(fd);
@@ -417,34 +456,59 @@ skm_tcp_connect(const char *host, const char *port)
 }
 
 
+/* SSL_connect on a non-blocking socket, within b. */
+static int
+skm_tls_connect(SSL *ssl, int fd, skm_bound_t *b)
+{
+    int  rc;
+
+    for (;;) {
+        rc = SSL_connect(ssl);
+        if (rc == 1) {
+            return 0;
+        }
+        switch (SSL_get_error(ssl, rc)) {
+        case SSL_ERROR_WANT_READ:
+            rc = skm_bound_wait(b, fd, POLLIN);
+            break;
+        case SSL_ERROR_WANT_WRITE:
+            rc = skm_bound_wait(b, fd, POLLOUT);
+            break;
+        default:
+            return -1;
+        }
+        if (rc != 0) {
+            return -1;
+        }
+    }
+}
+
+
 int
 skm_tls_chain(STACK_OF(X509) **out, const char *host, const char *port,
     int starttls, const char *sigalgs, unsigned char **staple, size_t *stlen,
-    char *res, size_t reslen)
+    skm_bound_t *b, char *res, size_t reslen)
 {
     const unsigned char  *data;
     SSL_CTX           *ctx;
     SSL               *ssl;
     STACK_OF(X509)    *chain;
-    int                fd, rc, i;
-    static const char  ehlo[] = "EHLO sk-milter.probe\r\n";
-    static const char  stls[] = "STARTTLS\r\n";
+    int                fd, i;
 
     *out = NULL;
     ctx = NULL;
     ssl = NULL;
-    rc = -1;
-    fd = skm_tcp_connect(host, port);
+    fd = skm_tcp_connect(host, port, b);
     if (fd < 0) {
         snprintf(res, reslen, "cannot connect");
-        return -1;
+        goto done;
     }
     if (starttls
-        && (skm_smtp_reply(fd, "220") != 0
-            || write(fd, ehlo, sizeof(ehlo) - 1) != sizeof(ehlo) - 1
-            || skm_smtp_reply(fd, "250") != 0
-            || write(fd, stls, sizeof(stls) - 1) != sizeof(stls) - 1
-            || skm_smtp_reply(fd, "220") != 0))
+        && (skm_smtp_reply(fd, "220", b) != 0
+            || skm_smtp_send(fd, "EHLO sk-milter.probe\r\n", b) != 0
+            || skm_smtp_reply(fd, "250", b) != 0
+            || skm_smtp_send(fd, "STARTTLS\r\n", b) != 0
+            || skm_smtp_reply(fd, "220", b) != 0))
     {
         snprintf(res, reslen, "STARTTLS refused");
         goto done;
@@ -467,7 +531,7 @@ skm_tls_chain(STACK_OF(X509) **out, const char *host, const char *port,
     ssl = ctx != NULL ? SSL_new(ctx) : NULL;
     if (ssl == NULL || SSL_set_fd(ssl, fd) != 1
         || SSL_set_tlsext_host_name(ssl, host) != 1
-        || SSL_connect(ssl) != 1)
+        || skm_tls_connect(ssl, fd, b) != 0)
     {
         snprintf(res, reslen, "TLS handshake failed");
         goto done;
@@ -495,16 +559,20 @@ skm_tls_chain(STACK_OF(X509) **out, const char *host, const char *port,
     {
         memcpy(*staple, data, *stlen);
     }
-    rc = 0;
 
 done:
+    if (skm_bound_over(b)) {
+        (void) skm_bound_why(b, res, reslen);
+    }
     if (ssl != NULL) {
-        (void) SSL_shutdown(ssl);
+        (void) SSL_shutdown(ssl);       /* non-blocking: no wait */
     }
     SSL_free(ssl);
     SSL_CTX_free(ctx);
-    close(fd);
-    return rc;
+    if (fd >= 0) {
+        close(fd);
+    }
+    return *out != NULL ? 0 : -1;
 }
 
 
@@ -516,14 +584,16 @@ skm_probe_one(const skm_probe_t *p, char *res, size_t reslen)
     unsigned char        *spki;
     const unsigned char  *cs;
     size_t                spkilen, cslen;
+    skm_bound_t           b;
     sk_err_t              err;
     int                   rc;
 
     car = NULL;
     spki = NULL;
     rc = -1;
+    skm_bound_init(&b, SKM_PROBE_TIME, -1);
     if (skm_tls_chain(&chain, p->host, p->port, p->starttls, NULL, NULL,
-            NULL, res, reslen)
+            NULL, &b, res, reslen)
         != 0)
     {
         return -1;

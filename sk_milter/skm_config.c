@@ -66,6 +66,7 @@ static const skm_confdef_t  skm_confdefs[] = {
     { "PolicyMapName",   SKM_STRING,   0, offsetof(skm_conf_t, policyname), "sk" },
     { "PolicyTTL",       SKM_INTEGER,  0, offsetof(skm_conf_t, policyttl),  "300" },
     { "PolicyMaxConnections", SKM_INTEGER, 0, offsetof(skm_conf_t, policyconns), "256" },
+    { "PolicyTimeout",   SKM_INTEGER,  0, offsetof(skm_conf_t, policytimeout), "20" },
     { "ClientPolicySocket", SKM_STRING, 0, offsetof(skm_conf_t, ccertsocket), NULL },
     { "StapleProof",     SKM_BOOLEAN,  0, offsetof(skm_conf_t, stapleproof), "no" },
     { "StapleTrust",     SKM_STRING,   0, offsetof(skm_conf_t, stapletrustfile), NULL },
@@ -392,6 +393,11 @@ skm_conf_check(skm_loader_t *ld, sk_err_t *err)
         return skm_conf_where(ld, "PolicyMaxConnections", err, "illegal "
             "value \"%ld\" for \"PolicyMaxConnections\" (at least 1)",
             c->policyconns);
+    }
+    if (c->policytimeout < 1 || c->policytimeout > 3600) {
+        return skm_conf_where(ld, "PolicyTimeout", err, "illegal value "
+            "\"%ld\" for \"PolicyTimeout\" (1 to 3600 seconds)",
+            c->policytimeout);
     }
 
     if (c->userid != NULL) {

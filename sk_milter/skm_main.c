@@ -29,6 +29,8 @@
 #include "skm.h"
 
 #define SKM_DEFAULT_CONF "/etc/sk-milter.conf"
+#define SKM_STOP_MSGS    10     /* seconds messages in progress may take */
+#define SKM_STOP_CONNS   5      /* and then their connections to end */
 
 static pthread_mutex_t  skm_rf_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t   skm_rf_cond = PTHREAD_COND_INITIALIZER;
@@ -64,7 +66,7 @@ main(int argc, char **argv)
     sigset_t     set;
     siginfo_t    si;
     pthread_t    rf;
-    int          ch, check, fg, sig, rc, i;
+    int          ch, check, fg, sig, left, i;
 
     skm_conf_file = SKM_DEFAULT_CONF;
     check = 0;
@@ -159,26 +161,35 @@ main(int argc, char **argv)
     skm_rf_stop = 1;
     pthread_cond_signal(&skm_rf_cond);
     pthread_mutex_unlock(&skm_rf_lock);
-    /* The listeners and connections end with the process: wait only
-     * for the messages in progress. */
+    /* No new connection; the messages in progress may finish; then
+     * every connection ends, and only once their threads are gone is
+     * the configuration they read freed. */
+    skm_servers_close();
     pthread_join(rf, NULL);
-    for (i = 0; i < 100 && skm_filter_busy() > 0; i++) {
+    for (i = 0; i < SKM_STOP_MSGS * 10 && skm_filter_busy() > 0; i++) {
         usleep(100000);
     }
     if (skm_filter_busy() > 0) {
         skm_log(LOG_WARNING, "stopping with %d messages in progress",
             skm_filter_busy());
     }
+    left = skm_servers_end(SKM_STOP_CONNS);
 
     conf = skm_conf_acquire();
     if (conf->pidfile != NULL) {
         (void) unlink(conf->pidfile);
     }
-    rc = EX_OK;
     skm_conf_release(conf);
+    if (left > 0) {
+        /* their threads still read the configuration and use OpenSSL:
+         * free nothing, run no exit handler under them */
+        skm_log(LOG_WARNING, "stopped with %d connection threads still "
+            "running", left);
+        _exit(EX_OK);
+    }
     skm_conf_install(NULL);
     skm_log(LOG_INFO, "stopped");
-    return rc;
+    return EX_OK;
 }
 
 

@@ -17,7 +17,9 @@
  * A next hop with no SK (or an SK without smtp, an IP literal) is
  * NOTFOUND and the admin's defaults apply.  Answers are cached per next
  * hop for PolicyTTL (never beyond the carrier's expiry; TEMP is not
- * cached); a reload empties the cache.
+ * cached); a reload empties the cache.  A whole lookup (DNS, connects,
+ * greetings, STARTTLS, handshakes) takes at most PolicyTimeout, else it
+ * is TEMP; a client that hangs up ends its lookup (skm_bound.c).
  *
  * One thread per Postfix connection (skm_server.c: Postfix keeps them
  * open, at most PolicyMaxConnections); a malformed netstring closes the
@@ -71,7 +73,7 @@ static size_t            skm_pcache_n;
 static unsigned long     skm_pcache_gen;           /* conf it was made for */
 
 static void skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
-    const skm_conf_t *conf, const char *key);
+    const skm_conf_t *conf, const char *key, skm_bound_t *b);
 
 
 /* One Postfix connection: netstring requests until EOF, idle or garbage. */
@@ -105,6 +107,7 @@ skm_sockmap_conn(int fd)
             continue;
         }
         conf = skm_conf_acquire();
+        rc = 0;
         if (skm_sockmap_request(data, dlen, name, sizeof(name), key,
                 sizeof(key), &why) != 0)
         {
@@ -117,9 +120,12 @@ skm_sockmap_conn(int fd)
             snprintf(reply, sizeof(reply), "PERM unknown map name \"%s\" "
                 "(PolicyMapName is \"%s\")", name, conf->policyname);
         } else {
-            skm_policy_answer(reply, sizeof(reply), conf, key);
+            rc = skm_policy_answer(reply, sizeof(reply), conf, key, fd);
         }
         skm_conf_release(conf);
+        if (rc < 0) {
+            return;             /* the client hung up: free its slot */
+        }
         outlen = skm_netstring_format(out, sizeof(out), reply,
             strlen(reply));
         if (outlen < 0 || write(fd, out, (size_t) outlen) != outlen) {
@@ -216,28 +222,31 @@ skm_pcache_put(const skm_conf_t *conf, const char *key, const char *reply,
 }
 
 
-void
+int
 skm_policy_answer(char *reply, size_t replylen, const skm_conf_t *conf,
-    const char *key)
+    const char *key, int client)
 {
-    time_t  now, ttl;
+    skm_bound_t  b;
+    time_t       now, ttl;
 
     now = time(NULL);
     if (skm_pcache_get(reply, replylen, conf, key, now)) {
-        return;
+        return 0;
     }
+    skm_bound_init(&b, conf->policytimeout, client);
     ttl = 0;
-    skm_policy_compute(reply, replylen, &ttl, conf, key);
+    skm_policy_compute(reply, replylen, &ttl, conf, key, &b);
     if (ttl > 0) {
         skm_pcache_put(conf, key, reply, now + ttl);
     }
+    return b.over == SKM_BOUND_GONE ? -1 : 0;
 }
 
 
 /* The MX hosts of domain, best first; 0 if it has none (or DNS fails:
  * then the domain itself is tried, as for a missing MX). */
 static size_t
-skm_mx_lookup(skm_mx_t *mx, size_t max, const char *domain)
+skm_mx_lookup(skm_mx_t *mx, size_t max, const char *domain, skm_bound_t *b)
 {
     unsigned char  ans[4096];
     ns_msg         msg;
@@ -246,6 +255,7 @@ skm_mx_lookup(skm_mx_t *mx, size_t max, const char *domain)
     int            len, i, count;
     size_t         n, j;
 
+    skm_bound_resolver(b);
     len = res_query(domain, ns_c_in, ns_t_mx, ans, sizeof(ans));
     if (len < 0 || ns_initparse(ans, len, &msg) != 0) {
         return 0;
@@ -314,7 +324,7 @@ static const char *const  skm_sigalgs[] = {
 static int
 skm_policy_host(unsigned char h[SK_SHA256_BYTES], time_t *not_after,
     const char *host, int port, const char *sigalgs, const sk_key_t *sk,
-    sk_cache_t *cache, char *why, size_t whylen)
+    sk_cache_t *cache, skm_bound_t *b, char *why, size_t whylen)
 {
     STACK_OF(X509)  *chain;
     sk_carrier_t    *car;
@@ -330,7 +340,7 @@ skm_policy_host(unsigned char h[SK_SHA256_BYTES], time_t *not_after,
     rc = -1;
     snprintf(portstr, sizeof(portstr), "%d", port);
     if (skm_tls_chain(&chain, host, portstr, port != 465, sigalgs, NULL,
-            NULL, res, sizeof(res)) != 0)
+            NULL, b, res, sizeof(res)) != 0)
     {
         snprintf(why, whylen, "%.100s:%d: %s", host, port, res);
         return -2;
@@ -409,7 +419,7 @@ skm_policy_nofetch(char **body, size_t *len, int *status, const char *url,
 static int
 skm_policy_staple(sk_key_t **key, const skm_conf_t *conf,
     const char *nexthop, const char *domain, const skm_mx_t *mx, size_t nmx,
-    int port)
+    int port, skm_bound_t *b)
 {
     STACK_OF(X509)     *chain;
     sk_client_ctx_t     ctx;
@@ -425,9 +435,12 @@ skm_policy_staple(sk_key_t **key, const skm_conf_t *conf,
     snprintf(portstr, sizeof(portstr), "%d", port);
     for (i = 0; i < nmx; i++) {
         if (skm_tls_chain(&chain, mx[i].name, portstr, port != 465, NULL,
-                &ext, &extlen, res, sizeof(res)) == 0)
+                &ext, &extlen, b, res, sizeof(res)) == 0)
         {
             break;
+        }
+        if (skm_bound_over(b)) {
+            return 0;           /* the caller answers TEMP */
         }
     }
     if (i == nmx) {
@@ -479,7 +492,7 @@ skm_policy_staple(sk_key_t **key, const skm_conf_t *conf,
 
 static void
 skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
-    const skm_conf_t *conf, const char *key)
+    const skm_conf_t *conf, const char *key, skm_bound_t *b)
 {
     skm_nexthop_t   nh;
     skm_sk_t        sk, rec;
@@ -527,15 +540,19 @@ skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
         *ttl = conf->policyttl;
         goto done;
     }
-    nmx = nh.bracketed ? 0 : skm_mx_lookup(mx, SKM_POLICY_MX_MAX, nh.host);
+    nmx = nh.bracketed ? 0
+        : skm_mx_lookup(mx, SKM_POLICY_MX_MAX, nh.host, b);
     if (nmx == 0) {
         snprintf(mx[0].name, sizeof(mx[0].name), "%s", nh.host);
         nmx = 1;
     }
     if (sk.state == SKM_SK_NONE) {
         if (!skm_policy_staple(&stapled, conf, key, nh.host, mx, nmx,
-                nh.port))
+                nh.port, b))
         {
+            if (skm_bound_over(b)) {
+                goto over;      /* undecided: not "no SK" */
+            }
             snprintf(reply, replylen, "NOTFOUND ");
             *ttl = conf->policyttl;
             goto done;
@@ -557,8 +574,11 @@ skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
     why[0] = '\0';
     for (i = 0; i < nmx * 3; i++) {
         rc = skm_policy_host(h, &na, mx[i / 3].name, nh.port,
-            skm_sigalgs[i % 3], skkey, cache, i % 3 == 0 ? why : why2,
+            skm_sigalgs[i % 3], skkey, cache, b, i % 3 == 0 ? why : why2,
             sizeof(why));
+        if (skm_bound_over(b)) {
+            goto over;          /* hosts left unchecked: undecided */
+        }
         if (rc == -2 && i % 3 == 0) {
             skm_log(LOG_WARNING, "policy %s: %s", key, why);
             i += 2;                 /* no handshake: next host */
@@ -595,6 +615,12 @@ skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
     if (first - now < *ttl) {
         *ttl = first - now;
     }
+    goto done;
+
+over:
+    skm_log(LOG_WARNING, "policy %s: deferring: %s", key,
+        skm_bound_why(b, why, sizeof(why)));
+    snprintf(reply, replylen, "TEMP sk-milter: %s for %s", why, nh.host);
 
 done:
     sk_key_free(stapled);

@@ -3,7 +3,10 @@
  * (skm_milter.c), PolicySocket (skm_policy.c) and ClientPolicySocket
  * (skm_ccert.c).  Each is opened before the privilege drop and served by
  * a listener thread that starts a thread per connection; the policy
- * sockets take at most PolicyMaxConnections each.
+ * sockets take at most PolicyMaxConnections each.  On stop, the listeners
+ * end, then every connection is shut for reading (its thread sees EOF
+ * and ends) and the caller learns whether they all ended in time: only
+ * then may it free what they use.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -18,6 +21,7 @@
 #include <sys/time.h>
 #include <sys/un.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "skm.h"
@@ -36,10 +40,19 @@ typedef struct {
     int          conns;             /* open connections (atomic) */
 } skm_server_t;
 
-typedef struct {
-    int            fd;
-    skm_server_t  *server;
+typedef struct skm_sconn_s {
+    int                  fd;
+    skm_server_t        *server;
+    struct skm_sconn_s  *next;
 } skm_sconn_t;
+
+/* The threads running (listeners and connections) and the open
+ * connections, for the stop. */
+static pthread_mutex_t  skm_srv_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t   skm_srv_cond = PTHREAD_COND_INITIALIZER;
+static skm_sconn_t     *skm_sconns;
+static int              skm_srv_threads;
+static int              skm_srv_stopping;
 
 static skm_server_t  skm_servers[] = {
     { "Socket", offsetof(skm_conf_t, socket), skm_milter_conn, 1, -1, 0 },
@@ -53,6 +66,8 @@ static skm_server_t  skm_servers[] = {
 
 static void *skm_server_listen(void *arg);
 static void *skm_server_conn(void *arg);
+static int skm_server_start(void *(*run)(void *), void *arg);
+static void skm_server_done(skm_sconn_t *sc);
 
 
 /*
@@ -170,23 +185,81 @@ skm_servers_open(const skm_conf_t *conf)
 int
 skm_servers_start(void)
 {
-    pthread_t  t;
-    size_t     i;
+    size_t  i;
+    int     rc;
 
-    for (i = 0; i < SKM_NSERVERS; i++) {
-        if (skm_servers[i].fd < 0) {
-            continue;
-        }
-        if (pthread_create(&t, NULL, skm_server_listen, &skm_servers[i])
-            != 0)
+    rc = 0;
+    pthread_mutex_lock(&skm_srv_lock);
+    for (i = 0; i < SKM_NSERVERS && rc == 0; i++) {
+        if (skm_servers[i].fd >= 0
+            && (rc = skm_server_start(skm_server_listen, &skm_servers[i]))
+               != 0)
         {
             skm_log(LOG_ERR, "%s: cannot start a thread",
                 skm_servers[i].name);
-            return -1;
         }
-        pthread_detach(t);
     }
+    pthread_mutex_unlock(&skm_srv_lock);
+    return rc;
+}
+
+
+/* A detached thread, counted until it ends (skm_srv_lock held); -1 if
+ * it cannot start. */
+static int
+skm_server_start(void *(*run)(void *), void *arg)
+{
+    pthread_t  t;
+
+    if (pthread_create(&t, NULL, run, arg) != 0) {
+        return -1;
+    }
+    pthread_detach(t);
+    skm_srv_threads++;
     return 0;
+}
+
+
+void
+skm_servers_close(void)
+{
+    size_t  i;
+
+    pthread_mutex_lock(&skm_srv_lock);
+    __atomic_store_n(&skm_srv_stopping, 1, __ATOMIC_SEQ_CST);
+    for (i = 0; i < SKM_NSERVERS; i++) {
+        if (skm_servers[i].fd >= 0) {
+            /* wakes the listener's accept(), which then fails */
+            (void) shutdown(skm_servers[i].fd, SHUT_RDWR);
+        }
+    }
+    pthread_mutex_unlock(&skm_srv_lock);
+}
+
+
+int
+skm_servers_end(int secs)
+{
+    struct timespec  ts;
+    skm_sconn_t     *sc;
+    int              n;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += secs;
+    pthread_mutex_lock(&skm_srv_lock);
+    for (sc = skm_sconns; sc != NULL; sc = sc->next) {
+        (void) shutdown(sc->fd, SHUT_RD);
+    }
+    while (skm_srv_threads > 0) {
+        if (pthread_cond_timedwait(&skm_srv_cond, &skm_srv_lock, &ts)
+            == ETIMEDOUT)
+        {
+            break;
+        }
+    }
+    n = skm_srv_threads;
+    pthread_mutex_unlock(&skm_srv_lock);
+    return n;
 }
 
 
@@ -196,13 +269,15 @@ skm_server_listen(void *arg)
     skm_server_t  *sv = arg;
     skm_conf_t    *conf;
     skm_sconn_t   *sc;
-    pthread_t      t;
     long           max;
     int            fd, on;
 
     for (;;) {
         fd = accept(sv->fd, NULL, NULL);
         if (fd < 0) {
+            if (__atomic_load_n(&skm_srv_stopping, __ATOMIC_SEQ_CST)) {
+                break;
+            }
             if (errno != EINTR && errno != ECONNABORTED) {
                 skm_log(LOG_ERR, "%s: accept: %s", sv->name,
                     strerror(errno));
@@ -233,32 +308,64 @@ skm_server_listen(void *arg)
         sc->fd = fd;
         sc->server = sv;
         __atomic_add_fetch(&sv->conns, 1, __ATOMIC_SEQ_CST);
-        if (pthread_create(&t, NULL, skm_server_conn, sc) != 0) {
+        pthread_mutex_lock(&skm_srv_lock);
+        if (skm_srv_stopping
+            || skm_server_start(skm_server_conn, sc) != 0)
+        {
+            pthread_mutex_unlock(&skm_srv_lock);
             __atomic_sub_fetch(&sv->conns, 1, __ATOMIC_SEQ_CST);
-            skm_log(LOG_ERR, "%s: cannot start a thread", sv->name);
+            if (!skm_srv_stopping) {
+                skm_log(LOG_ERR, "%s: cannot start a thread", sv->name);
+            }
             close(fd);
             free(sc);
             continue;
         }
-        pthread_detach(t);
+        sc->next = skm_sconns;
+        skm_sconns = sc;
+        pthread_mutex_unlock(&skm_srv_lock);
     }
+    skm_server_done(NULL);
     return NULL;
+}
+
+
+/* A thread ends: sc's connection (NULL for a listener) is closed. */
+static void
+skm_server_done(skm_sconn_t *sc)
+{
+    skm_sconn_t  **pp;
+
+    pthread_mutex_lock(&skm_srv_lock);
+    if (sc != NULL) {
+        for (pp = &skm_sconns; *pp != NULL; pp = &(*pp)->next) {
+            if (*pp == sc) {
+                *pp = sc->next;
+                break;
+            }
+        }
+        close(sc->fd);
+        __atomic_sub_fetch(&sc->server->conns, 1, __ATOMIC_SEQ_CST);
+        free(sc);
+    }
+    if (--skm_srv_threads == 0) {
+        pthread_cond_broadcast(&skm_srv_cond);
+    }
+    pthread_mutex_unlock(&skm_srv_lock);
 }
 
 
 static void *
 skm_server_conn(void *arg)
 {
-    skm_sconn_t     sc = *(skm_sconn_t *) arg;
-    struct timeval  tv;
+    skm_sconn_t     *sc = arg;
+    struct timeval   tv;
 
-    free(arg);
-    tv.tv_sec = sc.server->milter ? SKM_MILTER_IDLE : SKM_POLICY_IDLE;
+    tv.tv_sec = sc->server->milter ? SKM_MILTER_IDLE : SKM_POLICY_IDLE;
     tv.tv_usec = 0;
-    (void) setsockopt(sc.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    (void) setsockopt(sc.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    sc.server->handler(sc.fd);
-    close(sc.fd);
-    __atomic_sub_fetch(&sc.server->conns, 1, __ATOMIC_SEQ_CST);
+    (void) setsockopt(sc->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    (void) setsockopt(sc->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    sc->server->handler(sc->fd);
+    skm_server_done(sc);
     return NULL;
 }

@@ -109,6 +109,9 @@ bad("$good" . "PolicyMapName a:b\n", "$dir/c.conf: line 3: illegal "
 bad("$good" . "PolicyMaxConnections 0\n", "$dir/c.conf: line 3: illegal "
     . 'value "0" for "PolicyMaxConnections" (at least 1)',
     'bad PolicyMaxConnections');
+bad("$good" . "PolicyTimeout 0\n", "$dir/c.conf: line 3: illegal "
+    . 'value "0" for "PolicyTimeout" (1 to 3600 seconds)',
+    'bad PolicyTimeout');
 spew("$dir/trust", "example.com smpt;;\n");
 $r = check("$good" . "TrustFile $dir/trust\n");
 like($r->{err}, qr/trust: line 1: services: /, 'bad services');
