@@ -174,8 +174,9 @@ mr_ixcheck_compare(mr_mirror_t *m, sk_db_t *real)
     }
     if (bad > 0) {
         printf("%s: index/: %ld rows differ from the copies: the index is "
-            "damaged (a start that meets them rebuilds it; or stop the "
-            "mirror and delete %s/index)\n", MR_PROG, bad, m->conf.data_dir);
+            "damaged (the mirror rebuilds it when it reads such a row; to "
+            "rebuild it now, stop the mirror and delete %s/index)\n",
+            MR_PROG, bad, m->conf.data_dir);
         return 1;
     }
     printf("%s: index/: ok: %" PRIu64 " entries, every row as the copies "

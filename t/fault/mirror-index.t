@@ -194,6 +194,16 @@ case('the SN of a names row changed', $nkey,
 # The leaf hash in the entry's row: the copy is intact, the index is not.
 case('a leaf hash changed', $leaf7, flip(0, 0x01), 'entries', 1);
 
+# The leaf changed and the row's check (the 8 bytes after the row: the
+# SHA-256 of key and row) made again to fit: only the tiles tell that
+# the index, not the copy, is damaged.
+case('a leaf changed, its row check made to fit', $leaf7, sub {
+    my ($data, $pos) = @_;
+    substr($$data, $pos, 1) ^= "\x01";
+    substr($$data, $pos + 33, 8) =
+        substr(sha256(substr($$data, $pos - 36, 16 + 53)), 0, 8);
+}, 'entries', 1);
+
 # The offset in the entry's row (be64 offset, be32 length, be64
 # timestamp, then the leaf).
 case('an offset changed', $leaf7, flip(-20 + 7, 0x01), 'entries', 1);
