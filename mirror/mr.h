@@ -493,8 +493,10 @@ void mr_cache_del(mr_mirror_t *m, const char *name);
 void mr_cache_close(mr_mirror_t *m);
 
 /* mr_query.c: answers. */
-/* 0 and a signed answer; -1 with SK_ERR_UNAVAILABLE (fewer than two
- * servable timelines) or SK_ERR_FORMAT (bad name). */
+/* 0 and a signed answer; -1 with SK_ERR_USAGE (a bad name: the only
+ * fault of the client's), SK_ERR_UNAVAILABLE (fewer than two servable
+ * timelines, or the index being rebuilt) or another code (the
+ * mirror's: its copy or tiles). */
 int mr_query_answer(mr_mirror_t *m, char **out, size_t *len,
     const char *name, int64_t since, sk_err_t *err) SK_WUR;
 int mr_query_status(mr_mirror_t *m, char **out, size_t *len, sk_err_t *err)

@@ -83,7 +83,7 @@ mr_http_query(struct MHD_Connection *c, mr_mirror_t *m, const char *name)
             return sk_httpd_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
                 "query: %s\n", err.msg);
         }
-        if (err.code == SK_ERR_FORMAT) {
+        if (err.code == SK_ERR_USAGE) {
             return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST, "query: %s\n",
                 err.msg);
         }
