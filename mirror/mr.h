@@ -190,8 +190,16 @@ struct mr_mirror_s {
                                        (without the lock): they give up */
     uint64_t           gen;         /* bumped when servability changes */
     sk_db_t           *db;          /* the index (mr_index.c) */
-    sk_db_table_t      ix_entries, ix_names, ix_roots;
-    int                ix_damaged;  /* a copy's index did not fit it */
+    sk_db_table_t      ix_entries, ix_names, ix_buckets, ix_roots;
+    atomic_int         ix_damaged;  /* the index does not fit the copies
+                                       or a row does not check: rebuilt
+                                       (at start, or by the main thread
+                                       while requests get 503) */
+    atomic_int         serving;     /* threads run: damage is rebuilt
+                                       by the main thread (SIGUSR1) */
+    size_t             requests;    /* under the lock: HTTP requests
+                                       under way, which a rebuild awaits */
+    pthread_cond_t     idle;        /* requests fell to 0 */
     uint64_t           cache_hits, cache_misses;
     mr_lru_t           answers;     /* without answer_cache */
     pthread_mutex_t    rlock;       /* rcache, rpause */
@@ -225,6 +233,11 @@ typedef struct {
     mr_loc_t     loc;
 } mr_ixrow_t;
 
+/* Damage found in the index (fmt: what and where): see mr_index_entry. */
+int mr_index_bad(mr_mirror_t *m, sk_err_t *err, const char *fmt, ...)
+    SK_PRINTF(3, 4);
+/* Remove an index directory (data.mdb, lock.mdb, the directory). */
+int mr_index_remove(const char *dir, sk_err_t *err) SK_WUR;
 /* Open (fresh: remove first) data_dir/index; an index LMDB refuses is
  * removed and made anew, with a log line. */
 int mr_index_open(mr_mirror_t *m, int fresh, sk_err_t *err) SK_WUR;
@@ -239,10 +252,15 @@ int mr_index_load(mr_mirror_t *m, mr_tl_t *t, uint64_t file_size,
 int mr_index_add(mr_mirror_t *m, mr_tl_t *t, uint64_t first,
     const mr_ixrow_t *rows, size_t n, const sk_merkle_hash_t root,
     sk_err_t *err) SK_WUR;
+/* The row of indexed entry sn.  Every row read is checked (its own
+ * check value; a name's rows against their bucket's count and digest):
+ * one that does not check, or is missing, is damage: m->ix_damaged set,
+ * SK_ERR_FORMAT at start, else logged, a rebuild asked for and
+ * SK_ERR_UNAVAILABLE. */
 int mr_index_entry(mr_mirror_t *m, const mr_tl_t *t, uint64_t sn,
     mr_loc_t *loc, sk_err_t *err) SK_WUR;
 /* The entries for name on mirrored timelines, by TID and SN
- * (malloc()ed, NULL if none). */
+ * (malloc()ed, NULL if none); damage as for mr_index_entry. */
 int mr_index_refs(mr_mirror_t *m, const char *name, mr_ref_t **refs,
     size_t *n, sk_err_t *err) SK_WUR;
 
@@ -256,6 +274,11 @@ int mr_tree_open(mr_tl_t *t, int rebuild, sk_err_t *err) SK_WUR;
  * checked entry by entry and indexed; the log is cut back to what a
  * stored signed head covers. */
 int mr_store_open(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err) SK_WUR;
+/* --check: t's copy (what its signed heads cover) checked and indexed
+ * into m's index (a scratch one) as a start without an index would, the
+ * tree in memory; no file of the copy changes.  Close with
+ * mr_store_close. */
+int mr_store_scratch(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err) SK_WUR;
 void mr_store_close(mr_tl_t *t);
 /* Entries fetched and checked, not yet stored: text back to back. */
 typedef struct {
@@ -470,12 +493,21 @@ void mr_cache_del(mr_mirror_t *m, const char *name);
 void mr_cache_close(mr_mirror_t *m);
 
 /* mr_query.c: answers. */
-/* 0 and a signed answer; -1 with SK_ERR_UNAVAILABLE (fewer than two
- * servable timelines) or SK_ERR_FORMAT (bad name). */
+/* 0 and a signed answer; -1 with SK_ERR_USAGE (a bad name: the only
+ * fault of the client's), SK_ERR_UNAVAILABLE (fewer than two servable
+ * timelines, or the index being rebuilt) or another code (the
+ * mirror's: its copy or tiles). */
 int mr_query_answer(mr_mirror_t *m, char **out, size_t *len,
     const char *name, int64_t since, sk_err_t *err) SK_WUR;
 int mr_query_status(mr_mirror_t *m, char **out, size_t *len, sk_err_t *err)
     SK_WUR;
+
+/* mr_main.c: the timelines as configured, no copy open. */
+void mr_main_init(mr_mirror_t *m);
+
+/* mr_ixcheck.c: sk-mirror --check: the index against one made from the
+ * copies in a scratch directory; the exit code (0: the same). */
+int mr_ixcheck(mr_mirror_t *m);
 
 /* mr_http.c */
 int mr_http_start(mr_mirror_t *m, sk_httpd_t **h, sk_err_t *err) SK_WUR;

@@ -30,6 +30,37 @@ mr_http_u64(uint64_t *out, const char *s)
 }
 
 
+/* Seconds a client is asked to wait while the index is rebuilt. */
+#define MR_HTTP_REBUILD_RETRY  "10"
+
+
+/* 503 with Retry-After: the index is damaged and being rebuilt from the
+ * copies; the mirror's problem, never an answer. */
+static enum MHD_Result
+mr_http_rebuilding(struct MHD_Connection *c, const char *msg)
+{
+    struct MHD_Response  *r;
+    enum MHD_Result       rc;
+    char                  body[SK_ERR_MSG_MAX + 32];
+    int                   n;
+
+    n = snprintf(body, sizeof(body), "%s\n", msg);
+    r = MHD_create_response_from_buffer(
+        n > 0 && (size_t) n < sizeof(body) ? (size_t) n : sizeof(body) - 1,
+        body, MHD_RESPMEM_MUST_COPY);
+    if (r == NULL) {
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+        "text/plain; charset=us-ascii");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER,
+        MR_HTTP_REBUILD_RETRY);
+    rc = MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+
 static enum MHD_Result
 mr_http_query(struct MHD_Connection *c, mr_mirror_t *m, const char *name)
 {
@@ -45,11 +76,14 @@ mr_http_query(struct MHD_Connection *c, mr_mirror_t *m, const char *name)
             "query: since \"%.40s\" is not a POSIX time\n", since_s);
     }
     if (mr_query_answer(m, &out, &len, name, (int64_t) since, &err) != 0) {
+        if (err.code == SK_ERR_UNAVAILABLE && m->ix_damaged) {
+            return mr_http_rebuilding(c, err.msg);
+        }
         if (err.code == SK_ERR_UNAVAILABLE) {
             return sk_httpd_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
                 "query: %s\n", err.msg);
         }
-        if (err.code == SK_ERR_FORMAT) {
+        if (err.code == SK_ERR_USAGE) {
             return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST, "query: %s\n",
                 err.msg);
         }
@@ -109,16 +143,39 @@ mr_http_reneged(struct MHD_Connection *c, mr_mirror_t *m, const char *rest)
 
 
 static enum MHD_Result
+mr_http_route(struct MHD_Connection *c, mr_mirror_t *m, const char *url)
+{
+    sk_err_t  err;
+    size_t    len;
+    char     *out;
+
+    if (strncmp(url, "/query/", 7) == 0) {
+        return mr_http_query(c, m, url + 7);
+    }
+    if (strcmp(url, "/status") == 0) {
+        if (mr_query_status(m, &out, &len, &err) != 0) {
+            return sk_httpd_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "%s\n",
+                err.msg);
+        }
+        return sk_httpd_reply(c, MHD_HTTP_OK, out, len, "application/json");
+    }
+    if (strncmp(url, "/reneged", 8) == 0) {
+        return mr_http_reneged(c, m, url + 8);
+    }
+    return sk_httpd_text(c, MHD_HTTP_NOT_FOUND, "no such resource\n");
+}
+
+
+static enum MHD_Result
 mr_http_handler(void *cls, struct MHD_Connection *c, const char *url,
     const char *method, const char *version, const char *data, size_t *size,
     void **con_cls)
 {
-    mr_mirror_t  *m = cls;
-    sk_err_t      err;
-    size_t        len;
-    char         *out;
+    mr_mirror_t      *m = cls;
+    enum MHD_Result   rc;
+    int               busy;
 
-    static int    first;
+    static int        first;
 
     (void) version;
     (void) data;
@@ -137,20 +194,23 @@ mr_http_handler(void *cls, struct MHD_Connection *c, const char *url,
     {
         return sk_httpd_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET\n");
     }
-    if (strncmp(url, "/query/", 7) == 0) {
-        return mr_http_query(c, m, url + 7);
+    /* A rebuild of the index waits for the requests under way and
+     * refuses the others: they would read the copies it reopens. */
+    pthread_mutex_lock(&m->lock);
+    busy = m->ix_damaged || !m->serving;
+    m->requests += !busy;
+    pthread_mutex_unlock(&m->lock);
+    if (busy) {
+        return mr_http_rebuilding(c, "the index is being rebuilt from the "
+            "copies");
     }
-    if (strcmp(url, "/status") == 0) {
-        if (mr_query_status(m, &out, &len, &err) != 0) {
-            return sk_httpd_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "%s\n",
-                err.msg);
-        }
-        return sk_httpd_reply(c, MHD_HTTP_OK, out, len, "application/json");
+    rc = mr_http_route(c, m, url);
+    pthread_mutex_lock(&m->lock);
+    if (--m->requests == 0) {
+        pthread_cond_broadcast(&m->idle);
     }
-    if (strncmp(url, "/reneged", 8) == 0) {
-        return mr_http_reneged(c, m, url + 8);
-    }
-    return sk_httpd_text(c, MHD_HTTP_NOT_FOUND, "no such resource\n");
+    pthread_mutex_unlock(&m->lock);
+    return rc;
 }
 
 

@@ -4,9 +4,16 @@
  * and entries mirrored:
  *
  *   entries  be64 TID, be64 SN -> be64 offset in tl-<TID>/entries,
- *            be32 length, be64 timestamp, the 32-byte leaf hash, flags
- *   names    name, NUL, be64 TID, be64 SN -> flags (one row an entry
- *            that names it; a prefix scan gives a name's entries)
+ *            be32 length, be64 timestamp, the 32-byte leaf hash, flags,
+ *            and a check: the first 8 bytes of the SHA-256 of the key
+ *            and the rest of the row
+ *   names    bucket, name, NUL, be64 TID, be64 SN -> flags (one row an
+ *            entry that names it; the bucket is the first 2 bytes of the
+ *            name's SHA-256; a prefix scan gives a name's entries)
+ *   buckets  bucket -> be64 rows, and the XOR of the SHA-256 of each of
+ *            its names rows (key and value): a query reads the whole
+ *            bucket and must find that count and digest, so a names key
+ *            changed or lost is found before it can make an absence
  *   roots    be64 TID, be64 SN -> "" (the root changes: read at start)
  *   meta     "tl-<TID>": entries [0, next_sn) indexed, the copy's offset
  *            log_end where SN next_sn starts, tag = the Merkle root of
@@ -24,22 +31,75 @@
  * each signed head's root.  Anything that does not fit (no file, rows missing
  * or out of order, a root that is not the tag, a copy shorter than the
  * index says) is damage: the index is dropped and rebuilt from the
- * copies, with a log line.
+ * copies, with a log line.  Every row an answer is built from is checked
+ * as it is read (mr_index_bad): damage found while serving is logged,
+ * and the main thread rebuilds the index while queries get 503.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/sha.h>
 #include <sk/db.h>
 
 #include "mr.h"
 
-#define MR_IX_SCHEMA   2
-#define MR_IX_ROWLEN   (8 + 4 + 8 + SK_SHA256_BYTES + 1)
-#define MR_IX_NAMEMAX  (SK_NAME_MAX + 1 + 16)
+#define MR_IX_SCHEMA   3
+#define MR_IX_ROWDATA  (8 + 4 + 8 + SK_SHA256_BYTES + 1)
+#define MR_IX_ROWLEN   (MR_IX_ROWDATA + 8)
+#define MR_IX_BUCKET   2
+#define MR_IX_NAMEMAX  (MR_IX_BUCKET + SK_NAME_MAX + 1 + 16)
+#define MR_IX_BROWLEN  (8 + SK_SHA256_BYTES)
+
+
+/* Damage in the index, found while it is read: SK_ERR_FORMAT before the
+ * mirror serves (the start rebuilds it), else logged once, the main
+ * thread told to rebuild it (SIGUSR1), and SK_ERR_UNAVAILABLE: the
+ * mirror's problem, not the client's. */
+int
+mr_index_bad(mr_mirror_t *m, sk_err_t *err, const char *fmt, ...)
+{
+    char     what[SK_ERR_MSG_MAX];
+    va_list  ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    if (!m->serving) {
+        m->ix_damaged = 1;
+        return sk_err_set(err, SK_ERR_FORMAT, "index %s/index/data.mdb: %s",
+            m->conf.data_dir, what);
+    }
+    if (atomic_exchange(&m->ix_damaged, 1) == 0) {
+        mr_log("index %s/index/data.mdb: %s; rebuilding the index from the "
+            "copies", m->conf.data_dir, what);
+        (void) kill(getpid(), SIGUSR1);
+    }
+    return sk_err_set(err, SK_ERR_UNAVAILABLE, "index %s/index/data.mdb: %s; "
+        "the index is being rebuilt from the copies", m->conf.data_dir, what);
+}
+
+
+/* The SHA-256 of key and value, as one row's share of a check; zeros
+ * (which never check) for a row longer than any the index writes. */
+static void
+mr_index_row_hash(unsigned char h[SK_SHA256_BYTES], const void *k,
+    size_t klen, const void *v, size_t vlen)
+{
+    unsigned char  buf[MR_IX_NAMEMAX + MR_IX_ROWLEN];
+
+    memset(h, 0, SK_SHA256_BYTES);
+    if (klen + vlen <= sizeof(buf)) {
+        memcpy(buf, k, klen);
+        memcpy(buf + klen, v, vlen);
+        SHA256(buf, klen + vlen, h);
+    }
+}
 
 
 static void
@@ -58,9 +118,10 @@ mr_index_ekey(unsigned char k[16], uint64_t tid, uint64_t sn)
 
 
 static void
-mr_index_row_put(unsigned char v[MR_IX_ROWLEN], const mr_loc_t *l)
+mr_index_row_put(unsigned char v[MR_IX_ROWLEN], const unsigned char k[16],
+    const mr_loc_t *l)
 {
-    unsigned char  len[8];
+    unsigned char  len[8], h[SK_SHA256_BYTES];
 
     sk_db_u64_put(v, l->off);
     sk_db_u64_put(len, l->len);
@@ -68,16 +129,24 @@ mr_index_row_put(unsigned char v[MR_IX_ROWLEN], const mr_loc_t *l)
     sk_db_u64_put(v + 12, (uint64_t) l->ts);
     memcpy(v + 20, l->leaf, SK_SHA256_BYTES);
     v[20 + SK_SHA256_BYTES] = (unsigned char) l->flags;
+    mr_index_row_hash(h, k, 16, v, MR_IX_ROWDATA);
+    memcpy(v + MR_IX_ROWDATA, h, 8);
 }
 
 
+/* 0, or -1 if the row is not one mr_index_row_put made for key k. */
 static int
-mr_index_row_get(mr_loc_t *l, const void *val, size_t vlen)
+mr_index_row_get(mr_loc_t *l, const unsigned char k[16], const void *val,
+    size_t vlen)
 {
     const unsigned char  *v = val;
-    unsigned char         len[8] = { 0 };
+    unsigned char         len[8] = { 0 }, h[SK_SHA256_BYTES];
 
     if (vlen != MR_IX_ROWLEN) {
+        return -1;
+    }
+    mr_index_row_hash(h, k, 16, v, MR_IX_ROWDATA);
+    if (memcmp(h, v + MR_IX_ROWDATA, 8) != 0) {
         return -1;
     }
     l->off = sk_db_u64_get(v);
@@ -90,21 +159,107 @@ mr_index_row_get(mr_loc_t *l, const void *val, size_t vlen)
 }
 
 
-/* name NUL be64 tid be64 sn; its length. */
+/* The bucket of a name: the first MR_IX_BUCKET bytes of its SHA-256. */
+static void
+mr_index_bucket(unsigned char b[MR_IX_BUCKET], const char *name, size_t n)
+{
+    unsigned char  h[SK_SHA256_BYTES];
+
+    SHA256((const unsigned char *) name, n, h);
+    memcpy(b, h, MR_IX_BUCKET);
+}
+
+
+/* bucket name NUL be64 tid be64 sn; its length. */
 static size_t
 mr_index_nkey(unsigned char *k, const char *name, uint64_t tid, uint64_t sn)
 {
     size_t  n = strlen(name);
 
-    memcpy(k, name, n + 1);
-    sk_db_u64_put(k + n + 1, tid);
-    sk_db_u64_put(k + n + 9, sn);
-    return n + 17;
+    mr_index_bucket(k, name, n);
+    memcpy(k + MR_IX_BUCKET, name, n + 1);
+    sk_db_u64_put(k + MR_IX_BUCKET + n + 1, tid);
+    sk_db_u64_put(k + MR_IX_BUCKET + n + 9, sn);
+    return MR_IX_BUCKET + n + 17;
+}
+
+
+/* A bucket row into count and digest: 0, 1 if none (count 0), 2 if
+ * malformed, -1 if LMDB fails. */
+static int
+mr_index_brow(sk_db_txn_t *txn, sk_db_table_t tab, const unsigned char *b,
+    uint64_t *count, unsigned char digest[SK_SHA256_BYTES], sk_err_t *err)
+{
+    const void  *v;
+    size_t       vlen;
+    int          rc;
+
+    *count = 0;
+    memset(digest, 0, SK_SHA256_BYTES);
+    rc = sk_db_get(txn, tab, b, MR_IX_BUCKET, &v, &vlen, err);
+    if (rc != 0) {
+        return rc;
+    }
+    if (vlen != MR_IX_BROWLEN) {
+        return 2;
+    }
+    *count = sk_db_u64_get(v);
+    memcpy(digest, (const unsigned char *) v + 8, SK_SHA256_BYTES);
+    return 0;
+}
+
+
+static void
+mr_index_xor(unsigned char d[SK_SHA256_BYTES],
+    const unsigned char h[SK_SHA256_BYTES])
+{
+    size_t  i;
+
+    for (i = 0; i < SK_SHA256_BYTES; i++) {
+        d[i] ^= h[i];
+    }
+}
+
+
+/* Add a names row, and count it in its bucket (a row already there, as
+ * a start replays what a crash left, counts once). */
+static int
+mr_index_name_put(mr_mirror_t *m, sk_db_txn_t *txn, const unsigned char *nk,
+    size_t nklen, unsigned char flag, sk_err_t *err)
+{
+    unsigned char   bv[MR_IX_BROWLEN], h[SK_SHA256_BYTES];
+    const void     *v;
+    size_t          vlen;
+    uint64_t        count;
+    int             rc;
+
+    rc = sk_db_get(txn, m->ix_names, nk, nklen, &v, &vlen, err);
+    if (rc != 1) {
+        return rc == 0 ? 0 : -1;
+    }
+    rc = mr_index_brow(txn, m->ix_buckets, nk, &count, bv + 8, err);
+    if (rc == -1) {
+        return -1;
+    }
+    if (rc == 2) {
+        return mr_index_bad(m, err, "buckets: bucket %02x%02x: a malformed "
+            "row", nk[0], nk[1]);
+    }
+    mr_index_row_hash(h, nk, nklen, &flag, 1);
+    mr_index_xor(bv + 8, h);
+    sk_db_u64_put(bv, count + 1);
+    if (sk_db_put(txn, m->ix_names, nk, nklen, &flag, 1, err) != 0
+        || sk_db_put(txn, m->ix_buckets, nk, MR_IX_BUCKET, bv, sizeof(bv),
+               err) != 0)
+    {
+        return -1;
+    }
+    return 0;
 }
 
 
 /* Remove an index directory's files (data.mdb, lock.mdb) and itself. */
-static int
+int
 mr_index_remove(const char *dir, sk_err_t *err)
 {
     const char  *files[] = { "data.mdb", "lock.mdb" };
@@ -152,6 +307,7 @@ mr_index_open(mr_mirror_t *m, int fresh, sk_err_t *err)
     }
     if (sk_db_table(m->db, "entries", 1, &m->ix_entries, err) != 0
         || sk_db_table(m->db, "names", 1, &m->ix_names, err) != 0
+        || sk_db_table(m->db, "buckets", 1, &m->ix_buckets, err) != 0
         || sk_db_table(m->db, "roots", 1, &m->ix_roots, err) != 0)
     {
         sk_db_close(m->db);
@@ -175,9 +331,8 @@ static int
 mr_index_damaged(mr_mirror_t *m, const mr_tl_t *t, sk_err_t *err,
     const char *why)
 {
-    m->ix_damaged = 1;
-    return sk_err_set(err, SK_ERR_FORMAT, "index %s/index, timeline %"
-        PRIu64 ": %s", m->conf.data_dir, t->conf->tid, why);
+    return mr_index_bad(m, err, "timeline %" PRIu64 ": %s", t->conf->tid,
+        why);
 }
 
 
@@ -223,9 +378,9 @@ mr_index_row(sk_db_txn_t *txn, sk_db_table_t tab, uint64_t tid, uint64_t sn,
 
     mr_index_ekey(ek, tid, sn);
     rc = sk_db_get(txn, tab, ek, sizeof(ek), &v, &vlen, err);
-    if (rc == 0 && mr_index_row_get(l, v, vlen) != 0) {
-        rc = sk_err_set(err, SK_ERR_FORMAT, "index: timeline %" PRIu64
-            " SN %" PRIu64 ": bad row", tid, sn);
+    if (rc == 0 && mr_index_row_get(l, ek, v, vlen) != 0) {
+        rc = sk_err_set(err, SK_ERR_FORMAT, "entries: timeline %" PRIu64
+            " SN %" PRIu64 ": the row does not check (damaged)", tid, sn);
     }
     return rc;
 }
@@ -398,7 +553,7 @@ mr_index_add(mr_mirror_t *m, mr_tl_t *t, uint64_t first,
     }
     for (i = 0; i < n; i++) {
         mr_index_ekey(ek, t->conf->tid, first + i);
-        mr_index_row_put(ev, &rows[i].loc);
+        mr_index_row_put(ev, ek, &rows[i].loc);
         if (sk_db_put(txn, m->ix_entries, ek, sizeof(ek), ev, sizeof(ev),
                 err) != 0)
         {
@@ -418,7 +573,7 @@ mr_index_add(mr_mirror_t *m, mr_tl_t *t, uint64_t first,
         }
         nklen = mr_index_nkey(nk, rows[i].name, t->conf->tid, first + i);
         flag = (unsigned char) rows[i].loc.flags;
-        if (sk_db_put(txn, m->ix_names, nk, nklen, &flag, 1, err) != 0) {
+        if (mr_index_name_put(m, txn, nk, nklen, flag, err) != 0) {
             goto fail;
         }
     }
@@ -442,26 +597,21 @@ int
 mr_index_entry(mr_mirror_t *m, const mr_tl_t *t, uint64_t sn, mr_loc_t *loc,
     sk_err_t *err)
 {
-    sk_db_txn_t    *txn;
-    unsigned char   ek[16];
-    const void     *v;
-    size_t          vlen;
-    int             rc;
+    sk_db_txn_t  *txn;
+    int           rc;
 
     if (sk_db_begin(m->db, 0, &txn, err) != 0) {
         return -1;
     }
-    mr_index_ekey(ek, t->conf->tid, sn);
-    rc = sk_db_get(txn, m->ix_entries, ek, sizeof(ek), &v, &vlen, err);
-    if (rc == 0 && mr_index_row_get(loc, v, vlen) != 0) {
-        rc = sk_err_set(err, SK_ERR_FORMAT, "index: timeline %" PRIu64
-            " SN %" PRIu64 ": bad row", t->conf->tid, sn);
-    } else if (rc == 1) {
-        rc = sk_err_set(err, SK_ERR_NOT_FOUND, "index: timeline %" PRIu64
-            " SN %" PRIu64 ": no row", t->conf->tid, sn);
-    }
+    rc = mr_index_row(txn, m->ix_entries, t->conf->tid, sn, loc, err);
     sk_db_abort(txn);
-    return rc;
+    if (rc == -1 && err->code == SK_ERR_FORMAT) {
+        return mr_index_bad(m, err, "%s", err->msg);
+    }
+    /* Callers ask only for SNs the index holds. */
+    return rc == 1 ? mr_index_bad(m, err, "entries: timeline %" PRIu64
+                         " SN %" PRIu64 ": no row", t->conf->tid, sn)
+                   : rc;
 }
 
 
@@ -480,68 +630,123 @@ mr_index_tl(mr_mirror_t *m, uint64_t tid)
 }
 
 
+/* Append tid/sn to *refs (its row checked); 1 if t is not mirrored. */
+static int
+mr_index_ref_add(mr_mirror_t *m, sk_db_txn_t *txn, const char *name,
+    uint64_t tid, uint64_t sn, mr_ref_t **refs, size_t *n, size_t *cap,
+    sk_err_t *err)
+{
+    mr_ref_t  *r;
+    mr_tl_t   *t;
+    int        rc;
+
+    t = mr_index_tl(m, tid);
+    if (t == NULL) {
+        return 1;               /* no longer mirrored */
+    }
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 8;
+        r = realloc(*refs, *cap * sizeof(**refs));
+        if (r == NULL) {
+            return sk_err_set(err, SK_ERR_NOMEM, "name refs");
+        }
+        *refs = r;
+    }
+    r = &(*refs)[*n];
+    r->tl = t->index;
+    r->sn = sn;
+    rc = mr_index_row(txn, m->ix_entries, tid, sn, &r->loc, err);
+    if (rc == 1) {
+        return mr_index_bad(m, err, "names: %s: timeline %" PRIu64 " SN %"
+            PRIu64 ": no entries row", name, tid, sn);
+    }
+    if (rc == -1) {
+        return err->code == SK_ERR_FORMAT
+            ? mr_index_bad(m, err, "names: %s: %s", name, err->msg) : -1;
+    }
+    (*n)++;
+    return 0;
+}
+
+
+/* The name's rows, from a scan of its whole bucket, which must give the
+ * bucket row's count and digest: a key changed or lost in it is found
+ * here, not taken for an absence. */
+static int
+mr_index_scan(mr_mirror_t *m, sk_db_txn_t *txn, const char *name,
+    mr_ref_t **refs, size_t *n, sk_err_t *err)
+{
+    sk_db_iter_t   *it;
+    unsigned char   b[MR_IX_BUCKET], h[SK_SHA256_BYTES];
+    unsigned char   want[SK_SHA256_BYTES], got[SK_SHA256_BYTES] = { 0 };
+    const unsigned char  *k;
+    const void     *kv, *v;
+    size_t          klen, vlen, nlen = strlen(name), cap = 0;
+    uint64_t        count, rows = 0;
+    int             rc;
+
+    mr_index_bucket(b, name, nlen);
+    rc = mr_index_brow(txn, m->ix_buckets, b, &count, want, err);
+    if (rc == -1) {
+        return -1;
+    }
+    if (rc == 2) {
+        return mr_index_bad(m, err, "buckets: bucket %02x%02x (of %s): a "
+            "malformed row", b[0], b[1], name);
+    }
+    if (sk_db_iter_open(txn, m->ix_names, b, MR_IX_BUCKET, &it, err) != 0) {
+        return -1;
+    }
+    while ((rc = sk_db_iter_next(it, &kv, &klen, &v, &vlen, err)) == 0) {
+        k = kv;
+        rows++;
+        mr_index_row_hash(h, k, klen, v, vlen);
+        mr_index_xor(got, h);
+        /* The name takes the NUL: "a.example" is not "a.example.net". */
+        if (klen != MR_IX_BUCKET + nlen + 17
+            || memcmp(k + MR_IX_BUCKET, name, nlen + 1) != 0)
+        {
+            continue;
+        }
+        rc = mr_index_ref_add(m, txn, name,
+            sk_db_u64_get(k + MR_IX_BUCKET + nlen + 1),
+            sk_db_u64_get(k + MR_IX_BUCKET + nlen + 9), refs, n, &cap, err);
+        if (rc == -1) {
+            break;
+        }
+    }
+    sk_db_iter_close(it);
+    if (rc == -1) {
+        return -1;
+    }
+    if (rows != count || memcmp(got, want, sizeof(got)) != 0) {
+        return mr_index_bad(m, err, "names: bucket %02x%02x (of %s): %"
+            PRIu64 " rows, the bucket row says %" PRIu64 "%s", b[0], b[1],
+            name, rows, count, rows == count ? " with another digest" : "");
+    }
+    return 0;
+}
+
+
 int
 mr_index_refs(mr_mirror_t *m, const char *name, mr_ref_t **out, size_t *n,
     sk_err_t *err)
 {
-    sk_db_txn_t    *txn;
-    sk_db_iter_t   *it;
-    unsigned char   ek[16];
-    const void     *k, *v;
-    size_t          klen, vlen, nlen = strlen(name), cap = 0;
-    mr_ref_t       *refs = NULL, *r;
-    mr_tl_t        *t;
-    uint64_t        tid, sn;
-    int             rc;
+    sk_db_txn_t  *txn;
+    mr_ref_t     *refs = NULL;
+    int           rc;
 
     *out = NULL;
     *n = 0;
-    if (nlen > SK_NAME_MAX) {
+    if (strlen(name) > SK_NAME_MAX) {
         return 0;
     }
     if (sk_db_begin(m->db, 0, &txn, err) != 0) {
         return -1;
     }
-    /* The prefix takes the NUL: "a.example" is not "a.example.net". */
-    if (sk_db_iter_open(txn, m->ix_names, name, nlen + 1, &it, err) != 0) {
-        sk_db_abort(txn);
-        return -1;
-    }
-    while ((rc = sk_db_iter_next(it, &k, &klen, &v, &vlen, err)) == 0) {
-        if (klen != nlen + 17) {
-            continue;
-        }
-        tid = sk_db_u64_get((const unsigned char *) k + nlen + 1);
-        sn = sk_db_u64_get((const unsigned char *) k + nlen + 9);
-        t = mr_index_tl(m, tid);
-        if (t == NULL) {
-            continue;           /* no longer mirrored */
-        }
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            r = realloc(refs, cap * sizeof(*refs));
-            if (r == NULL) {
-                rc = sk_err_set(err, SK_ERR_NOMEM, "name refs");
-                break;
-            }
-            refs = r;
-        }
-        r = &refs[*n];
-        r->tl = t->index;
-        r->sn = sn;
-        mr_index_ekey(ek, tid, sn);
-        rc = sk_db_get(txn, m->ix_entries, ek, sizeof(ek), &v, &vlen, err);
-        if (rc != 0 || mr_index_row_get(&r->loc, v, vlen) != 0) {
-            rc = rc == -1 ? -1 : sk_err_set(err, SK_ERR_FORMAT, "index: "
-                "%s: timeline %" PRIu64 " SN %" PRIu64 ": no entry row",
-                name, tid, sn);
-            break;
-        }
-        (*n)++;
-    }
-    sk_db_iter_close(it);
+    rc = mr_index_scan(m, txn, name, &refs, n, err);
     sk_db_abort(txn);
-    if (rc == -1) {
+    if (rc != 0) {
         free(refs);
         *n = 0;
         return -1;

@@ -1,10 +1,13 @@
 /*
  * mr_main.c -- sk-mirror: flags, key, copies, sync threads, HTTP, signals.
  *
- *   sk-mirror -c FILE        run in the foreground until SIGTERM/SIGINT
- *   sk-mirror -n -c FILE     check the configuration and exit
+ *   sk-mirror -c FILE          run in the foreground until SIGTERM/SIGINT
+ *   sk-mirror -n -c FILE       check the configuration and exit
+ *   sk-mirror --check -c FILE  compare the index with one made from the
+ *                              copies (mr_ixcheck.c), offline
  */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,7 +26,8 @@
 static int
 mr_usage(void)
 {
-    fprintf(stderr, "usage: %s [-n] -c FILE\n", MR_PROG);
+    fprintf(stderr, "usage: %s [-n] -c FILE\n"
+        "       %s --check -c FILE\n", MR_PROG, MR_PROG);
     return EX_USAGE;
 }
 
@@ -81,17 +85,13 @@ mr_main_close_copies(mr_mirror_t *m)
 }
 
 
-/* Open every copy; order[] by ascending TID.  An index that does not fit
- * the copies is rebuilt from them, once. */
-static int
-mr_main_open(mr_mirror_t *m, sk_err_t *err)
+/* The timelines as configured, order[] by ascending TID; no copy open. */
+void
+mr_main_init(mr_mirror_t *m)
 {
     size_t    i, j;
     uint32_t  x;
 
-    if (mkdir(m->conf.data_dir, 0755) != 0 && errno != EEXIST) {
-        return sk_err_sys(err, "%s: mkdir", m->conf.data_dir);
-    }
     m->ntl = m->conf.ntl;
     for (i = 0; i < m->ntl; i++) {
         m->tl[i].conf = &m->conf.tl[i];
@@ -99,23 +99,6 @@ mr_main_open(mr_mirror_t *m, sk_err_t *err)
         m->tl[i].mirror = m;
         m->tl[i].fd = -1;
         m->order[i] = (uint32_t) i;
-    }
-    if (mr_index_open(m, 0, err) != 0) {
-        return -1;
-    }
-    if (mr_main_open_copies(m, err) != 0) {
-        if (!m->ix_damaged) {
-            return -1;
-        }
-        mr_log("%s; rebuilding the index from the copies", err->msg);
-        mr_main_close_copies(m);
-        mr_index_close(m);
-        m->ix_damaged = 0;
-        if (mr_index_open(m, 1, err) != 0
-            || mr_main_open_copies(m, err) != 0)
-        {
-            return -1;
-        }
     }
     for (i = 1; i < m->ntl; i++) {
         for (j = i; j > 0 && m->conf.tl[m->order[j - 1]].tid
@@ -126,7 +109,72 @@ mr_main_open(mr_mirror_t *m, sk_err_t *err)
             m->order[j - 1] = x;
         }
     }
+}
+
+
+/* Drop the index and make it anew from the copies, reopened. */
+static int
+mr_main_rebuild(mr_mirror_t *m, sk_err_t *err)
+{
+    mr_main_close_copies(m);
+    mr_index_close(m);
+    m->ix_damaged = 0;
+    if (mr_index_open(m, 1, err) != 0 || mr_main_open_copies(m, err) != 0) {
+        return -1;
+    }
     return 0;
+}
+
+
+/* Open every copy.  An index that does not fit the copies is rebuilt
+ * from them, once. */
+static int
+mr_main_open(mr_mirror_t *m, sk_err_t *err)
+{
+    if (mkdir(m->conf.data_dir, 0755) != 0 && errno != EEXIST) {
+        return sk_err_sys(err, "%s: mkdir", m->conf.data_dir);
+    }
+    mr_main_init(m);
+    if (mr_index_open(m, 0, err) != 0) {
+        return -1;
+    }
+    if (mr_main_open_copies(m, err) != 0) {
+        if (!m->ix_damaged) {
+            return -1;
+        }
+        mr_log("%s; rebuilding the index from the copies", err->msg);
+        return mr_main_rebuild(m, err);
+    }
+    return 0;
+}
+
+
+/* SIGUSR1 from a thread that found the index damaged while serving
+ * (mr_index_bad): requests get 503 meanwhile (mr_http.c).  Stop the
+ * threads, wait for the requests under way, rebuild, start again. */
+static int
+mr_main_heal(mr_mirror_t *m, sk_err_t *err)
+{
+    mr_sync_stop(m);
+    mr_track_stop(m);
+    pthread_mutex_lock(&m->lock);
+    m->serving = 0;
+    while (m->requests > 0) {
+        pthread_cond_wait(&m->idle, &m->lock);
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (mr_main_rebuild(m, err) != 0) {
+        return -1;
+    }
+    pthread_mutex_lock(&m->lock);
+    m->stopping = 0;
+    atomic_store(&m->halt, 0);
+    m->gen++;                   /* no answer cached before is served */
+    m->serving = 1;
+    pthread_mutex_unlock(&m->lock);
+    mr_log("index %s/index rebuilt from the copies", m->conf.data_dir);
+    return mr_sync_start(m, err) != 0 || mr_track_start(m, err) != 0
+        ? -1 : 0;
 }
 
 
@@ -136,9 +184,11 @@ mr_main_run(mr_mirror_t *m)
     sk_httpd_t  *h = NULL;
     sk_err_t     err;
     sigset_t     set;
-    int          rc = EX_OK;
+    int          rc = EX_OK, sig;
 
     sk_daemon_block(&set);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
 
     if (mr_main_open(m, &err) != 0 || mr_main_key(m, &err) != 0
         || mr_cache_open(m, &err) != 0)
@@ -146,6 +196,7 @@ mr_main_run(mr_mirror_t *m)
         mr_log("%s", err.msg);
         return EX_CONFIG;
     }
+    m->serving = 1;
     if (mr_http_start(m, &h, &err) != 0 || mr_sync_start(m, &err) != 0
         || mr_track_start(m, &err) != 0)
     {
@@ -155,7 +206,16 @@ mr_main_run(mr_mirror_t *m)
         mr_log("mirroring %zu timelines, listening on %s", m->ntl,
             m->conf.listen);
         (void) sk_daemon_notify("READY=1");
-        mr_log("signal %d: stopping", sk_daemon_wait(&set));
+        while ((sig = sk_daemon_wait(&set)) == SIGUSR1) {
+            if (m->ix_damaged && mr_main_heal(m, &err) != 0) {
+                mr_log("%s", err.msg);
+                rc = EX_SOFTWARE;
+                break;
+            }
+        }
+        if (rc == EX_OK) {
+            mr_log("signal %d: stopping", sig);
+        }
         (void) sk_daemon_notify("STOPPING=1");
     }
     sk_httpd_stop(h);
@@ -169,16 +229,36 @@ int
 main(int argc, char **argv)
 {
     static mr_mirror_t  m;
+    static const struct option  opts[] = {
+        { "check", no_argument, NULL, 'C' },
+        { NULL, 0, NULL, 0 }
+    };
     const char         *conf = NULL;
     sk_err_t            err;
-    int                 check, rc;
+    int                 check = 0, ixcheck = 0, c, rc;
 
-    if (sk_daemon_args(argc, argv, &conf, &check) != 0) {
+    while ((c = getopt_long(argc, argv, "c:nh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            conf = optarg;
+            break;
+        case 'n':
+            check = 1;
+            break;
+        case 'C':
+            ixcheck = 1;
+            break;
+        default:
+            return mr_usage();
+        }
+    }
+    if (conf == NULL || optind != argc || (check && ixcheck)) {
         return mr_usage();
     }
     pthread_mutex_init(&m.lock, NULL);
     pthread_mutex_init(&m.rlock, NULL);
     pthread_cond_init(&m.wake, NULL);
+    pthread_cond_init(&m.idle, NULL);
     if (mr_conf_load(&m.conf, conf, &err) != 0) {
         fprintf(stderr, "%s: configuration error: %s\n", MR_PROG, err.msg);
         return EX_CONFIG;
@@ -187,6 +267,12 @@ main(int argc, char **argv)
         printf("%s: %s: configuration ok\n", MR_PROG, conf);
         mr_conf_free(&m.conf);
         return EX_OK;
+    }
+    if (ixcheck) {
+        mr_main_init(&m);
+        rc = mr_ixcheck(&m);
+        mr_conf_free(&m.conf);
+        return rc;
     }
     if (m.conf.ntl < 2) {
         mr_log("%s: only %zu timeline configured: answers need two", conf,

@@ -192,6 +192,7 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     int         rc, shared, fresh;
 
     if (sk_name_check(name, strlen(name), err) != 0) {
+        err->code = SK_ERR_USAGE;   /* the client's: any other is ours */
         return -1;
     }
     shared = m->rcache != NULL && since == 0 && m->conf.query_cache > 0;

@@ -396,11 +396,16 @@ mr_store_replay(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
     }
     free(rows);
     free(names);
-    if (rc != 0) {
-        return -1;
-    }
-    /* A tree that disagrees with the heads is rebuilt from the entries
-     * before the entries are blamed. */
+    return rc != 0 ? -1 : 0;
+}
+
+
+/* The tree against the heads; one that disagrees is rebuilt from the
+ * entries before the entries are blamed. */
+static int
+mr_store_heads_or_rebuild(mr_tl_t *t, const sk_tfm_t *tfm,
+    const mr_prefix_t *pf, sk_err_t *err)
+{
     if (mr_store_check_heads(t, tfm, pf, err) == 0) {
         return 0;
     }
@@ -505,7 +510,9 @@ mr_store_open_log(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
         return -1;
     }
     loaded = t->size;
-    if (mr_store_replay(m, t, tfm, pf, buf, len, err) != 0) {
+    if (mr_store_replay(m, t, tfm, pf, buf, len, err) != 0
+        || mr_store_heads_or_rebuild(t, tfm, pf, err) != 0)
+    {
         free(buf);
         /* With entries from the index, the index may be what does not
          * fit: rebuilt, the copy is checked whole and says. */
@@ -526,13 +533,12 @@ mr_store_open_log(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
 }
 
 
-int
-mr_store_open(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err)
+/* t's key, directory and signed heads. */
+static int
+mr_store_begin(mr_mirror_t *m, mr_tl_t *t, int create, sk_tfm_t *tfm,
+    mr_prefix_t *pf, sk_err_t *err)
 {
-    sk_tfm_t     tfm;
-    mr_prefix_t  pf;
-    char         path[4096], *ev, *nl, *p;
-    size_t    len;
+    char  path[4096];
 
     t->fd = -1;
     if (sk_key_load_public(&t->key, t->conf->pub_file, err) != 0) {
@@ -548,10 +554,57 @@ mr_store_open(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err)
     if (t->dir == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "dir");
     }
-    if (mkdir(t->dir, 0755) != 0 && errno != EEXIST) {
+    if (create && mkdir(t->dir, 0755) != 0 && errno != EEXIST) {
         return sk_err_sys(err, "%s: mkdir", t->dir);
     }
-    if (mr_store_load_heads(t, &tfm, &pf, err) != 0
+    return mr_store_load_heads(t, tfm, pf, err);
+}
+
+
+int
+mr_store_scratch(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err)
+{
+    struct stat  st;
+    sk_tfm_t     tfm;
+    mr_prefix_t  pf;
+    char         path[4096], *buf;
+    size_t       len;
+    int          rc;
+
+    if (mr_store_begin(m, t, 0, &tfm, &pf, err) != 0) {
+        return -1;
+    }
+    if (mr_store_path(path, sizeof(path), t, "entries") != 0) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s: path too long", t->dir);
+    }
+    t->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (t->fd < 0 || fstat(t->fd, &st) != 0) {
+        return sk_err_sys(err, "%s: open", path);
+    }
+    if (sk_merkle_tree_new(&t->tree, err) != 0
+        || mr_store_read_tail(t, path, (uint64_t) st.st_size, &buf, &len,
+               err) != 0)
+    {
+        return -1;
+    }
+    rc = mr_store_replay(m, t, &tfm, &pf, buf, len, err);
+    free(buf);
+    if (rc != 0 || mr_store_check_heads(t, &tfm, &pf, err) != 0) {
+        return sk_err_prefix(err, "%s", path);
+    }
+    return 0;
+}
+
+
+int
+mr_store_open(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err)
+{
+    sk_tfm_t     tfm;
+    mr_prefix_t  pf;
+    char        *ev, *nl, *p;
+    size_t       len;
+
+    if (mr_store_begin(m, t, 1, &tfm, &pf, err) != 0
         || mr_store_open_log(m, t, &tfm, &pf, err) != 0)
     {
         return -1;
@@ -575,6 +628,7 @@ void
 mr_store_close(mr_tl_t *t)
 {
     const mr_tlconf_t  *conf = t->conf;
+    mr_mirror_t        *m = t->mirror;
     uint32_t            index = t->index;
 
     if (t->fd >= 0) {
@@ -588,6 +642,7 @@ mr_store_close(mr_tl_t *t)
     /* As before mr_store_open, which may be called again. */
     memset(t, 0, sizeof(*t));
     t->conf = conf;
+    t->mirror = m;
     t->index = index;
     t->fd = -1;
 }
@@ -768,6 +823,16 @@ mr_store_pread(const mr_tl_t *t, uint64_t sn, const mr_loc_t *loc,
     if (memcmp(leaf, loc->leaf, sizeof(leaf)) != 0) {
         free(*out);
         *out = NULL;
+        /* The tiles, checked against the signed heads at start, tell
+         * which is damaged: the index's leaf or the copy. */
+        if (t->tree != NULL && sn < sk_merkle_tree_size(t->tree)
+            && sk_merkle_tree_leaf_get(leaf, t->tree, sn, err) == 0
+            && memcmp(leaf, loc->leaf, sizeof(leaf)) != 0)
+        {
+            return mr_index_bad(t->mirror, err, "entries: timeline %" PRIu64
+                " SN %" PRIu64 ": not the leaf of %s/tile", t->conf->tid, sn,
+                t->dir);
+        }
         mr_log("%s/entries: offset %" PRIu64 ", SN %" PRIu64 ": not the "
             "entry the index holds: the copy is damaged", t->dir, loc->off,
             sn);
