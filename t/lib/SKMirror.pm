@@ -110,11 +110,13 @@ sub start_mirror {
     return restart_mirror($m);
 }
 
+# A start may rebuild the index first: 5,000 entries took 13 s under
+# load on the ASan build, so wait for the port longer than that.
 sub restart_mirror {
     my ($m) = @_;
     write_conf($m);
     $m->{pid} = run_daemon([$MR, '-c', "$m->{dir}/mirror.conf"], $m->{log});
-    $m->{up} = wait_for_port($m->{port}, 10);
+    $m->{up} = wait_for_port($m->{port}, 30);
     $m->{pub} = "$m->{dir}/data/mirror.pub";
     return $m;
 }
