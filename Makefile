@@ -294,12 +294,15 @@ $(FUZZ_SKM_OBJS): sk_milter/skm.h
 # hold: sk, sk-renew-hook, the daemons, man pages, systemd units, the nginx
 # module and its load file (Debian's directories), example configurations
 # (never over existing ones).  make uninstall removes all but the
-# configurations and state, as apt-get remove does.
+# configurations and state, as apt-get remove does.  The configuration
+# goes to PREFIX/etc, but for PREFIX=/usr (a system install, as the .debs
+# are): /etc, where operators and the daemons' defaults look; the units
+# and sk-renew-hook are written to read it where it went.
 PREFIX         ?= /usr/local
 BINDIR         ?= $(PREFIX)/bin
 SBINDIR        ?= $(PREFIX)/sbin
 MANDIR         ?= $(PREFIX)/share/man
-SYSCONFDIR     ?= $(PREFIX)/etc
+SYSCONFDIR     ?= $(if $(filter /usr /usr/,$(PREFIX)),/etc,$(PREFIX)/etc)
 LOCALSTATEDIR  ?= /var
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 NGX_MODULES_DIR ?= /usr/lib/nginx/modules

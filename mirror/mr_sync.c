@@ -62,6 +62,8 @@ typedef struct {
     mr_pending_t  pend;         /* what this round's entries did to names */
     uint64_t      next;         /* SN expected next = t->size + b.n */
     int64_t       last_ts;      /* timestamp of SN next - 1 */
+    char          tiles_why[SK_ERR_MSG_MAX];   /* why the round left the
+                                                  tiles for the chunks */
 } mr_sync_t;
 
 
@@ -786,7 +788,7 @@ mr_sync_tail(mr_sync_t *s, uint64_t size)
 
 
 /* The most an entry bundle can hold: 256 entries of at most 64 KiB. */
-#define MR_BUNDLE_MAX  ((size_t) SK_TILE_WIDTH * (2 + UINT16_MAX))
+#define MR_BUNDLE_MAX  ((size_t) SK_TILE_WIDTH * (2 + SK_TILE_ENTRY_MAX))
 
 static void
 mr_sync_source(mr_sync_t *s, int tiles, const char *why)
@@ -796,6 +798,24 @@ mr_sync_source(mr_sync_t *s, int tiles, const char *why)
             tiles > 0 ? "tiles" : "chunks", why[0] ? ": " : "", why);
         s->t->tiles_logged = tiles;
     }
+}
+
+
+/* The tiles failed (why in s->err): a bundle the timeline cannot serve
+ * (an entry longer than a bundle carries, stored before timelines
+ * refused them) or a bad one, or a batch the checkpoint does not prove.
+ * The tiles are only a faster path: the chunks, whose TFMs are signed,
+ * are used instead (t->tiles = -1, the batch dropped); that path tells
+ * renegation from a bad answer.  If it fails too, the reason keeps why
+ * the tiles did. */
+static mr_round_t
+mr_sync_to_chunks(mr_sync_t *s)
+{
+    mr_sync_source(s, -1, s->err->msg);
+    snprintf(s->tiles_why, sizeof(s->tiles_why), "%s", s->err->msg);
+    s->t->tiles = -1;
+    mr_sync_rewind(s);
+    return MR_ROUND_OK;
 }
 
 
@@ -848,8 +868,7 @@ mr_sync_bundle(mr_sync_t *s, const char *url, uint64_t n, unsigned width,
  * checkpoint cp (mr_prefix.c): the timeline's consistency proof from
  * s->next to cp's size must lead from the copy's root to cp's.  A proof
  * that does not: the tiles do not agree with the signed checkpoint, and
- * the chunks, whose TFMs are signed, are used instead (t->tiles = -1,
- * the batch dropped); that path tells renegation from a bad answer. */
+ * the chunks are used instead (mr_sync_to_chunks). */
 static mr_round_t
 mr_sync_prefix(mr_sync_t *s, const char *cp, size_t cplen,
     const sk_checkpoint_t *cpv)
@@ -877,10 +896,7 @@ mr_sync_prefix(mr_sync_t *s, const char *cp, size_t cplen,
         return MR_ROUND_FAIL;
     }
     if (mr_prefix_check(&pf, root, s->err) != 0) {
-        mr_sync_source(s, -1, s->err->msg);
-        s->t->tiles = -1;
-        mr_sync_rewind(s);
-        return MR_ROUND_OK;
+        return mr_sync_to_chunks(s);
     }
     if (mr_prefix_format(&text, &len, pf.size, &pf.proof, cp, cplen, s->err)
         != 0)
@@ -896,7 +912,9 @@ mr_sync_prefix(mr_sync_t *s, const char *cp, size_t cplen,
 /* Entries up to the checkpoint's size from the timeline's tlog-tiles
  * entry bundles, the full ones, then the partial last one.  The first
  * fetch is the probe: a 404 while not known means no tiles (t->tiles =
- * -1; the caller goes to chunks).  Every tiles_commit entries the batch
+ * -1; the caller goes to chunks).  Any other answer but 200, or a bundle
+ * that does not check, sends the round to the chunks too
+ * (mr_sync_to_chunks).  Every tiles_commit entries the batch
  * is committed as a proven prefix of the checkpoint (mr_sync_prefix);
  * the rest, with the checkpoint once the root of the copy so extended
  * is the checkpoint's (by the round). */
@@ -931,7 +949,7 @@ mr_sync_tiles(mr_sync_t *s, const char *cp, size_t cplen,
             free(r.body);
             sk_err_set(s->err, SK_ERR_UNAVAILABLE, "GET %s: HTTP %ld", url,
                 r.status);
-            return MR_ROUND_FAIL;
+            return mr_sync_to_chunks(s);
         }
         if (s->t->tiles == 0) {
             s->t->tiles = 1;
@@ -940,6 +958,9 @@ mr_sync_tiles(mr_sync_t *s, const char *cp, size_t cplen,
         res = mr_sync_bundle(s, url, n, width, (unsigned char *) r.body,
             r.len);
         free(r.body);
+        if (res == MR_ROUND_FAIL) {
+            return mr_sync_to_chunks(s);
+        }
         if (res == MR_ROUND_OK && s->b.n >= s->m->conf.tiles_commit
             && s->next < size)
         {
@@ -1019,6 +1040,9 @@ mr_sync_round(mr_sync_t *s)
                 } else {
                     res = mr_sync_tail(s, cpv.size);
                 }
+            }
+            if (res == MR_ROUND_FAIL && s->tiles_why[0] != '\0') {
+                sk_err_prefix(s->err, "%s; then from chunks", s->tiles_why);
             }
         }
     }

@@ -80,9 +80,10 @@ my $r = $ngx->test_conf;
 is($r->{rc}, 0, 'nginx -t accepts the configuration') or diag($r->{err});
 $ngx->start;
 
-# Impostors for example.com with certificates from the same CA: one
-# without a carrier, one with a carrier made by another SK.
-my ($icert, $ikey) = make_cert($d, 'example.com', 'rsa');
+# Impostors for example.com (and down.test) with certificates from the
+# same CA: one without a carrier, one with a carrier made by another SK.
+my ($icert, $ikey) = make_cert($d, 'example.com', 'rsa',
+    ['example.com', 'down.test']);
 my $ievil = make_carrier($evil, $icert, 'example.com', "$d/evil-carrier.pem");
 spew("$d/imp-evil.pem", slurp($icert) . slurp($ievil));
 my %log = map { $_ => "$d/peer-$_.log" } qw(imp evil reset plainrec);
@@ -179,6 +180,17 @@ is($r->{j}{decision}, 'undecided', 'json: undecided');
 is_deeply([map { "$_->{kind}/$_->{result}" } @{$r->{j}{routes}}],
     ['primary/failed', 'address/failed', 'address/failed',
      'sk-onion/failed'], 'json: every route failed');
+
+# The URL's host an impostor, every other route down (Tor's port closed):
+# the impostor's reject is the first route's alone; each route after it
+# that never reached TLS reports its own connection failure.
+$r = fetch("https://down.test:$p{imp}/");
+is($r->{rc}, 1, 'impostor, then every route down: exit 1') or diag($r->{err});
+like($r->{err}, qr/^sk: https:\/\/down\.test:$p{imp}\/: no route gave the page; tried, in order:\nsk:   down\.test:$p{imp} \(the URL's host\): refused: reject \(no-carrier\): .*\nsk:   127\.0\.0\.1:$p{dead1} \(address\): failed: (?!reject).*\nsk:   \[::1\]:$p{dead2} \(address\): failed: (?!reject).*\nsk:   \Q$own\E:$p{imp} \(the SK's own onion, through Tor at 127\.0\.0\.1:$p{dead3}\): failed: (?!reject).*\n\z/,
+    '... each later route its own failure, not the impostor\'s reject')
+    or diag($r->{err});
+unlike($r->{err}, qr/no carrier.*\n.*no carrier/s,
+    '... the reject is reported once');
 
 # No SK: plain verified HTTPS, no fallback; the CA checks still apply.
 $r = fetch_json("https://nosk.test:$port/");

@@ -4,9 +4,10 @@
 # answers verify; a forged timeline with 300 entries is synced through one
 # full and one partial bundle; a forged timeline whose /tile/ 404s is
 # synced from chunks ("source chunks"); tampered bundles -- one byte
-# changed, cut short, extra bytes -- make their timelines Stuck with a
-# reason naming the bundle's URL and the offset, nothing of them stored;
-# bundles whose root is not the signed checkpoint's: Corrupt, none stored.
+# changed, cut short, extra bytes -- send their timelines to the chunks,
+# the log naming the bundle's URL and the offset; with a bad chunk too:
+# Stuck, the reason naming both, nothing stored; bundles whose root is
+# not the signed checkpoint's: Corrupt, none stored.
 # The mirror commits every 256 entries (tiles_commit) once the timeline's
 # consistency proof leads from the copy to the signed checkpoint: the
 # 300-entry timeline in two commits; one whose proof does not lead there
@@ -48,8 +49,8 @@ for my $tid (7, 8) {
 }
 
 # Forged timelines: 31 without tiles, 32 with 300 entries in tiles, 33-35
-# with a tampered last bundle.
-my ($ftl, $fkeys) = forged_timelines($d, 31 .. 37);
+# with a tampered last bundle, 38 with a tampered bundle and a bad chunk.
+my ($ftl, $fkeys) = forged_timelines($d, 31 .. 38);
 my %tl = %$ftl;
 %keys = (%keys, %$fkeys);
 my $root = root_entry(cert => "$ca.crt", key => $op);
@@ -72,15 +73,17 @@ publish_forged($tl{31}, history(31, 4));
 publish_forged($tl{32}, history(32, 300), tiles => 1, chunks => [[0, 299]]);
 publish_forged($tl{$_}, history($_, 4), tiles => 1,
     tamper_bundle => $tamper{$_}) for 33 .. 35;
+publish_forged($tl{38}, history(38, 4), tiles => 1,
+    tamper_bundle => $tamper{33}, bad_chunk_sig => 0);
 # 36: honest bundles, but a signed checkpoint whose root is not theirs.
 publish_forged($tl{36}, history(36, 4), tiles => 1, cp_root => "\x55" x 32);
 # 37: honest bundles and chunks, a consistency proof that is not.
 publish_forged($tl{37}, history(37, 300), tiles => 1, chunks => [[0, 299]],
     bad_proof => 1);
-$tl{$_}{srv} = serve_forged($tl{$_}{dir}) for 31 .. 37;
+$tl{$_}{srv} = serve_forged($tl{$_}{dir}) for 31 .. 38;
 
 my @conf = ((map { [$_, $t{$_}{url}, @{$keys{$_}}] } 7, 8),
-    (map { [$_, $tl{$_}{srv}{url}, @{$keys{$_}}] } 31 .. 37));
+    (map { [$_, $tl{$_}{srv}{url}, @{$keys{$_}}] } 31 .. 38));
 my $m = start_mirror("$d/m", \@conf, tiles_commit => 256);
 ok($m->{up}, 'sk-mirror listens') or BAIL_OUT(slurp($m->{log}));
 
@@ -137,13 +140,21 @@ my %why = (33 => qr/entries\/000\.p\/4: entry at offset \d+/,
     34 => qr/entries\/000\.p\/4: entry 3 at offset \d+ of length \d+, beyond/,
     35 => qr/entries\/000\.p\/4: 2 trailing bytes at offset \d+/);
 for my $tid (33 .. 35) {
-    ok(wait_state($m, $tid, 'Stuck', 15), "tampered bundle $tid: Stuck");
+    ok(wait_state($m, $tid, 'Idle', 15), "tampered bundle $tid: Idle");
     my ($s) = grep { $_->{tid} == $tid } @{mirror_status($m)->{timelines}};
-    like($s->{reason}, qr/\Q$tl{$tid}{srv}{url}\E\/tile\/$why{$tid}/,
-        "... naming the URL and offset") or diag($s->{reason});
-    is($s->{entries}, 0, '... nothing stored');
+    is($s->{entries}, 4, '... every entry, from the chunks');
+    like(slurp($m->{log}), qr/timeline $tid: source chunks: (?#
+        )\Q$tl{$tid}{srv}{url}\E\/tile\/$why{$tid}/,
+        '... the log naming the URL and offset') or diag(slurp($m->{log}));
 }
-ok(!grep({ tl_state($m, $_) eq 'Corrupt' } 33 .. 35),
+ok(wait_state($m, 38, 'Stuck', 15), 'a tampered bundle and a bad chunk: Stuck');
+my ($s38) = grep { $_->{tid} == 38 } @{mirror_status($m)->{timelines}};
+my ($url38, $why38) = ($tl{38}{srv}{url}, $why{33});
+like($s38->{reason}, qr/\Q$url38\E\/tile\/$why38.*; then from chunks: (?#
+    ).*signature/, '... the reason naming the bundle, then the chunk')
+    or diag($s38->{reason});
+is($s38->{entries}, 0, '... nothing stored');
+ok(!grep({ tl_state($m, $_) eq 'Corrupt' } 33 .. 35, 38),
     'none is held as reneged');
 
 ok(wait_state($m, 36, 'Corrupt', 15),

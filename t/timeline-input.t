@@ -1,5 +1,6 @@
 #!/usr/bin/perl
-# sk-timeline: bad input (each the right status, the body naming the
+# sk-timeline: /checkpoint's content type (c2sp.org/tlog-tiles: UTF-8);
+# bad input (each the right status, the body naming the
 # field, nothing stored); keep-alive; a clock set back or run far ahead (fake clock);
 # the global rate limit; and the daemon's /proof endpoints for every tree
 # size up to a few hundred, checked against an RFC 6962 model in Perl,
@@ -41,6 +42,15 @@ sub expect {
 
 my $root = root_entry(cert => "$ca.crt", key => $op);
 expect($root, 201, qr/^SN: 0$/m, 'a good entry');
+
+# The checkpoint is a signed note, its signature line led by an em dash:
+# text/plain; charset=utf-8, as c2sp.org/tlog-tiles requires.
+$r = run_cmd(['curl', '-s', '-o', '-', '-w', '\n%{content_type}',
+    "$url/checkpoint"]);
+like($r->{out}, qr/^\x{e2}\x{80}\x{94} /m, '/checkpoint: an em dash leads '
+    . 'the signature line');
+like($r->{out}, qr/\ntext\/plain; charset=utf-8\z/,
+    '/checkpoint: text/plain; charset=utf-8') or diag($r->{out});
 
 # Bad input.
 expect('x' x 9000, 413, qr/^body: 9002 bytes declared, more than 8192$/m,

@@ -138,6 +138,7 @@ typedef enum {
     TL_UNAVAILABLE,         /* 503 */
     TL_TIMEOUT,             /* 408 */
     TL_FAULT,               /* 500 */
+    TL_TOO_LARGE,           /* 413: longer than an entry bundle carries */
     TL_QUEUED               /* 202: the outcome comes with a token */
 } tl_verdict_t;
 

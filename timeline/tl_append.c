@@ -147,6 +147,22 @@ tl_append_rate(tl_timeline_t *tl, int64_t now, sk_err_t *err)
 }
 
 
+/* The stamped entry, len bytes, must fit in an entry bundle
+ * (/tile/entries/): each of its entries is a uint16 length and the text,
+ * so one stored longer would stall every tiles client for good. */
+static tl_verdict_t
+tl_append_fits(size_t len, sk_err_t *err)
+{
+    if (len <= SK_TILE_ENTRY_MAX) {
+        return TL_OK;
+    }
+    sk_err_set(err, SK_ERR_FORMAT, "entry: %zu bytes once stamped, more "
+        "than %d (the most an entry bundle, /tile/entries/, carries)", len,
+        SK_TILE_ENTRY_MAX);
+    return TL_TOO_LARGE;
+}
+
+
 /* With tl->lock held: every state check, then stamp, write and sync.
  * TL_QUEUED when w->reply_at passes first (w->stamped says whether the
  * entry is written and only its sync is awaited). */
@@ -172,10 +188,15 @@ tl_append_locked(tl_timeline_t *tl, sk_entry_t *e, const sk_entry_t *ref,
             return v;
         }
         if (sk_entry_stamp(e, tl->conf.tid, tl->size, now, tl->key, err) != 0
-            || (ref != NULL && tl_inc_write(tl, ref, err) != 0)
             || sk_entry_format(out, outlen, e, err) != 0)
         {
             return TL_FAULT;
+        }
+        if ((v = tl_append_fits(*outlen, err)) != TL_OK
+            || (ref != NULL && tl_inc_write(tl, ref, err) != 0))
+        {
+            free(*out);
+            return v != TL_OK ? v : TL_FAULT;
         }
         if (tl_store_write(tl, *out, *outlen, now, err) != 0) {
             free(*out);

@@ -10,6 +10,7 @@
  * (read by sk/conf.h, whose errors name the file's line).
  * docs/timeline.md documents each key.
  */
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,11 @@
 #include "tl.h"
 
 #define TL_CONF_MAX  (64 * 1024)
+/* The most an append's body needs: the form's two fields (an
+ * Incorporate's entry and ref) of SK_TILE_ENTRY_MAX bytes each, every
+ * byte percent-encoded, and 1 KiB for the form's own text.  A larger
+ * max_body only lets in entries refused once read (413). */
+#define TL_BODY_MAX  (2 * 3 * SK_TILE_ENTRY_MAX + 1024)
 
 #define TL_S(name, field)                                                   \
     { name, SK_CONF_STR, 0, 0, offsetof(tl_conf_t, field), NULL }
@@ -106,6 +112,12 @@ tl_conf_finish(tl_conf_t *conf, sk_err_t *err)
     if (conf->threads == 0 || conf->max_body == 0) {
         return sk_err_set(err, SK_ERR_FORMAT,
             "\"threads\" and \"max_body\" must be above 0");
+    }
+    if (conf->max_body > TL_BODY_MAX) {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"max_body\": %" PRIu64
+            " is more than any append needs (%d: an entry and its ref of %d "
+            "bytes each, every byte percent-encoded; no entry is longer)",
+            conf->max_body, TL_BODY_MAX, SK_TILE_ENTRY_MAX);
     }
     if (conf->http_threads == 0 || conf->http_threads > 64) {
         return sk_err_set(err, SK_ERR_FORMAT,

@@ -28,6 +28,9 @@
 #include "tl.h"
 
 #define TL_HTTP_TEXT     "text/plain; charset=us-ascii"
+/* c2sp.org/tlog-tiles: a checkpoint is UTF-8 (its signature lines start
+ * with an em dash). */
+#define TL_HTTP_NOTE     "text/plain; charset=utf-8"
 
 /* *con_cls of a request other than POST /append, between the calls. */
 static int  tl_http_first;
@@ -231,6 +234,7 @@ tl_http_status(tl_verdict_t v)
         [TL_UNAVAILABLE] = MHD_HTTP_SERVICE_UNAVAILABLE,
         [TL_TIMEOUT] = MHD_HTTP_REQUEST_TIMEOUT,
         [TL_FAULT] = MHD_HTTP_INTERNAL_SERVER_ERROR,
+        [TL_TOO_LARGE] = MHD_HTTP_CONTENT_TOO_LARGE,
         [TL_QUEUED] = MHD_HTTP_ACCEPTED,
     };
 
@@ -358,7 +362,8 @@ tl_http_get(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
         if (rc != 0) {
             return tl_http_err(c, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
         }
-        return sk_httpd_reply(c, MHD_HTTP_OK, out, len, TL_HTTP_TEXT);
+        return sk_httpd_reply(c, MHD_HTTP_OK, out, len, url[1] == 's'
+            ? TL_HTTP_TEXT : TL_HTTP_NOTE);
     }
     if (strncmp(url, "/status/", 8) == 0) {
         return tl_http_token(c, tl, url + 8);

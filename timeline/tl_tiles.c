@@ -37,7 +37,7 @@ tl_tiles_bundle(tl_timeline_t *tl, char **out, size_t *outlen,
             free(buf);
             return -1;
         }
-        if (tlen > UINT16_MAX) {
+        if (tlen > SK_TILE_ENTRY_MAX) {
             free(text);
             free(buf);
             return sk_err_set(err, SK_ERR_FORMAT, "SN %" PRIu64 ": %zu "

@@ -19,6 +19,7 @@ typedef struct {
     const cli_get_t  *g;
     cli_get_out_t    *out;
     int               sink_failed;
+    int               tls_began;    /* the hook went in: a handshake */
     sk_err_t          attach;       /* why the hook could not go in */
 } cli_get_ctx_t;
 
@@ -56,6 +57,7 @@ cli_get_sslctx(CURL *c, void *sslctx, void *arg)
     if (sk_tls_attach_ctx(x->g->tls, sslctx, &x->attach) != 0) {
         return CURLE_ABORTED_BY_CALLBACK;
     }
+    x->tls_began = 1;
     return CURLE_OK;
 }
 
@@ -134,11 +136,15 @@ cli_get_route(CURL *c, const cli_get_t *g, const sk_route_t *route,
 }
 
 
+/* The route's outcome.  The sk_tls_t serves every route in turn, and
+ * keeps the last handshake's decision: only a route whose handshake began
+ * (the hook went in, which clears it) may report one, never a route that
+ * failed before TLS (a connection or proxy refused). */
 static void
 cli_get_classify(cli_get_ctx_t *x, CURL *c, CURLcode rc, const char *ebuf)
 {
     cli_get_out_t      *out = x->out;
-    const sk_decide_t  *d = x->g->tls != NULL ? sk_tls_decision(x->g->tls)
+    const sk_decide_t  *d = x->tls_began ? sk_tls_decision(x->g->tls)
                             : NULL;
     long                sent = 0;
     const char         *msg = ebuf[0] != '\0' ? ebuf

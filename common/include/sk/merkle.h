@@ -91,6 +91,9 @@ int sk_merkle_tree_consistency(sk_merkle_proof_t *proof,
 #define SK_TILE_LEVELS   8          /* 64 tree levels / 8 */
 #define SK_TILE_ENTRIES  (-1)       /* the level of entry bundles */
 #define SK_TILE_PATH_MAX 96
+/* The longest entry a bundle can carry: its length is a big-endian
+ * uint16.  A timeline stamps nothing longer (413). */
+#define SK_TILE_ENTRY_MAX 65535
 
 /* Leaf hash of entry index, from the log the tree is built over; the
  * tree calls it to recompute its right edge and tiles that are missing or
