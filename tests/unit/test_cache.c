@@ -16,6 +16,8 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
+#include <hiredis/hiredis.h>
+
 #include "testutil.h"
 #include "../../common/src/internal.h"
 
@@ -849,6 +851,130 @@ test_redis_timeout(void **state)
 }
 
 
+/*
+ * Many cluster nodes that accept and never answer: the whole call, every
+ * node asked included, ends by one deadline (each node waiting its own
+ * timeout made it 40 times as long).
+ */
+#define MUTE_NODES  40
+
+static void
+test_cluster_mute_nodes(void **state)
+{
+    struct sockaddr_in  sin;
+    socklen_t           slen;
+    sk_cache_t         *c = NULL;
+    unsigned char      *val;
+    size_t              len, n = 0;
+    sk_err_t            err;
+    char                spec[1024];
+    long                t0, dt;
+    int                 fd[MUTE_NODES], i;
+
+    (void) state;
+    n = (size_t) snprintf(spec, sizeof(spec), "redis-cluster://");
+    for (i = 0; i < MUTE_NODES; i++) {
+        memset(&sin, 0, sizeof(sin));
+        sin.sin_family = AF_INET;
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        fd[i] = mute_listener((struct sockaddr *) &sin, sizeof(sin));
+        slen = sizeof(sin);
+        assert_int_equal(getsockname(fd[i], (struct sockaddr *) &sin, &slen),
+            0);
+        n += (size_t) snprintf(spec + n, sizeof(spec) - n, "%s127.0.0.1:%d",
+            i > 0 ? "," : "", ntohs(sin.sin_port));
+        assert_true(n < sizeof(spec));
+    }
+    t0 = now_ms();
+    tu_assert_err(sk_cache_open(&c, spec, 200, &err), &err,
+        SK_ERR_UNAVAILABLE, "no node gives the slot map");
+    dt = now_ms() - t0;
+    assert_non_null(c);
+    assert_true(dt >= 150 && dt < 1000);
+    t0 = now_ms();
+    tu_assert_err(sk_cache_get(c, CARRIER_KEY, &val, &len, &err), &err,
+        SK_ERR_UNAVAILABLE, "no node gives the slot map");
+    dt = now_ms() - t0;
+    assert_true(dt >= 150 && dt < 1000);
+    sk_cache_close(c);
+    for (i = 0; i < MUTE_NODES; i++) {
+        close(fd[i]);
+    }
+}
+
+
+/* A /proc/self/status field, in kB. */
+static long
+proc_kb(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char  line[256];
+    long  v = -1;
+
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, field, strlen(field)) == 0) {
+            v = strtol(line + strlen(field), NULL, 10);
+        }
+    }
+    fclose(f);
+    return v;
+}
+
+
+/*
+ * A value far over SK_CACHE_VALUE_MAX in Redis: refused while the reply
+ * is read, not after reading it whole (the peak RSS shows which), and
+ * the handle works again on the next call.
+ */
+static void
+test_redis_huge_value(void **state)
+{
+    redisContext  *rc;
+    redisReply    *r;
+    sk_cache_t    *c;
+    unsigned char *val;
+    size_t         len;
+    sk_err_t       err;
+    long           base, peak;
+    FILE          *f;
+    int            ret;
+
+    (void) state;
+    need_redis();
+    rc = redisConnectUnix(g.sock);
+    assert_true(rc != NULL && rc->err == 0);
+    /* 64 MiB of zeros, made by Redis itself. */
+    r = redisCommand(rc, "SETRANGE %s %d x", CARRIER_KEY,
+        64 * 1024 * 1024 - 1);
+    assert_true(r != NULL && r->type == REDIS_REPLY_INTEGER);
+    freeReplyObject(r);
+
+    tu_assert_ok(sk_cache_open(&c, g.tcp_spec, 5000, &err), &err);
+    /* "5": reset the peak RSS (VmHWM) to the current one. */
+    f = fopen("/proc/self/clear_refs", "w");
+    assert_non_null(f);
+    fputs("5", f);
+    fclose(f);
+    base = proc_kb("VmRSS:");
+    ret = sk_cache_get(c, CARRIER_KEY, &val, &len, &err);
+    peak = proc_kb("VmHWM:");
+    r = redisCommand(rc, "DEL %s", CARRIER_KEY);
+    freeReplyObject(r);
+    redisFree(rc);
+
+    assert_int_equal(ret, -1);
+    assert_int_equal(err.code, SK_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "larger than 4194304"));
+    assert_true(base > 0 && peak > 0);
+    if (peak - base > 16 * 1024) {
+        fail_msg("reading the reply grew RSS by %ld kB", peak - base);
+    }
+    assert_missing(c, CARRIER_KEY);
+    sk_cache_close(c);
+}
+
+
 static void
 test_redis_nothing_listening(void **state)
 {
@@ -966,6 +1092,8 @@ main(void)
         cmocka_unit_test(test_dir_errors),
         cmocka_unit_test(test_redis_nothing_listening),
         cmocka_unit_test(test_redis_timeout),
+        cmocka_unit_test(test_cluster_mute_nodes),
+        cmocka_unit_test(test_redis_huge_value),
         cmocka_unit_test(test_redis_unix),
         cmocka_unit_test(test_redis_tcp),
         cmocka_unit_test(test_redis_db),
