@@ -11,7 +11,6 @@
  * The node table is bounded: when it is full, a learnt node that no slot
  * names any more is forgotten for the new one.
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,14 +266,13 @@ sk_cl_refresh(sk_cache_cluster_t *cl, const sk_cache_deadline_t *d,
 }
 
 
-/* "MOVED 3999 127.0.0.1:6381" / "ASK ...": the node named (keep: the
- * node that said it, kept in the table). */
-static int
-sk_cl_redirect(sk_cache_cluster_t *cl, const redisReply *r, int *ask,
-    int keep)
+/* "MOVED 3999 127.0.0.1:6381" / "ASK ...": the node named. */
+int
+sk_cache_cluster_redirect(sk_cache_cluster_t *cl, const char *p, size_t len,
+    int *ask, int keep)
 {
-    const char  *p = r->str, *colon, *sp;
-    size_t       len = r->len, word;
+    const char  *colon, *sp;
+    size_t       word;
     char        *end;
     long         port;
 
@@ -348,7 +346,8 @@ sk_cache_cluster_command(sk_cache_cluster_t *cl, const sk_cache_deadline_t *d,
             continue;
         }
         if (r->type != REDIS_REPLY_ERROR
-            || (i = sk_cl_redirect(cl, r, &ask, k)) < 0)
+            || (i = sk_cache_cluster_redirect(cl, r->str, r->len, &ask, k))
+               < 0)
         {
             return r;           /* the caller judges errors and types */
         }
@@ -446,6 +445,17 @@ sk_cache_cluster_open(sk_cache_cluster_t **out, const char *list,
     cl->nseeds = cl->nnodes;
     *out = cl;
     return 0;
+}
+
+
+const char *
+sk_cache_cluster_node(const sk_cache_cluster_t *cl, int i, int *port)
+{
+    if (i < 0 || (size_t) i >= cl->nnodes) {
+        return NULL;
+    }
+    *port = cl->node[i].port;
+    return cl->node[i].host;
 }
 
 

@@ -74,6 +74,15 @@ int sk_cache_cluster_connect(sk_cache_cluster_t *cl,
 struct redisReply *sk_cache_cluster_command(sk_cache_cluster_t *cl,
     const sk_cache_deadline_t *d, const char *cmd, const char *key,
     const unsigned char *val, size_t len, sk_err_t *err);
+/* A "MOVED 3999 127.0.0.1:6381" / "ASK ..." error reply of len bytes:
+ * the index of the node it names (*ask: which), added to the node table
+ * if new (in place of a learnt node no slot names, never keep, when the
+ * table is full); -1 if it is no redirection or names no usable node. */
+int sk_cache_cluster_redirect(sk_cache_cluster_t *cl, const char *msg,
+    size_t len, int *ask, int keep);
+/* Node i of the table (its host; *port), NULL past the end. */
+const char *sk_cache_cluster_node(const sk_cache_cluster_t *cl, int i,
+    int *port);
 /* The cluster slot of a key: CRC16 of it, or of its {hash tag}. */
 unsigned sk_cache_cluster_slot(const char *key, size_t len);
 void sk_cache_cluster_close(sk_cache_cluster_t *cl);

@@ -350,6 +350,72 @@ test_cluster_slot(void **state)
 }
 
 
+static int
+redirect(sk_cache_cluster_t *cl, const char *msg, int *ask, int keep)
+{
+    return sk_cache_cluster_redirect(cl, msg, strlen(msg), ask, keep);
+}
+
+
+static void
+assert_node(sk_cache_cluster_t *cl, int i, const char *host, int port)
+{
+    const char *h;
+    int         p = 0;
+
+    h = sk_cache_cluster_node(cl, i, &p);
+    assert_non_null(h);
+    assert_string_equal(h, host);
+    assert_int_equal(p, port);
+}
+
+
+/*
+ * MOVED and ASK name the node after the slot number (the space after
+ * "MOVED" is not the one), and the node table never fills with nodes
+ * that no slot names: 200 redirections to as many nodes all fit.
+ */
+static void
+test_cluster_redirect(void **state)
+{
+    const char          *spec = "redis-cluster://127.0.0.1:7000";
+    sk_cache_cluster_t  *cl;
+    sk_err_t             err;
+    char                 msg[64];
+    int                  ask = -1, i, k, last = -1;
+
+    (void) state;
+    tu_assert_ok(sk_cache_cluster_open(&cl, spec + 16, spec, &err), &err);
+    assert_int_equal(redirect(cl, "MOVED 5735 127.0.0.1:7001", &ask, -1),
+        1);
+    assert_int_equal(ask, 0);
+    assert_node(cl, 1, "127.0.0.1", 7001);
+    assert_int_equal(redirect(cl, "ASK 12 127.0.0.1:7002", &ask, -1), 2);
+    assert_int_equal(ask, 1);
+    assert_node(cl, 2, "127.0.0.1", 7002);
+    assert_int_equal(redirect(cl, "MOVED 1 ::1:7003", &ask, -1), 3);
+    assert_node(cl, 3, "::1", 7003);
+    /* The same node again is the same entry. */
+    assert_int_equal(redirect(cl, "MOVED 9 127.0.0.1:7001", &ask, -1), 1);
+    assert_int_equal(redirect(cl, "MOVED 5735", &ask, -1), -1);
+    assert_int_equal(redirect(cl, "MOVED 5735 127.0.0.1:x", &ask, -1), -1);
+    assert_int_equal(redirect(cl, "ERR unknown command", &ask, -1), -1);
+    assert_int_equal(redirect(cl, "CLUSTERDOWN 1 a:1", &ask, -1), -1);
+
+    for (i = 0; i < 200; i++) {
+        snprintf(msg, sizeof(msg), "MOVED %d 10.0.0.1:%d", i, 8000 + i);
+        k = redirect(cl, msg, &ask, last);
+        if (k <= 0 || k == last) {
+            fail_msg("%s: node %d (the one in use: %d)", msg, k, last);
+        }
+        assert_node(cl, k, "10.0.0.1", 8000 + i);
+        last = k;
+    }
+    assert_node(cl, 0, "127.0.0.1", 7000);      /* the seed stays */
+    sk_cache_cluster_close(cl);
+}
+
+
 static void
 test_spec_bad(void **state)
 {
@@ -1085,6 +1151,7 @@ main(void)
         cmocka_unit_test(test_spec_good),
         cmocka_unit_test(test_spec_bad),
         cmocka_unit_test(test_cluster_slot),
+        cmocka_unit_test(test_cluster_redirect),
         cmocka_unit_test(test_spec_check),
         cmocka_unit_test(test_dir_put_get_del),
         cmocka_unit_test(test_dir_atomic_replace),
