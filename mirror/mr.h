@@ -28,6 +28,7 @@
 #define MR_PUB_FILE       "mirror.pub"
 #define MR_MAX_TIMELINES  64
 #define MR_MAX_PEERS      16
+#define MR_CACHE_CONNS    4     /* Redis handles for answer_cache */
 
 /* One "timeline = TID URL PUBKEY [ORIGIN]" line. */
 typedef struct {
@@ -202,8 +203,10 @@ struct mr_mirror_s {
     pthread_cond_t     idle;        /* requests fell to 0 */
     uint64_t           cache_hits, cache_misses;
     mr_lru_t           answers;     /* without answer_cache */
-    pthread_mutex_t    rlock;       /* rcache, rpause */
-    sk_cache_t        *rcache;      /* shared answer cache, or NULL */
+    const char        *rcache;      /* shared answer cache's spec, or NULL */
+    pthread_mutex_t    rlock;       /* ridle, nidle, ropen, rpause */
+    sk_cache_t        *ridle[MR_CACHE_CONNS];   /* handles not in use */
+    unsigned           nidle, ropen;    /* handles idle, made */
     uint64_t           rpause;      /* seconds Redis is left alone after
                                        its last failure; 0: it answers */
     atomic_llong       rpause_until;    /* mr_now() it is asked again */

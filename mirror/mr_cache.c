@@ -9,10 +9,14 @@
  * back with its data): the entry count is what keeps an old answer out.
  * Without answer_cache the answers stay in memory (mr_lru.c).
  *
- * A Redis that fails (down, or hung: a timeout) is left alone for a pause
- * of 1 s, doubling up to MR_CACHE_PAUSE_MAX, and answers are built fresh
- * meanwhile: one call in a pause waits for the timeout, not every query.
- * The log says when it fails and when it answers again.
+ * A Redis that fails (down, or hung, or slow: each call has one deadline
+ * of MR_CACHE_MS for all its I/O) is left alone for a pause of 1 s,
+ * doubling up to MR_CACHE_PAUSE_MAX, and answers are built fresh
+ * meanwhile: one call in a pause waits for the deadline, not every
+ * query.  No lock is held across the network: a call takes one of
+ * MR_CACHE_CONNS handles from the idle list and gives it back after; when
+ * all are in use the query does without the cache.  The log says when it
+ * fails and when it answers again.
  */
 #include <inttypes.h>
 #include <limits.h>
@@ -24,35 +28,26 @@
 
 #define MR_CACHE_HEAD       "SK-Mirror-Cache: "
 #define MR_CACHE_PAUSE_MAX  30      /* seconds */
+#define MR_CACHE_MS         1000    /* all of one call's I/O */
 
 
-/* Whether Redis may be asked now; then m->rlock is held. */
-static int
-mr_cache_begin(mr_mirror_t *m)
-{
-    if (m->rcache == NULL || mr_now() < atomic_load(&m->rpause_until)) {
-        return 0;
-    }
-    pthread_mutex_lock(&m->rlock);
-    /* Another thread may have just failed while this one waited. */
-    if (mr_now() < atomic_load(&m->rpause_until)) {
-        pthread_mutex_unlock(&m->rlock);
-        return 0;
-    }
-    return 1;
-}
-
-
-/* How the call went (err NULL: well); releases m->rlock. */
+/* Give c back, with how its call went (err NULL: well).  A failure
+ * starts or lengthens the pause, once for all the calls under way. */
 static void
-mr_cache_end(mr_mirror_t *m, const sk_err_t *err)
+mr_cache_give(mr_mirror_t *m, sk_cache_t *c, const sk_err_t *err)
 {
+    pthread_mutex_lock(&m->rlock);
+    if (c != NULL) {
+        m->ridle[m->nidle++] = c;
+    } else {
+        m->ropen--;
+    }
     if (err == NULL || err->code == SK_ERR_NOT_FOUND) {
         if (m->rpause != 0) {
             mr_log("answer_cache: Redis answers again");
             m->rpause = 0;
         }
-    } else {
+    } else if (mr_now() >= atomic_load(&m->rpause_until)) {
         m->rpause = m->rpause == 0 ? 1 : m->rpause * 2 > MR_CACHE_PAUSE_MAX
                     ? MR_CACHE_PAUSE_MAX : m->rpause * 2;
         atomic_store(&m->rpause_until, mr_now() + (int64_t) m->rpause);
@@ -63,10 +58,41 @@ mr_cache_end(mr_mirror_t *m, const sk_err_t *err)
 }
 
 
+/* A handle to ask Redis with now, or NULL: none configured, in a pause,
+ * or all in use.  m->rlock is held only to take it. */
+static sk_cache_t *
+mr_cache_take(mr_mirror_t *m)
+{
+    sk_cache_t  *c = NULL;
+    sk_err_t     err;
+    int          make = 0;
+
+    if (m->rcache == NULL || mr_now() < atomic_load(&m->rpause_until)) {
+        return NULL;
+    }
+    pthread_mutex_lock(&m->rlock);
+    if (mr_now() >= atomic_load(&m->rpause_until)) {
+        if (m->nidle > 0) {
+            c = m->ridle[--m->nidle];
+        } else if (m->ropen < MR_CACHE_CONNS) {
+            m->ropen++;
+            make = 1;
+        }
+    }
+    pthread_mutex_unlock(&m->rlock);
+    if (make && sk_cache_open(&c, m->rcache, MR_CACHE_MS, &err) != 0) {
+        mr_cache_give(m, c, &err);
+        return NULL;
+    }
+    return c;
+}
+
+
 int
 mr_cache_open(mr_mirror_t *m, sk_err_t *err)
 {
     unsigned char  fp[SK_SHA256_BYTES];
+    sk_cache_t    *c;
 
     if (m->conf.answer_cache == NULL) {
         return 0;
@@ -75,13 +101,16 @@ mr_cache_open(mr_mirror_t *m, sk_err_t *err)
     snprintf(m->rprefix, sizeof(m->rprefix), "sk:mirror-answer:"
         "%02x%02x%02x%02x%02x%02x%02x%02x:", fp[0], fp[1], fp[2], fp[3],
         fp[4], fp[5], fp[6], fp[7]);
-    if (sk_cache_open(&m->rcache, m->conf.answer_cache, 1000, err) != 0) {
-        if (m->rcache == NULL) {
+    if (sk_cache_open(&c, m->conf.answer_cache, MR_CACHE_MS, err) != 0) {
+        if (c == NULL) {
             return sk_err_prefix(err, "answer_cache");
         }
         mr_log("answer_cache %s: %s (retried on use)",
             m->conf.answer_cache, err->msg);
     }
+    m->rcache = m->conf.answer_cache;
+    m->ridle[0] = c;
+    m->nidle = m->ropen = 1;
     return 0;
 }
 
@@ -99,6 +128,7 @@ mr_cache_get(mr_mirror_t *m, const char *name, const char *servable,
     size_t nrefs, char **out, size_t *len)
 {
     unsigned char  *v;
+    sk_cache_t     *c;
     sk_err_t        err;
     size_t          vlen, hl = strlen(MR_CACHE_HEAD), sl = strlen(servable);
     char            key[SK_CACHE_KEY_MAX + 64], *nl, *end;
@@ -106,12 +136,13 @@ mr_cache_get(mr_mirror_t *m, const char *name, const char *servable,
     unsigned long   n;
     int             rc;
 
-    if (mr_cache_key(key, sizeof(key), m, name) != 0 || !mr_cache_begin(m))
+    if (mr_cache_key(key, sizeof(key), m, name) != 0
+        || (c = mr_cache_take(m)) == NULL)
     {
         return -1;
     }
-    rc = sk_cache_get(m->rcache, key, &v, &vlen, &err);
-    mr_cache_end(m, rc != 0 ? &err : NULL);
+    rc = sk_cache_get(c, key, &v, &vlen, &err);
+    mr_cache_give(m, c, rc != 0 ? &err : NULL);
     if (rc != 0) {
         return -1;
     }
@@ -145,10 +176,11 @@ void
 mr_cache_put(mr_mirror_t *m, const char *name, const char *servable,
     size_t nrefs, const char *answer, size_t len)
 {
-    mr_buf_t  b = { 0 };
-    sk_err_t  err;
-    char      key[SK_CACHE_KEY_MAX + 64];
-    int       rc;
+    mr_buf_t    b = { 0 };
+    sk_cache_t *c;
+    sk_err_t    err;
+    char        key[SK_CACHE_KEY_MAX + 64];
+    int         rc;
 
     if (m->rcache == NULL || mr_cache_key(key, sizeof(key), m, name) != 0) {
         return;
@@ -156,12 +188,12 @@ mr_cache_put(mr_mirror_t *m, const char *name, const char *servable,
     mr_buf_printf(&b, MR_CACHE_HEAD "%s %" PRId64 " %zu\n", servable,
         mr_now(), nrefs);
     mr_buf_add(&b, answer, len);
-    if (b.failed || !mr_cache_begin(m)) {
+    if (b.failed || (c = mr_cache_take(m)) == NULL) {
         free(b.p);
         return;
     }
-    rc = sk_cache_put(m->rcache, key, (unsigned char *) b.p, b.len, &err);
-    mr_cache_end(m, rc != 0 ? &err : NULL);
+    rc = sk_cache_put(c, key, (unsigned char *) b.p, b.len, &err);
+    mr_cache_give(m, c, rc != 0 ? &err : NULL);
     free(b.p);
 }
 
@@ -169,22 +201,27 @@ mr_cache_put(mr_mirror_t *m, const char *name, const char *servable,
 void
 mr_cache_del(mr_mirror_t *m, const char *name)
 {
-    sk_err_t  err;
-    char      key[SK_CACHE_KEY_MAX + 64];
-    int       rc;
+    sk_cache_t *c;
+    sk_err_t    err;
+    char        key[SK_CACHE_KEY_MAX + 64];
+    int         rc;
 
-    if (mr_cache_key(key, sizeof(key), m, name) != 0 || !mr_cache_begin(m))
+    if (mr_cache_key(key, sizeof(key), m, name) != 0
+        || (c = mr_cache_take(m)) == NULL)
     {
         return;
     }
-    rc = sk_cache_del(m->rcache, key, &err);
-    mr_cache_end(m, rc != 0 ? &err : NULL);
+    rc = sk_cache_del(c, key, &err);
+    mr_cache_give(m, c, rc != 0 ? &err : NULL);
 }
 
 
 void
 mr_cache_close(mr_mirror_t *m)
 {
-    sk_cache_close(m->rcache);
+    while (m->nidle > 0) {
+        sk_cache_close(m->ridle[--m->nidle]);
+    }
+    m->ropen = 0;
     m->rcache = NULL;
 }

@@ -43,6 +43,8 @@ struct ngx_http_sk_src_s {
     ngx_uint_t                loaded;         /* unsigned: 0 / 1 */
     sk_key_t                 *sk;             /* public, or the private key */
     sk_cache_t               *cache_handle;
+    sk_err_t                  cache_err;      /* why it is down, if */
+    ngx_uint_t                cache_down;     /* unsigned: 0 / 1 */
     ngx_array_t               carriers;       /* ngx_http_sk_carrier_t */
 };
 
@@ -66,6 +68,8 @@ typedef struct {
 } ngx_http_sk_last_good_t;
 
 
+static void ngx_http_sk_cache_down(ngx_conf_t *cf, ngx_http_sk_src_t *src,
+    const sk_err_t *err);
 static void *ngx_http_sk_create_main_conf(ngx_conf_t *cf);
 static void *ngx_http_sk_create_srv_conf(ngx_conf_t *cf);
 static char *ngx_http_sk_merge_srv_conf(ngx_conf_t *cf, void *parent,
@@ -815,12 +819,17 @@ ngx_http_sk_src_load(ngx_conf_t *cf, ngx_http_sk_src_t *src)
     if (src->cache.len) {
         if (sk_cache_open(&src->cache_handle, (char *) src->cache.data,
                           1000, &err)
-            != 0 && err.code != SK_ERR_UNAVAILABLE)
+            == 0)
         {
+            return NGX_OK;
+        }
+
+        if (err.code != SK_ERR_UNAVAILABLE) {
             return ngx_http_sk_fail(cf, src->file, src->line,
                                     "sovereign_key_cache", &err);
         }
 
+        ngx_http_sk_cache_down(cf, src, &err);
         return NGX_OK;
     }
 
@@ -897,6 +906,25 @@ ngx_http_sk_last_good_put(const u_char *hash, sk_carrier_t *carrier)
 
 
 /*
+ * The cache failed (down, hung, slow: each call ends by its 1 s deadline):
+ * it is not asked again while this configuration loads, so a test or a
+ * reload waits for it once, not once per certificate.
+ */
+static void
+ngx_http_sk_cache_down(ngx_conf_t *cf, ngx_http_sk_src_t *src,
+    const sk_err_t *err)
+{
+    src->cache_down = 1;
+    src->cache_err = *err;
+
+    ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                  "sovereign_key_cache \"%V\" unavailable (%s): not asked "
+                  "again for the configuration in %s:%ui", &src->cache,
+                  err->msg, src->file, src->line);
+}
+
+
+/*
  * The carrier for one certificate from the cache.  NGX_DECLINED: none to
  * serve for it (logged).  A Redis outage keeps the last good carrier of an
  * earlier cycle; with none, it is an error in the master, and no concern
@@ -913,9 +941,17 @@ ngx_http_sk_from_cache(ngx_conf_t *cf, ngx_http_sk_src_t *src,
     sk_fingerprint_format(fp, hash);
 
     /* sk_cache_open() returns the handle even when Redis is down */
-    if (sk_cache_get_carrier(carrier, src->cache_handle, hash, &err) == 0) {
+    if (src->cache_down) {
+        err = src->cache_err;
+
+    } else if (sk_cache_get_carrier(carrier, src->cache_handle, hash, &err)
+               == 0)
+    {
         ngx_http_sk_last_good_put(hash, *carrier);
         return NGX_OK;
+
+    } else if (err.code == SK_ERR_UNAVAILABLE) {
+        ngx_http_sk_cache_down(cf, src, &err);
     }
 
     if (err.code == SK_ERR_NOT_FOUND) {

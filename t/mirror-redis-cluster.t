@@ -78,6 +78,27 @@ is(hits($a), 1, '... from the shared cache');
 $rb = query($b, 'example.com');
 is(hits($b), 3, 'B follows the new slot map too');
 
+# MOVED, one slot after another, each met with a stale map: every
+# redirection is followed to the node it names (a misread node name went
+# into the 64-entry node table each time, and once it was full MOVED was
+# an error).
+(my $prefix = $k) =~ s/example\.com$//;
+my ($moved, $bad) = (0, 0);
+for my $i (1 .. 300) {
+    last if $moved == 64;
+    my $key = "${prefix}n$i.example.com";
+    # To $port[0], from whichever master holds it (MOVED names it).
+    my ($s, $from) = $cl->command($port[0], 'GET', $key)
+        =~ /^-MOVED (\d+) 127\.0\.0\.1:(\d+)$/ or next;
+    $cl->give($s, $port[0]);
+    $moved++ if $cl->command($from, 'GET', $key) =~ /^-MOVED $s /;
+    $bad++ if query($a, "n$i.example.com")->{code} != 200;
+}
+is($moved, 64, '64 slots moved to one master, one at a time');
+is($bad, 0, '... A answered each name');
+unlike(slurp($a->{log}), qr/answer_cache: .*MOVED/,
+    '... following every MOVED (none was an error)');
+
 $cl->stop_master($to);
 $r = query($a, 'example.com');
 is($r->{code}, 200, 'the master of the slot stopped: A still answers');

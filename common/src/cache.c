@@ -1,6 +1,7 @@
 /*
- * cache.c -- the key-material cache: Redis (hiredis, blocking with a
- * timeout) or a local directory holding the same keys as files.
+ * cache.c -- the key-material cache: Redis (hiredis, with one deadline
+ * for each call: cache_io.c) or a local directory holding the same keys
+ * as files.
  *
  * Everything stored here is public and self-verifying, so the cache is
  * not trusted: sk_cache_get_carrier checks that what comes back certifies
@@ -12,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -48,7 +48,7 @@ struct sk_cache_s {
     char            *host;      /* TCP only */
     int              port;      /* TCP only */
     unsigned long    db;        /* Redis: SELECTed on every connect */
-    struct timeval   timeout;   /* Redis: connect, read and write */
+    int              timeout_ms;    /* Redis: all of one call's I/O */
     redisContext    *redis;     /* NULL until connected and after an error */
     sk_cache_cluster_t *cluster;    /* CLUSTER only */
 };
@@ -205,9 +205,7 @@ sk_cache_parse(sk_cache_t *c, const char *spec, sk_err_t *err)
     }
     if (strncmp(spec, "redis-cluster://", 16) == 0) {
         c->type = SK_CACHE_CLUSTER;
-        return sk_cache_cluster_open(&c->cluster, spec + 16, c->spec,
-            (int) (c->timeout.tv_sec * 1000 + c->timeout.tv_usec / 1000),
-            err);
+        return sk_cache_cluster_open(&c->cluster, spec + 16, c->spec, err);
     }
     if (strncmp(spec, "unix:", 5) == 0) {
         return sk_cache_parse_unix(c, spec + 5, err);
@@ -407,30 +405,15 @@ sk_cache_disconnect(sk_cache_t *c)
 }
 
 
-/*
- * Check a reply to what; NULL means the context is dead (hiredis's
- * contract), so drop it and let the next call reconnect.  A timeout shows
- * as an I/O error with EAGAIN from the SO_RCVTIMEO read.
- */
+/* A reply to what; NULL (err set by cache_io.c) means the connection
+ * is unusable: drop it and let the next call reconnect. */
 static int
 sk_cache_reply(sk_cache_t *c, redisReply *r, const char *what,
     sk_err_t *err)
 {
-    int saved = errno;
-
     if (r == NULL) {
-        if (c->redis->err == REDIS_ERR_IO
-            && (saved == EAGAIN || saved == EWOULDBLOCK))
-        {
-            sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: %s: timed out after "
-                "%ld ms", c->spec, what, (long) c->timeout.tv_sec * 1000
-                + (long) c->timeout.tv_usec / 1000);
-        } else {
-            sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: %s: %s", c->spec, what,
-                c->redis->errstr);
-        }
         sk_cache_disconnect(c);
-        return -1;
+        return sk_err_prefix(err, "%s", c->spec);
     }
     if (r->type == REDIS_REPLY_ERROR) {
         sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: %s: %.*s", c->spec, what,
@@ -443,33 +426,21 @@ sk_cache_reply(sk_cache_t *c, redisReply *r, const char *what,
 
 
 static int
-sk_cache_connect(sk_cache_t *c, sk_err_t *err)
+sk_cache_connect(sk_cache_t *c, const sk_cache_deadline_t *d,
+    sk_err_t *err)
 {
     redisReply *r;
 
     if (c->redis != NULL) {
         return 0;
     }
-    c->redis = c->type == SK_CACHE_TCP
-        ? redisConnectWithTimeout(c->host, c->port, c->timeout)
-        : redisConnectUnixWithTimeout(c->path, c->timeout);
+    c->redis = sk_cache_io_connect(c->host, c->port,
+        c->type == SK_CACHE_UNIX ? c->path : NULL, d, err);
     if (c->redis == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "%s: out of memory", c->spec);
-    }
-    if (c->redis->err != 0) {
-        sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: cannot connect: %s",
-            c->spec, c->redis->errstr);
-        sk_cache_disconnect(c);
-        return -1;
-    }
-    if (redisSetTimeout(c->redis, c->timeout) != REDIS_OK) {
-        sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: cannot set timeout: %s",
-            c->spec, c->redis->errstr);
-        sk_cache_disconnect(c);
-        return -1;
+        return sk_err_prefix(err, "%s", c->spec);
     }
     /* Always, even db 0: one round trip proves the server answers. */
-    r = redisCommand(c->redis, "SELECT %lu", c->db);
+    r = sk_cache_io_command(c->redis, d, "SELECT", err, "SELECT %lu", c->db);
     if (sk_cache_reply(c, r, "SELECT", err) != 0) {
         sk_cache_disconnect(c);
         return -1;
@@ -479,16 +450,20 @@ sk_cache_connect(sk_cache_t *c, sk_err_t *err)
 }
 
 
-/* One command on key (and val for SET); the reply is checked for
- * transport and server errors, its type is the caller's business. */
+/* One command on key (and val for SET), all of it by one deadline; the
+ * reply is checked for transport and server errors, its type is the
+ * caller's business. */
 static redisReply *
 sk_cache_redis(sk_cache_t *c, const char *cmd, const char *key,
     const unsigned char *val, size_t len, sk_err_t *err)
 {
-    redisReply *r;
+    sk_cache_deadline_t  d;
+    redisReply          *r;
 
+    sk_cache_deadline(&d, c->timeout_ms);
     if (c->type == SK_CACHE_CLUSTER) {
-        r = sk_cache_cluster_command(c->cluster, cmd, key, val, len, err);
+        r = sk_cache_cluster_command(c->cluster, &d, cmd, key, val, len,
+            err);
         if (r != NULL && r->type == REDIS_REPLY_ERROR) {
             sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: %s: %.*s", c->spec, cmd,
                 (int) r->len, r->str);
@@ -497,14 +472,15 @@ sk_cache_redis(sk_cache_t *c, const char *cmd, const char *key,
         }
         return r;
     }
-    if (sk_cache_connect(c, err) != 0) {
+    if (sk_cache_connect(c, &d, err) != 0) {
         return NULL;
     }
     if (val != NULL) {
-        r = redisCommand(c->redis, "%s %b %b", cmd, key, strlen(key),
-            val, len);
+        r = sk_cache_io_command(c->redis, &d, cmd, err, "%s %b %b", cmd, key,
+            strlen(key), val, len);
     } else {
-        r = redisCommand(c->redis, "%s %b", cmd, key, strlen(key));
+        r = sk_cache_io_command(c->redis, &d, cmd, err, "%s %b", cmd, key,
+            strlen(key));
     }
     return sk_cache_reply(c, r, cmd, err) == 0 ? r : NULL;
 }
@@ -537,13 +513,6 @@ sk_cache_redis_get(sk_cache_t *c, const char *key, unsigned char **val,
     }
     if (r->type != REDIS_REPLY_STRING) {
         return sk_cache_unexpected(c, r, "GET", err);
-    }
-    if (r->len > SK_CACHE_VALUE_MAX) {
-        sk_err_set(err, SK_ERR_FORMAT, "%s: key %.*s: value larger than %d "
-            "bytes", c->spec, sk_cache_key_width(key), key,
-            SK_CACHE_VALUE_MAX);
-        freeReplyObject(r);
-        return -1;
     }
     /* NUL-terminated like sk_file_read's, so text values are strings. */
     *val = malloc(r->len + 1);
@@ -617,8 +586,7 @@ sk_cache_new(sk_cache_t **out, const char *spec, int timeout_ms,
     if (c == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
     }
-    c->timeout.tv_sec = timeout_ms / 1000;
-    c->timeout.tv_usec = (timeout_ms % 1000) * 1000;
+    c->timeout_ms = timeout_ms;
     c->spec = strdup(spec);
     if (c->spec == NULL) {
         sk_cache_close(c);
@@ -637,16 +605,18 @@ int
 sk_cache_open(sk_cache_t **out, const char *spec, int timeout_ms,
     sk_err_t *err)
 {
-    sk_cache_t *c;
+    sk_cache_deadline_t  d;
+    sk_cache_t          *c;
 
     if (sk_cache_new(out, spec, timeout_ms, err) != 0) {
         return -1;
     }
     c = *out;
+    sk_cache_deadline(&d, c->timeout_ms);
     if (c->type == SK_CACHE_CLUSTER) {
-        return sk_cache_cluster_connect(c->cluster, err);
+        return sk_cache_cluster_connect(c->cluster, &d, err);
     }
-    return c->type == SK_CACHE_DIR ? 0 : sk_cache_connect(c, err);
+    return c->type == SK_CACHE_DIR ? 0 : sk_cache_connect(c, &d, err);
 }
 
 

@@ -6,14 +6,15 @@
  * its {hash tag}, modulo 16384).  A MOVED reply re-reads the map and
  * follows it; an ASK reply (a slot being migrated) sends that one command
  * to the node named, after ASKING.  A node that fails its connection
- * drops it and re-reads the map, once per command.
+ * drops it and re-reads the map, once per command.  All of one command,
+ * redirections and map included, runs by one deadline (cache_io.c).
+ * The node table is bounded: when it is full, a learnt node that no slot
+ * names any more is forgotten for the new one.
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 #include <hiredis/hiredis.h>
 
@@ -32,7 +33,6 @@ typedef struct {
 
 struct sk_cache_cluster_s {
     const char     *spec;               /* the cache's, for messages */
-    struct timeval  timeout;
     sk_cl_node_t    node[SK_CL_NODES_MAX];  /* seeds first, then learnt */
     size_t          nnodes, nseeds;
     int16_t         slot[SK_CL_SLOTS];  /* node index; -1: not known */
@@ -75,11 +75,43 @@ sk_cache_cluster_slot(const char *key, size_t len)
 }
 
 
-/* The node host:port, added if new; -1 if the table is full. */
+static void
+sk_cl_drop(sk_cl_node_t *n)
+{
+    redisFree(n->ctx);
+    n->ctx = NULL;
+}
+
+
+/* A learnt node (not a seed, not keep) that no slot names, or -1. */
 static int
-sk_cl_node(sk_cache_cluster_t *cl, const char *host, size_t hlen, int port)
+sk_cl_unused(sk_cache_cluster_t *cl, int keep)
+{
+    unsigned char  used[SK_CL_NODES_MAX] = { 0 };
+    size_t         i;
+
+    for (i = 0; i < SK_CL_SLOTS; i++) {
+        if (cl->slot[i] >= 0) {
+            used[cl->slot[i]] = 1;
+        }
+    }
+    for (i = cl->nseeds; i < cl->nnodes; i++) {
+        if (!used[i] && (int) i != keep) {
+            return (int) i;
+        }
+    }
+    return -1;
+}
+
+
+/* The node host:port, added if new (in place of an unused learnt one if
+ * the table is full, never keep, the node in use); -1 if none is free. */
+static int
+sk_cl_node(sk_cache_cluster_t *cl, const char *host, size_t hlen, int port,
+    int keep)
 {
     size_t  i;
+    int     k;
 
     if (hlen == 0 || hlen >= SK_CL_HOST_MAX || port <= 0 || port > 65535) {
         return -1;
@@ -91,72 +123,68 @@ sk_cl_node(sk_cache_cluster_t *cl, const char *host, size_t hlen, int port)
             return (int) i;
         }
     }
-    if (cl->nnodes == SK_CL_NODES_MAX) {
+    if (cl->nnodes < SK_CL_NODES_MAX) {
+        k = (int) cl->nnodes++;
+    } else if ((k = sk_cl_unused(cl, keep)) >= 0) {
+        sk_cl_drop(&cl->node[k]);
+    } else {
         return -1;
     }
-    memcpy(cl->node[cl->nnodes].host, host, hlen);
-    cl->node[cl->nnodes].host[hlen] = '\0';
-    cl->node[cl->nnodes].port = port;
-    cl->node[cl->nnodes].ctx = NULL;
-    return (int) cl->nnodes++;
-}
-
-
-static void
-sk_cl_drop(sk_cl_node_t *n)
-{
-    redisFree(n->ctx);
-    n->ctx = NULL;
+    memcpy(cl->node[k].host, host, hlen);
+    cl->node[k].host[hlen] = '\0';
+    cl->node[k].port = port;
+    cl->node[k].ctx = NULL;
+    return k;
 }
 
 
 static int
-sk_cl_connect(sk_cache_cluster_t *cl, sk_cl_node_t *n, sk_err_t *err)
+sk_cl_connect(sk_cache_cluster_t *cl, sk_cl_node_t *n,
+    const sk_cache_deadline_t *d, sk_err_t *err)
 {
     if (n->ctx != NULL) {
         return 0;
     }
-    n->ctx = redisConnectWithTimeout(n->host, n->port, cl->timeout);
-    if (n->ctx == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "%s: out of memory", cl->spec);
-    }
-    if (n->ctx->err != 0 || redisSetTimeout(n->ctx, cl->timeout) != REDIS_OK)
-    {
-        sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: node %s:%d: cannot connect: "
-            "%s", cl->spec, n->host, n->port, n->ctx->errstr);
-        sk_cl_drop(n);
-        return -1;
-    }
-    return 0;
+    n->ctx = sk_cache_io_connect(n->host, n->port, NULL, d, err);
+    return n->ctx != NULL ? 0 : sk_err_prefix(err, "%s: node %s:%d",
+        cl->spec, n->host, n->port);
 }
 
 
-/* A reply of NULL: the connection is dead (hiredis's contract). */
-static int
-sk_cl_dead(sk_cache_cluster_t *cl, sk_cl_node_t *n, const char *what,
-    sk_err_t *err)
+/* cmd [key [val]] on node n, by d; NULL: the connection is dropped, err
+ * says why. */
+static redisReply *
+sk_cl_command(sk_cache_cluster_t *cl, sk_cl_node_t *n,
+    const sk_cache_deadline_t *d, const char *cmd, const char *key,
+    const unsigned char *val, size_t len, sk_err_t *err)
 {
-    int  saved = errno;
+    redisReply  *r;
 
-    if (n->ctx->err == REDIS_ERR_IO
-        && (saved == EAGAIN || saved == EWOULDBLOCK))
-    {
-        sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: node %s:%d: %s: timed out "
-            "after %ld ms", cl->spec, n->host, n->port, what,
-            (long) cl->timeout.tv_sec * 1000
-            + (long) cl->timeout.tv_usec / 1000);
-    } else {
-        sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: node %s:%d: %s: %s",
-            cl->spec, n->host, n->port, what, n->ctx->errstr);
+    if (sk_cl_connect(cl, n, d, err) != 0) {
+        return NULL;
     }
-    sk_cl_drop(n);
-    return -1;
+    if (key == NULL) {
+        /* hiredis splits the format at spaces: "CLUSTER SLOTS" */
+        r = sk_cache_io_command(n->ctx, d, cmd, err, cmd);
+    } else if (val != NULL) {
+        r = sk_cache_io_command(n->ctx, d, cmd, err, "%s %b %b", cmd, key,
+            strlen(key), val, len);
+    } else {
+        r = sk_cache_io_command(n->ctx, d, cmd, err, "%s %b", cmd, key,
+            strlen(key));
+    }
+    if (r == NULL) {
+        sk_cl_drop(n);
+        sk_err_prefix(err, "%s: node %s:%d", cl->spec, n->host, n->port);
+    }
+    return r;
 }
 
 
 /* CLUSTER SLOTS from node i into the map. */
 static int
-sk_cl_slots_from(sk_cache_cluster_t *cl, size_t i, sk_err_t *err)
+sk_cl_slots_from(sk_cache_cluster_t *cl, size_t i,
+    const sk_cache_deadline_t *d, sk_err_t *err)
 {
     sk_cl_node_t  *n = &cl->node[i];
     redisReply    *r, *e, *m;
@@ -165,12 +193,9 @@ sk_cl_slots_from(sk_cache_cluster_t *cl, size_t i, sk_err_t *err)
     long long      a, b, s;
     int            k;
 
-    if (sk_cl_connect(cl, n, err) != 0) {
-        return -1;
-    }
-    r = redisCommand(n->ctx, "CLUSTER SLOTS");
+    r = sk_cl_command(cl, n, d, "CLUSTER SLOTS", NULL, NULL, 0, err);
     if (r == NULL) {
-        return sk_cl_dead(cl, n, "CLUSTER SLOTS", err);
+        return -1;
     }
     if (r->type != REDIS_REPLY_ARRAY) {
         sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: node %s:%d: CLUSTER SLOTS: "
@@ -202,7 +227,8 @@ sk_cl_slots_from(sk_cache_cluster_t *cl, size_t i, sk_err_t *err)
         /* An empty host: the node that answered. */
         host = m->element[0]->len > 0 ? m->element[0]->str : n->host;
         hlen = m->element[0]->len > 0 ? m->element[0]->len : strlen(n->host);
-        k = sk_cl_node(cl, host, hlen, (int) m->element[1]->integer);
+        k = sk_cl_node(cl, host, hlen, (int) m->element[1]->integer,
+            (int) i);
         if (a < 0 || b >= SK_CL_SLOTS || a > b || k < 0) {
             freeReplyObject(r);
             return sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: node %s:%d: "
@@ -222,12 +248,13 @@ sk_cl_slots_from(sk_cache_cluster_t *cl, size_t i, sk_err_t *err)
 /* The slot map from the first node that gives one: the known masters
  * first (a seed may be gone), then the seeds. */
 static int
-sk_cl_refresh(sk_cache_cluster_t *cl, sk_err_t *err)
+sk_cl_refresh(sk_cache_cluster_t *cl, const sk_cache_deadline_t *d,
+    sk_err_t *err)
 {
     size_t  i;
 
     for (i = cl->nnodes; i > 0; i--) {
-        if (sk_cl_slots_from(cl, i - 1, err) == 0) {
+        if (sk_cl_slots_from(cl, i - 1, d, err) == 0) {
             return 0;
         }
         if (err->code == SK_ERR_NOMEM) {
@@ -240,22 +267,26 @@ sk_cl_refresh(sk_cache_cluster_t *cl, sk_err_t *err)
 
 
 /* "MOVED 3999 127.0.0.1:6381" / "ASK ...": the node named. */
-static int
-sk_cl_redirect(sk_cache_cluster_t *cl, const redisReply *r, int *ask)
+int
+sk_cache_cluster_redirect(sk_cache_cluster_t *cl, const char *p, size_t len,
+    int *ask, int keep)
 {
-    const char  *p = r->str, *colon, *sp;
-    size_t       len = r->len;
+    const char  *colon, *sp;
+    size_t       word;
     char        *end;
     long         port;
 
     if (len > 6 && memcmp(p, "MOVED ", 6) == 0) {
         *ask = 0;
+        word = 6;
     } else if (len > 4 && memcmp(p, "ASK ", 4) == 0) {
         *ask = 1;
+        word = 4;
     } else {
         return -1;
     }
-    sp = memchr(p + 4, ' ', len - 4);
+    /* The space after the slot number, not the word's own. */
+    sp = memchr(p + word, ' ', len - word);
     if (sp == NULL) {
         return -1;
     }
@@ -269,32 +300,22 @@ sk_cl_redirect(sk_cache_cluster_t *cl, const redisReply *r, int *ask)
     if (end != p + len) {
         return -1;
     }
-    return sk_cl_node(cl, sp + 1, (size_t) (colon - sp - 1), (int) port);
-}
-
-
-static redisReply *
-sk_cl_send(sk_cl_node_t *n, const char *cmd, const char *key,
-    const unsigned char *val, size_t len)
-{
-    if (val != NULL) {
-        return redisCommand(n->ctx, "%s %b %b", cmd, key, strlen(key), val,
-            len);
-    }
-    return redisCommand(n->ctx, "%s %b", cmd, key, strlen(key));
+    return sk_cl_node(cl, sp + 1, (size_t) (colon - sp - 1), (int) port,
+        keep);
 }
 
 
 redisReply *
-sk_cache_cluster_command(sk_cache_cluster_t *cl, const char *cmd,
-    const char *key, const unsigned char *val, size_t len, sk_err_t *err)
+sk_cache_cluster_command(sk_cache_cluster_t *cl, const sk_cache_deadline_t *d,
+    const char *cmd, const char *key, const unsigned char *val, size_t len,
+    sk_err_t *err)
 {
     unsigned      slot = sk_cache_cluster_slot(key, strlen(key));
     redisReply   *r, *a;
     sk_cl_node_t *n;
     int           i, k, ask = 0, refreshed = 0, redirects = 0;
 
-    if (!cl->have_map && sk_cl_refresh(cl, err) != 0) {
+    if (!cl->have_map && sk_cl_refresh(cl, d, err) != 0) {
         return NULL;
     }
     k = cl->slot[slot];
@@ -305,26 +326,18 @@ sk_cache_cluster_command(sk_cache_cluster_t *cl, const char *cmd,
             return NULL;
         }
         n = &cl->node[k];
-        if (sk_cl_connect(cl, n, err) != 0) {
-            r = NULL;
-        } else {
-            if (ask) {
-                a = redisCommand(n->ctx, "ASKING");
-                if (a == NULL) {
-                    sk_cl_dead(cl, n, "ASKING", err);
-                    return NULL;
-                }
-                freeReplyObject(a);
+        if (ask) {
+            a = sk_cl_command(cl, n, d, "ASKING", NULL, NULL, 0, err);
+            if (a == NULL) {
+                return NULL;
             }
-            r = sk_cl_send(n, cmd, key, val, len);
-            if (r == NULL) {
-                sk_cl_dead(cl, n, cmd, err);
-            }
+            freeReplyObject(a);
         }
+        r = sk_cl_command(cl, n, d, cmd, key, val, len, err);
         if (r == NULL) {
             /* A node gone (failover): the map once more, then give up. */
-            if (refreshed++ > 0 || err->code == SK_ERR_NOMEM
-                || sk_cl_refresh(cl, err) != 0)
+            if (refreshed++ > 0 || err->code != SK_ERR_UNAVAILABLE
+                || sk_cl_refresh(cl, d, err) != 0)
             {
                 return NULL;
             }
@@ -333,7 +346,8 @@ sk_cache_cluster_command(sk_cache_cluster_t *cl, const char *cmd,
             continue;
         }
         if (r->type != REDIS_REPLY_ERROR
-            || (i = sk_cl_redirect(cl, r, &ask)) < 0)
+            || (i = sk_cache_cluster_redirect(cl, r->str, r->len, &ask, k))
+               < 0)
         {
             return r;           /* the caller judges errors and types */
         }
@@ -345,12 +359,14 @@ sk_cache_cluster_command(sk_cache_cluster_t *cl, const char *cmd,
             return NULL;
         }
         if (!ask) {
-            /* The slot moved for good: follow it, and re-read the map so
-             * that its neighbours follow too. */
+            /* The slot moved for good: re-read the map so that its
+             * neighbours follow too, and follow the map (the node named,
+             * if the map cannot be read or lacks the slot). */
             cl->slot[slot] = (int16_t) i;
-            if (sk_cl_refresh(cl, err) != 0 || cl->slot[slot] < 0) {
+            if (sk_cl_refresh(cl, d, err) != 0 || cl->slot[slot] < 0) {
                 cl->slot[slot] = (int16_t) i;
             }
+            i = cl->slot[slot];
         }
         k = i;
     }
@@ -376,7 +392,7 @@ sk_cl_host_ok(const char *h, size_t hlen, const char *allowed)
  * IPv6), with redis://'s host rules: no user@ (AUTH), no bare IPv6. */
 int
 sk_cache_cluster_open(sk_cache_cluster_t **out, const char *list,
-    const char *spec, int timeout_ms, sk_err_t *err)
+    const char *spec, sk_err_t *err)
 {
     sk_cache_cluster_t  *cl;
     const char          *p = list, *end, *colon, *h, *allowed;
@@ -391,8 +407,6 @@ sk_cache_cluster_open(sk_cache_cluster_t **out, const char *list,
         return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
     }
     cl->spec = spec;
-    cl->timeout.tv_sec = timeout_ms / 1000;
-    cl->timeout.tv_usec = (timeout_ms % 1000) * 1000;
     for (i = 0; i < SK_CL_SLOTS; i++) {
         cl->slot[i] = -1;
     }
@@ -414,7 +428,7 @@ sk_cache_cluster_open(sk_cache_cluster_t **out, const char *list,
         }
         if (colon == p || e != end || port <= 0 || port > 65535
             || !sk_cl_host_ok(h, hlen, allowed)
-            || sk_cl_node(cl, h, hlen, (int) port) < 0)
+            || sk_cl_node(cl, h, hlen, (int) port, -1) < 0)
         {
             free(cl);
             return sk_err_set(err, SK_ERR_FORMAT, "cache \"%s\": seed "
@@ -434,10 +448,22 @@ sk_cache_cluster_open(sk_cache_cluster_t **out, const char *list,
 }
 
 
-int
-sk_cache_cluster_connect(sk_cache_cluster_t *cl, sk_err_t *err)
+const char *
+sk_cache_cluster_node(const sk_cache_cluster_t *cl, int i, int *port)
 {
-    return cl->have_map ? 0 : sk_cl_refresh(cl, err);
+    if (i < 0 || (size_t) i >= cl->nnodes) {
+        return NULL;
+    }
+    *port = cl->node[i].port;
+    return cl->node[i].host;
+}
+
+
+int
+sk_cache_cluster_connect(sk_cache_cluster_t *cl, const sk_cache_deadline_t *d,
+    sk_err_t *err)
+{
+    return cl->have_map ? 0 : sk_cl_refresh(cl, d, err);
 }
 
 

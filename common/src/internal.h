@@ -39,22 +39,50 @@ int sk_der_next(const unsigned char **p, const unsigned char *end, int tag,
 int sk_cert_add_ext_der(X509 *x, const char *oid, const unsigned char *der,
     size_t len, sk_err_t *err);
 
+/* cache_io.c: Redis I/O with one deadline for a whole cache call. */
+struct redisContext;
+struct redisReply;
+typedef struct {
+    long long  at;              /* CLOCK_MONOTONIC ms the call ends */
+    int        ms;              /* the call's budget, for messages */
+} sk_cache_deadline_t;
+void sk_cache_deadline(sk_cache_deadline_t *d, int ms);
+/* A non-blocking connection to host:port, or to the unix socket path if
+ * not NULL, made by d; NULL with err (no prefix: the caller names it). */
+struct redisContext *sk_cache_io_connect(const char *host, int port,
+    const char *path, const sk_cache_deadline_t *d, sk_err_t *err);
+/* One command (hiredis format) and its reply, by d; a reply holding a
+ * value over SK_CACHE_VALUE_MAX is refused while it is read.  NULL with
+ * err ("what: ..."): then the connection must be dropped. */
+struct redisReply *sk_cache_io_command(struct redisContext *ctx,
+    const sk_cache_deadline_t *d, const char *what, sk_err_t *err,
+    const char *fmt, ...);
+
 /* cache_cluster.c: Redis Cluster for cache.c (redis-cluster://SEEDS). */
 typedef struct sk_cache_cluster_s sk_cache_cluster_t;
-struct redisReply;
 /* Parse "HOST:PORT[,HOST:PORT...]" (spec: the whole, kept for messages,
  * must outlive the handle); no connection yet. */
 int sk_cache_cluster_open(sk_cache_cluster_t **cl, const char *seeds,
-    const char *spec, int timeout_ms, sk_err_t *err);
+    const char *spec, sk_err_t *err);
 /* Read the slot map if none is held (SK_ERR_UNAVAILABLE if no node
  * gives one). */
-int sk_cache_cluster_connect(sk_cache_cluster_t *cl, sk_err_t *err);
+int sk_cache_cluster_connect(sk_cache_cluster_t *cl,
+    const sk_cache_deadline_t *d, sk_err_t *err);
 /* cmd key [val] on the master of key's slot, following MOVED and ASK;
  * NULL with err on a transport failure, else the reply (an error reply
  * other than a redirection included) for the caller to free. */
 struct redisReply *sk_cache_cluster_command(sk_cache_cluster_t *cl,
-    const char *cmd, const char *key, const unsigned char *val, size_t len,
-    sk_err_t *err);
+    const sk_cache_deadline_t *d, const char *cmd, const char *key,
+    const unsigned char *val, size_t len, sk_err_t *err);
+/* A "MOVED 3999 127.0.0.1:6381" / "ASK ..." error reply of len bytes:
+ * the index of the node it names (*ask: which), added to the node table
+ * if new (in place of a learnt node no slot names, never keep, when the
+ * table is full); -1 if it is no redirection or names no usable node. */
+int sk_cache_cluster_redirect(sk_cache_cluster_t *cl, const char *msg,
+    size_t len, int *ask, int keep);
+/* Node i of the table (its host; *port), NULL past the end. */
+const char *sk_cache_cluster_node(const sk_cache_cluster_t *cl, int i,
+    int *port);
 /* The cluster slot of a key: CRC16 of it, or of its {hash tag}. */
 unsigned sk_cache_cluster_slot(const char *key, size_t len);
 void sk_cache_cluster_close(sk_cache_cluster_t *cl);

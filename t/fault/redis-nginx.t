@@ -15,6 +15,8 @@ use Test::More;
 use Time::HiRes qw(time);
 use SKTest;
 use NginxTest;
+use SKLoad;
+use IO::Socket::INET;
 
 my $skip = nginx_skip();
 plan skip_all => $skip if $skip;
@@ -92,6 +94,30 @@ publish("$d/c-rsa.pem");
 ok($t->reload, 'Redis back: reload');
 is(ec(), $c2, 'Redis back: the new carrier');
 is(rsa(), $crsa, '... and the other key\'s');
+
+# nginx -t against a redis-cluster:// cache whose nodes hang (accept,
+# never answer) or drip (a real redis-server behind a link passing 20
+# bytes a second, every read well within the 1 s timeout): the test ends
+# in a few seconds, not one timeout per node, per call and per
+# certificate, and says why.
+my @mute = map { IO::Socket::INET->new(Listen => 8, LocalAddr => '127.0.0.1',
+    LocalPort => 0, Proto => 'tcp') or die "listen: $!" } 1 .. 20;
+my $link = slow_link($rport, 20);
+my $t2 = NginxTest->new;
+carrier_set_conf($t2, $cs, 'redis-cluster://'
+    . join(',', map { '127.0.0.1:' . $_->sockport } @mute)
+    . ",127.0.0.1:$link->{port}");
+my $t0 = time;
+my $r = $t2->test_conf;
+my $secs = time - $t0;
+ok($secs < 5, 'nginx -t, cluster nodes hung or dripping: done in under 5 s')
+    or diag(sprintf '%.1f s', $secs);
+like($r->{err}, qr/sovereign_key_cache "redis-cluster:[^"]*" unavailable \(.*(timed out|slot map)/,
+    '... and the log says the cache is unavailable')
+    or diag($r->{err});
+kill 'TERM', $link->{pid};
+waitpid($link->{pid}, 0);
+close $_ for @mute;
 
 $t->stop;
 stop_daemon($redis);

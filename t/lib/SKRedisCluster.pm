@@ -29,6 +29,12 @@ package SKRedisCluster;
 #   $cl->migrated(SLOT, FROM, TO, KEY)
 #                             end it (SETSLOT NODE on every running master);
 #                             1 once FROM answers MOVED for KEY (of SLOT)
+#   $cl->command(PORT, ARGS...)
+#                             one command over a connection kept open (no
+#                             redis-cli to start): the reply's first line
+#                             ("+OK", "-MOVED 12 127.0.0.1:7001", "$-1")
+#   $cl->give(SLOT, TO)       SETSLOT SLOT NODE TO on every running master:
+#                             an empty slot changes hands at once
 #   $cl->stop_master(PORT)    stop one master (TERM); its wait status
 #   $cl->stop                 stop the running ones
 #
@@ -38,6 +44,7 @@ use strict;
 use warnings;
 
 use Exporter 'import';
+use IO::Socket::INET;
 
 use SKTest;
 
@@ -143,9 +150,29 @@ sub migrated {
         10) ? 1 : 0;
 }
 
+sub command {
+    my ($self, $p, @args) = @_;
+    my $s = $self->{conn}{$p} //= IO::Socket::INET->new(
+        PeerAddr => '127.0.0.1', PeerPort => $p, Proto => 'tcp',
+        Timeout => 5) or die "redis 127.0.0.1:$p: $!";
+    print $s join('', '*' . @args . "\r\n",
+        map { '$' . length($_) . "\r\n$_\r\n" } @args);
+    my $line = <$s> // '';
+    $line =~ s/\r\n\z//;
+    <$s> if $line =~ /^\$(\d+)$/;     # a bulk string's bytes
+    return $line;
+}
+
+sub give {
+    my ($self, $slot, $to) = @_;
+    $self->command($_, 'CLUSTER', 'SETSLOT', $slot, 'NODE', $self->id($to))
+        for $self->running;
+}
+
 sub stop_master {
     my ($self, $p) = @_;
     my $pid = delete $self->{pid}{$p};
+    close delete $self->{conn}{$p} if $self->{conn}{$p};
     return defined $pid ? stop_daemon($pid) : undef;
 }
 

@@ -16,6 +16,8 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
+#include <hiredis/hiredis.h>
+
 #include "testutil.h"
 #include "../../common/src/internal.h"
 
@@ -345,6 +347,72 @@ test_cluster_slot(void **state)
         sk_cache_cluster_slot("{}foo", 5));
     assert_int_not_equal(sk_cache_cluster_slot("{}foo", 5),
         sk_cache_cluster_slot("foo", 3));
+}
+
+
+static int
+redirect(sk_cache_cluster_t *cl, const char *msg, int *ask, int keep)
+{
+    return sk_cache_cluster_redirect(cl, msg, strlen(msg), ask, keep);
+}
+
+
+static void
+assert_node(sk_cache_cluster_t *cl, int i, const char *host, int port)
+{
+    const char *h;
+    int         p = 0;
+
+    h = sk_cache_cluster_node(cl, i, &p);
+    assert_non_null(h);
+    assert_string_equal(h, host);
+    assert_int_equal(p, port);
+}
+
+
+/*
+ * MOVED and ASK name the node after the slot number (the space after
+ * "MOVED" is not the one), and the node table never fills with nodes
+ * that no slot names: 200 redirections to as many nodes all fit.
+ */
+static void
+test_cluster_redirect(void **state)
+{
+    const char          *spec = "redis-cluster://127.0.0.1:7000";
+    sk_cache_cluster_t  *cl;
+    sk_err_t             err;
+    char                 msg[64];
+    int                  ask = -1, i, k, last = -1;
+
+    (void) state;
+    tu_assert_ok(sk_cache_cluster_open(&cl, spec + 16, spec, &err), &err);
+    assert_int_equal(redirect(cl, "MOVED 5735 127.0.0.1:7001", &ask, -1),
+        1);
+    assert_int_equal(ask, 0);
+    assert_node(cl, 1, "127.0.0.1", 7001);
+    assert_int_equal(redirect(cl, "ASK 12 127.0.0.1:7002", &ask, -1), 2);
+    assert_int_equal(ask, 1);
+    assert_node(cl, 2, "127.0.0.1", 7002);
+    assert_int_equal(redirect(cl, "MOVED 1 ::1:7003", &ask, -1), 3);
+    assert_node(cl, 3, "::1", 7003);
+    /* The same node again is the same entry. */
+    assert_int_equal(redirect(cl, "MOVED 9 127.0.0.1:7001", &ask, -1), 1);
+    assert_int_equal(redirect(cl, "MOVED 5735", &ask, -1), -1);
+    assert_int_equal(redirect(cl, "MOVED 5735 127.0.0.1:x", &ask, -1), -1);
+    assert_int_equal(redirect(cl, "ERR unknown command", &ask, -1), -1);
+    assert_int_equal(redirect(cl, "CLUSTERDOWN 1 a:1", &ask, -1), -1);
+
+    for (i = 0; i < 200; i++) {
+        snprintf(msg, sizeof(msg), "MOVED %d 10.0.0.1:%d", i, 8000 + i);
+        k = redirect(cl, msg, &ask, last);
+        if (k <= 0 || k == last) {
+            fail_msg("%s: node %d (the one in use: %d)", msg, k, last);
+        }
+        assert_node(cl, k, "10.0.0.1", 8000 + i);
+        last = k;
+    }
+    assert_node(cl, 0, "127.0.0.1", 7000);      /* the seed stays */
+    sk_cache_cluster_close(cl);
 }
 
 
@@ -849,6 +917,130 @@ test_redis_timeout(void **state)
 }
 
 
+/*
+ * Many cluster nodes that accept and never answer: the whole call, every
+ * node asked included, ends by one deadline (each node waiting its own
+ * timeout made it 40 times as long).
+ */
+#define MUTE_NODES  40
+
+static void
+test_cluster_mute_nodes(void **state)
+{
+    struct sockaddr_in  sin;
+    socklen_t           slen;
+    sk_cache_t         *c = NULL;
+    unsigned char      *val;
+    size_t              len, n = 0;
+    sk_err_t            err;
+    char                spec[1024];
+    long                t0, dt;
+    int                 fd[MUTE_NODES], i;
+
+    (void) state;
+    n = (size_t) snprintf(spec, sizeof(spec), "redis-cluster://");
+    for (i = 0; i < MUTE_NODES; i++) {
+        memset(&sin, 0, sizeof(sin));
+        sin.sin_family = AF_INET;
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        fd[i] = mute_listener((struct sockaddr *) &sin, sizeof(sin));
+        slen = sizeof(sin);
+        assert_int_equal(getsockname(fd[i], (struct sockaddr *) &sin, &slen),
+            0);
+        n += (size_t) snprintf(spec + n, sizeof(spec) - n, "%s127.0.0.1:%d",
+            i > 0 ? "," : "", ntohs(sin.sin_port));
+        assert_true(n < sizeof(spec));
+    }
+    t0 = now_ms();
+    tu_assert_err(sk_cache_open(&c, spec, 200, &err), &err,
+        SK_ERR_UNAVAILABLE, "no node gives the slot map");
+    dt = now_ms() - t0;
+    assert_non_null(c);
+    assert_true(dt >= 150 && dt < 1000);
+    t0 = now_ms();
+    tu_assert_err(sk_cache_get(c, CARRIER_KEY, &val, &len, &err), &err,
+        SK_ERR_UNAVAILABLE, "no node gives the slot map");
+    dt = now_ms() - t0;
+    assert_true(dt >= 150 && dt < 1000);
+    sk_cache_close(c);
+    for (i = 0; i < MUTE_NODES; i++) {
+        close(fd[i]);
+    }
+}
+
+
+/* A /proc/self/status field, in kB. */
+static long
+proc_kb(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char  line[256];
+    long  v = -1;
+
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, field, strlen(field)) == 0) {
+            v = strtol(line + strlen(field), NULL, 10);
+        }
+    }
+    fclose(f);
+    return v;
+}
+
+
+/*
+ * A value far over SK_CACHE_VALUE_MAX in Redis: refused while the reply
+ * is read, not after reading it whole (the peak RSS shows which), and
+ * the handle works again on the next call.
+ */
+static void
+test_redis_huge_value(void **state)
+{
+    redisContext  *rc;
+    redisReply    *r;
+    sk_cache_t    *c;
+    unsigned char *val;
+    size_t         len;
+    sk_err_t       err;
+    long           base, peak;
+    FILE          *f;
+    int            ret;
+
+    (void) state;
+    need_redis();
+    rc = redisConnectUnix(g.sock);
+    assert_true(rc != NULL && rc->err == 0);
+    /* 64 MiB of zeros, made by Redis itself. */
+    r = redisCommand(rc, "SETRANGE %s %d x", CARRIER_KEY,
+        64 * 1024 * 1024 - 1);
+    assert_true(r != NULL && r->type == REDIS_REPLY_INTEGER);
+    freeReplyObject(r);
+
+    tu_assert_ok(sk_cache_open(&c, g.tcp_spec, 5000, &err), &err);
+    /* "5": reset the peak RSS (VmHWM) to the current one. */
+    f = fopen("/proc/self/clear_refs", "w");
+    assert_non_null(f);
+    fputs("5", f);
+    fclose(f);
+    base = proc_kb("VmRSS:");
+    ret = sk_cache_get(c, CARRIER_KEY, &val, &len, &err);
+    peak = proc_kb("VmHWM:");
+    r = redisCommand(rc, "DEL %s", CARRIER_KEY);
+    freeReplyObject(r);
+    redisFree(rc);
+
+    assert_int_equal(ret, -1);
+    assert_int_equal(err.code, SK_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "larger than 4194304"));
+    assert_true(base > 0 && peak > 0);
+    if (peak - base > 16 * 1024) {
+        fail_msg("reading the reply grew RSS by %ld kB", peak - base);
+    }
+    assert_missing(c, CARRIER_KEY);
+    sk_cache_close(c);
+}
+
+
 static void
 test_redis_nothing_listening(void **state)
 {
@@ -959,6 +1151,7 @@ main(void)
         cmocka_unit_test(test_spec_good),
         cmocka_unit_test(test_spec_bad),
         cmocka_unit_test(test_cluster_slot),
+        cmocka_unit_test(test_cluster_redirect),
         cmocka_unit_test(test_spec_check),
         cmocka_unit_test(test_dir_put_get_del),
         cmocka_unit_test(test_dir_atomic_replace),
@@ -966,6 +1159,8 @@ main(void)
         cmocka_unit_test(test_dir_errors),
         cmocka_unit_test(test_redis_nothing_listening),
         cmocka_unit_test(test_redis_timeout),
+        cmocka_unit_test(test_cluster_mute_nodes),
+        cmocka_unit_test(test_redis_huge_value),
         cmocka_unit_test(test_redis_unix),
         cmocka_unit_test(test_redis_tcp),
         cmocka_unit_test(test_redis_db),

@@ -18,10 +18,13 @@
  * not starting with ".", no "..", at most 300 bytes in all.  Values read
  * back are malloc()ed with a NUL after the last byte.
  *
- * Calls block, with a timeout (default 1000 ms) on the Redis backend: use
- * them at configuration time or off the event loop.  A Redis outage is
- * SK_ERR_UNAVAILABLE; a missing key is SK_ERR_NOT_FOUND.  After
- * SK_ERR_UNAVAILABLE the next call reconnects.
+ * Calls block, on the Redis backend for at most timeout_ms (default
+ * 1000 ms) each, all of a call's I/O included (connect, every node and
+ * redirection of a cluster): use them at configuration time or off the
+ * event loop.  A Redis outage or a call over its deadline is
+ * SK_ERR_UNAVAILABLE; a missing key is SK_ERR_NOT_FOUND; a value over
+ * SK_CACHE_VALUE_MAX is SK_ERR_FORMAT, refused before it is read whole.
+ * After SK_ERR_UNAVAILABLE the next call reconnects.
  */
 #ifndef SK_CACHE_H
 #define SK_CACHE_H
@@ -37,8 +40,9 @@
 
 typedef struct sk_cache_s sk_cache_t;
 
-/* Parses spec and, for Redis, connects (SK_ERR_UNAVAILABLE if it cannot;
- * the handle is still returned in *c so a caller may retry later). */
+/* Parses spec and, for Redis, connects within timeout_ms (0: the
+ * default) in all (SK_ERR_UNAVAILABLE if it cannot; the handle is still
+ * returned in *c so a caller may retry later). */
 int sk_cache_open(sk_cache_t **c, const char *spec, int timeout_ms,
     sk_err_t *err) SK_WUR;
 
