@@ -22,31 +22,19 @@ use SKTest;
 use SKTimeline;
 use SKMirror;
 
-my $gen = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/bench/mirror_gen';
 plan skip_all => 'sk-timeline, sk-mirror or mirror_gen not built'
-    unless -x $SKTimeline::TL && -x $SKMirror::MR && -x $gen;
+    unless -x $SKTimeline::TL && -x $SKMirror::MR && -x $SKMirror::GEN;
 plan skip_all => 'no openssl or curl' unless has_cmd('openssl') && has_cmd('curl');
 
 # 300 entries: one full tile and a partial one, whose leaves a start
 # reads back through the index.
 my $COUNT = 300;
 my $d = tmpdir();
-my (%t, %keys, @tl);
-for my $tid (1, 2) {
-    my $dir = "$d/tl$tid";
-    mkdir $dir;
-    ed25519_key($dir, 'timeline');
-    my $r = run_cmd([$gen, 'gen', "$dir/timeline.key", $tid, $COUNT, $dir]);
-    is($r->{rc}, 0, "timeline $tid: $COUNT entries made") or BAIL_OUT($r->{err});
-    spew("$dir/tl.conf", "listen = 127.0.0.1:1\ndata_dir = $dir\ntid = $tid\n");
-    $r = run_cmd([$SKTimeline::TL, '--repair', '-c', "$dir/tl.conf"]);
-    is($r->{rc}, 0, "timeline $tid: signed head written") or diag($r->{err});
-    $t{$tid} = start_timeline($dir, tid => $tid, chunk_interval => 1);
-    $t{$tid}{up} ||= wait_for_port($t{$tid}{port}, 60);
-    ok($t{$tid}{up}, "timeline $tid listens") or BAIL_OUT(slurp($t{$tid}{log}));
-    $keys{$tid} = ["$dir/timeline.pub", "sk-timeline-$tid"];
-    push @tl, [$tid, $t{$tid}{url}, $keys{$tid}[0]];
-}
+my ($t, $tl, $keys) = generated_timelines($d, [1, 2], $COUNT,
+    chunk_interval => 1);
+my %t = %$t;
+my @tl = @$tl;
+my %keys = %$keys;
 
 sub synced {
     my ($m) = @_;

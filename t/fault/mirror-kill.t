@@ -24,33 +24,22 @@ use SKTest;
 use SKTimeline;
 use SKMirror;
 
-my $gen = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/bench/mirror_gen';
 plan skip_all => 'sk-timeline, sk-mirror or mirror_gen not built'
-    unless -x $SKTimeline::TL && -x $SKMirror::MR && -x $gen;
+    unless -x $SKTimeline::TL && -x $SKMirror::MR && -x $SKMirror::GEN;
 plan skip_all => 'no openssl or curl' unless has_cmd('openssl') && has_cmd('curl');
 
 my ($COUNT, $KILLS) = (2500, 6);
 
 my $d = tmpdir();
-my (%t, %keys, @tl);
+my ($t, $tl, $keys) = generated_timelines($d, [1, 2], $COUNT,
+    chunk_interval => 1, chunk_max_entries => 100);
+my %t = %$t;
+my @tl = @$tl;
+my %keys = %$keys;
+my $last = $COUNT - 1;
 for my $tid (1, 2) {
-    my $dir = "$d/tl$tid";
-    mkdir $dir;
-    ed25519_key($dir, 'timeline');
-    my $r = run_cmd([$gen, 'gen', "$dir/timeline.key", $tid, $COUNT, $dir]);
-    is($r->{rc}, 0, "timeline $tid: $COUNT entries made") or BAIL_OUT($r->{err});
-    spew("$dir/tl.conf", "listen = 127.0.0.1:1\ndata_dir = $dir\ntid = $tid\n");
-    $r = run_cmd([$SKTimeline::TL, '--repair', '-c', "$dir/tl.conf"]);
-    is($r->{rc}, 0, "timeline $tid: signed head written") or diag($r->{err});
-    $t{$tid} = start_timeline($dir, tid => $tid, chunk_interval => 1,
-        chunk_max_entries => 100);
-    $t{$tid}{up} ||= wait_for_port($t{$tid}{port}, 120);
-    ok($t{$tid}{up}, "timeline $tid listens") or BAIL_OUT(slurp($t{$tid}{log}));
-    my $last = $COUNT - 1;
     ok(wait_until(sub { http('GET', "$t{$tid}{url}/status")->{body}
         =~ /^Max-Published-SN: $last$/m }, 120), "timeline $tid published");
-    $keys{$tid} = ["$dir/timeline.pub", "sk-timeline-$tid"];
-    push @tl, [$tid, $t{$tid}{url}, $keys{$tid}[0]];
 }
 
 sub entries {

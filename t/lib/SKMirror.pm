@@ -45,9 +45,10 @@ use Test::More ();
 our @EXPORT = qw(start_mirror restart_mirror mirror_status tl_state
     wait_state query check_answer stamp checkpoint_note tfm_text forge
     serve_forged ed_sign unb64url forged_timelines stamp_history
-    publish_forged start_timelines redis_or_skip);
+    publish_forged start_timelines generated_timelines redis_or_skip);
 
 our $MR = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-mirror';
+our $GEN = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/bench/mirror_gen';
 
 sub unb64url {
     my ($s) = @_;
@@ -292,6 +293,37 @@ sub start_timelines {
         push @tl, [$tid, $t{$tid}{url}, "$d/tl$tid/timeline.pub"];
     }
     return (\%t, \@tl, \%got);
+}
+
+# Real timelines @$tids under $d/tlTID holding $count entries each, made
+# by mirror_gen (no append over HTTP: thousands in a second), their signed
+# head written by --repair, started with start_timeline's options %opt:
+# ({tid => timeline}, [[tid, url, public key file] ...] for start_mirror,
+# {tid => [public key file, origin]} for check_answer).
+sub generated_timelines {
+    my ($d, $tids, $count, %opt) = @_;
+    my (%t, @tl, %keys);
+    for my $tid (@$tids) {
+        my $dir = "$d/tl$tid";
+        mkdir $dir;
+        ed25519_key($dir, 'timeline');
+        my $r = run_cmd([$GEN, 'gen', "$dir/timeline.key", $tid, $count,
+            $dir]);
+        Test::More::is($r->{rc}, 0, "timeline $tid: $count entries made")
+            or Test::More::BAIL_OUT($r->{err});
+        spew("$dir/tl.conf",
+            "listen = 127.0.0.1:1\ndata_dir = $dir\ntid = $tid\n");
+        $r = run_cmd([$SKTimeline::TL, '--repair', '-c', "$dir/tl.conf"]);
+        Test::More::is($r->{rc}, 0, "timeline $tid: signed head written")
+            or Test::More::diag($r->{err});
+        $t{$tid} = SKTimeline::start_timeline($dir, tid => $tid, %opt);
+        $t{$tid}{up} ||= wait_for_port($t{$tid}{port}, 120);
+        Test::More::ok($t{$tid}{up}, "timeline $tid listens")
+            or Test::More::BAIL_OUT(slurp($t{$tid}{log}));
+        $keys{$tid} = ["$dir/timeline.pub", "sk-timeline-$tid"];
+        push @tl, [$tid, $t{$tid}{url}, $keys{$tid}[0]];
+    }
+    return (\%t, \@tl, \%keys);
 }
 
 # Forging: a timeline made here, signed with its own key.
