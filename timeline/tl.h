@@ -413,6 +413,12 @@ int tl_store_read(tl_timeline_t *tl, char **out, size_t *len, uint64_t first,
  * build it again from the logs, the tree kept; logged.  -1 (and appends
  * refused until a restart) if the logs do not give what they gave. */
 int tl_store_reindex(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* A read the index misled (err a format error: its rows, or the bytes
+ * they name) is damage: logged and the index rebuilt, unless that was
+ * done since the read's rows were taken (gen: tl->reindexed then);
+ * locked: tl->lock is held.  0: read again. */
+int tl_store_mend(tl_timeline_t *tl, uint64_t gen, int locked, sk_err_t *err)
+    SK_WUR;
 /* The same as tl_store_read for one entry, with tl->lock held. */
 int tl_store_read_locked(tl_timeline_t *tl, char **out, size_t *len,
     uint64_t sn, sk_err_t *err) SK_WUR;

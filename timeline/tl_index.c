@@ -393,6 +393,24 @@ tl_index_agrees(tl_timeline_t *tl, sk_db_txn_t *t, sk_db_meta_t *m,
 }
 
 
+/* A roots row: its key is the SHA-256 of its DER, checked. */
+static int
+tl_index_root(tl_timeline_t *tl, const void *k, size_t klen, const void *v,
+    size_t vlen, sk_err_t *err)
+{
+    unsigned char  h[SK_SHA256_BYTES];
+
+    if (klen != sizeof(h)
+        || EVP_Digest(v, vlen, h, NULL, EVP_sha256(), NULL) != 1
+        || memcmp(h, k, sizeof(h)) != 0)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s/data.mdb: table roots: a "
+            "row whose DER does not hash to its key", tl->db_dir);
+    }
+    return tl_state_root_load(tl, v, vlen, err);
+}
+
+
 /* What the process keeps in memory: roots, peers, the tree's leaves. */
 static int
 tl_index_load(tl_timeline_t *tl, sk_db_txn_t *t, const sk_db_meta_t *m,
@@ -409,7 +427,7 @@ tl_index_load(tl_timeline_t *tl, sk_db_txn_t *t, const sk_db_meta_t *m,
         return -1;
     }
     while ((rc = sk_db_iter_next(it, &k, &klen, &v, &vlen, err)) == 0
-           && (rc = tl_state_root_load(tl, v, vlen, err)) == 0)
+           && (rc = tl_index_root(tl, k, klen, v, vlen, err)) == 0)
     {
     }
     sk_db_iter_close(it);

@@ -607,26 +607,17 @@ tl_store_try(tl_timeline_t *tl, char **out, size_t *len, uint64_t first,
 }
 
 
-/* A read the index misled (a format error: its rows, or the bytes they
- * name) is damage: the index is rebuilt, by this reader unless another
- * did since the offsets were taken, and the entries read again. */
-static int
-tl_store_read_checked(tl_timeline_t *tl, char **out, size_t *len,
-    uint64_t first, uint64_t last, int locked, sk_err_t *err)
+int
+tl_store_mend(tl_timeline_t *tl, uint64_t gen, int locked, sk_err_t *err)
 {
-    uint64_t  gen;
-    int       rc;
+    int  rc = 0;
 
-    if (tl_store_try(tl, out, len, first, last, locked, 1, &gen, err) == 0) {
-        return 0;
-    }
     if (err->code != SK_ERR_FORMAT) {
         return -1;
     }
     if (!locked) {
         pthread_mutex_lock(&tl->lock);
     }
-    rc = 0;
     if (gen == tl->reindexed) {
         tl_index_damaged(tl, "%s", err->msg);
         rc = tl_store_reindex(tl, err);
@@ -634,7 +625,20 @@ tl_store_read_checked(tl_timeline_t *tl, char **out, size_t *len,
     if (!locked) {
         pthread_mutex_unlock(&tl->lock);
     }
-    return rc != 0 ? -1
+    return rc;
+}
+
+
+static int
+tl_store_read_checked(tl_timeline_t *tl, char **out, size_t *len,
+    uint64_t first, uint64_t last, int locked, sk_err_t *err)
+{
+    uint64_t  gen;
+
+    if (tl_store_try(tl, out, len, first, last, locked, 1, &gen, err) == 0) {
+        return 0;
+    }
+    return tl_store_mend(tl, gen, locked, err) != 0 ? -1
         : tl_store_try(tl, out, len, first, last, locked, 1, &gen, err);
 }
 
