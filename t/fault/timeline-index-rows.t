@@ -6,7 +6,9 @@
 #     yet a second Bind of it is refused, not taken (201);
 #  2. a name's stored SK: the owner's own Change-Services is taken;
 #  3. an entry's offset and another's leaf hash (the entries table):
-#     /entry/<sn> and /tile/entries/000 answer the log's bytes, not 500.
+#     /entry/<sn> and /tile/entries/000 answer the log's bytes, not 500;
+#  4. the trusted root's public key (the roots table): a Bind it issued
+#     for is taken, not refused.
 # Each time the damage is found at read and logged naming the file and
 # the row, the index is rebuilt from the log while serving, and an append
 # meanwhile gets 503 with Retry-After; --check passes afterwards.  The
@@ -27,9 +29,9 @@ plan skip_all => 'no openssl or curl' unless has_cmd('openssl') && has_cmd('curl
 my $d = tmpdir();
 my $op = ed25519_key($d, 'operator');
 my $ca = make_ca($d, 'ca');
-my %key = map { $_ => ed25519_key($d, $_) } qw(victim owner bulk);
+my %key = map { $_ => ed25519_key($d, $_) } qw(victim owner late bulk);
 my %crt = map { $_ => issue($d, $ca, $key{$_}, "$_.example", "$d/$_") }
-    qw(victim owner);
+    qw(victim owner late);
 my $bind = sub {
     my ($n) = @_;
     return bind_entry(name => "$n.example", key => $key{$n},
@@ -136,6 +138,20 @@ is($r->{code}, 200, '/tile/entries/000: 200');
 ok($r->{body} eq $before{tile}, '... the entries the log holds');
 is(append($t, $bind->('victim'))->{code}, 403,
     'a second Bind after it: still 403');
+check_passes();
+
+# ---- 4. the root's public key ----
+my $spki = SKTimeline::ossl('x509', '-in', "$ca.crt", '-noout', '-pubkey');
+spew("$d/ca.pub", $spki);
+$spki = SKTimeline::ossl('pkey', '-pubin', '-in', "$d/ca.pub", '-outform',
+    'DER');
+cmp_ok(damage($spki, length($spki) - 5), '>', 0,
+    'the public key of the trusted root changed');
+$said = restart_logged();
+like($said->(), qr{\S+/index/data\.mdb: table roots: a row whose DER does not hash to its key; rebuilding it from the log},
+    'found at start, logged, rebuilt');
+$r = append($t, $bind->('late'));
+is($r->{code}, 201, 'a Bind under that root: 201') or diag($r->{body});
 check_passes();
 
 unlike(slurp($t->{log}), qr/Sanitizer|runtime error/, 'no sanitizer reports');
