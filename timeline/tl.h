@@ -478,7 +478,7 @@ void tl_index_close(tl_timeline_t *tl);
 int tl_index_add(tl_timeline_t *tl, int64_t ts, const sk_merkle_hash_t leaf,
     sk_err_t *err) SK_WUR;
 /* Under tl->lock: where SN sn starts (sn == size: the log's end), its
- * stamp. */
+ * stamp (read from the entry, checked, not from the index's row). */
 int tl_index_off(tl_timeline_t *tl, uint64_t sn, off_t *off, sk_err_t *err)
     SK_WUR;
 int tl_index_ts(tl_timeline_t *tl, uint64_t sn, int64_t *ts, sk_err_t *err)

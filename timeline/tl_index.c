@@ -235,15 +235,17 @@ tl_index_row(tl_timeline_t *tl, sk_db_txn_t *t, uint64_t sn,
 }
 
 
-/* Read the stored entry [a, b) back from the log: its leaf hash. */
+/* Read the stored entry [a, b) back from the log: its leaf hash and
+ * stamp. */
 static int
 tl_index_leaf_at(tl_timeline_t *tl, off_t a, off_t b, sk_merkle_hash_t leaf,
-    sk_err_t *err)
+    int64_t *ts, sk_err_t *err)
 {
-    size_t   slen = (size_t) (b - a);
-    char    *stored, *text;
-    size_t   len;
-    int      rc;
+    size_t       slen = (size_t) (b - a);
+    char        *stored, *text;
+    sk_entry_t  *e = NULL;
+    size_t       len;
+    int          rc;
 
     if (b <= a || (stored = malloc(slen + 1)) == NULL) {
         return sk_err_set(err, SK_ERR_FORMAT, "bad span");
@@ -262,7 +264,10 @@ tl_index_leaf_at(tl_timeline_t *tl, off_t a, off_t b, sk_merkle_hash_t leaf,
     rc = tl_calog_unpack(tl, &text, &len, stored, slen, err);
     free(stored);
     if (rc == 0) {
-        rc = sk_merkle_leaf_hash(leaf, text, len, err);
+        rc = sk_merkle_leaf_hash(leaf, text, len, err) != 0
+             || sk_entry_parse(&e, text, len, err) != 0
+             || sk_entry_timestamp(e, ts, err) != 0 ? -1 : 0;
+        sk_entry_free(e);
         free(text);
     }
     return rc;
@@ -316,6 +321,7 @@ tl_index_agrees(tl_timeline_t *tl, sk_db_txn_t *t, sk_db_meta_t *m,
     const unsigned char  *row;
     sk_merkle_hash_t      leaf;
     uint64_t              v, n;
+    int64_t               ts;
     int                   rc;
 
     memset(inc, 0, sizeof(*inc));
@@ -369,12 +375,14 @@ tl_index_agrees(tl_timeline_t *tl, sk_db_txn_t *t, sk_db_meta_t *m,
             return -1;
         }
         if (tl_index_leaf_at(tl, (off_t) sk_db_u64_get(row),
-                (off_t) m->log_end, leaf, err) != 0)
+                (off_t) m->log_end, leaf, &ts, err) != 0)
         {
             return sk_err_prefix(err, "SN %" PRIu64, m->next_sn - 1);
         }
+        /* Its stamp orders the next entry: the row's must be the log's. */
         if (memcmp(leaf, row + 16, sizeof(leaf)) != 0
-            || memcmp(leaf, m->tag, sizeof(leaf)) != 0)
+            || memcmp(leaf, m->tag, sizeof(leaf)) != 0
+            || (int64_t) sk_db_u64_get(row + 8) != ts)
         {
             return sk_err_set(err, SK_ERR_FORMAT, "SN %" PRIu64 " in %s is "
                 "not the entry it indexed", m->next_sn - 1, tl->log.path);
@@ -653,7 +661,10 @@ tl_index_off(tl_timeline_t *tl, uint64_t sn, off_t *off, sk_err_t *err)
 int
 tl_index_ts(tl_timeline_t *tl, uint64_t sn, int64_t *ts, sk_err_t *err)
 {
-    unsigned char  row[TL_ROW_ENTRY];
+    sk_entry_t  *e = NULL;
+    size_t       len;
+    char        *text;
+    int          rc;
 
     if (sn >= tl->size) {
         return sk_err_set(err, SK_ERR_USAGE, "SN %" PRIu64 " past the log",
@@ -663,11 +674,15 @@ tl_index_ts(tl_timeline_t *tl, uint64_t sn, int64_t *ts, sk_err_t *err)
         *ts = tl->pend[sn - tl->indexed].ts;
         return 0;
     }
-    if (tl_index_read_row(tl, sn, row, err) != 0) {
+    /* The row's stamp is not covered by the leaf hash: the entry's is. */
+    if (tl_store_read_locked(tl, &text, &len, sn, err) != 0) {
         return -1;
     }
-    *ts = (int64_t) sk_db_u64_get(row + 8);
-    return 0;
+    rc = sk_entry_parse(&e, text, len, err) != 0 ? -1
+        : sk_entry_timestamp(e, ts, err);
+    sk_entry_free(e);
+    free(text);
+    return rc;
 }
 
 
@@ -722,15 +737,12 @@ tl_index_bucket(unsigned char b[TL_BUCKET], const char *name, size_t len)
 
 
 /* The key of name's names row (nul 0), or the start of its seen rows'
- * keys (nul 1); its length. */
+ * keys (nul 1); its length.  name is at most SK_NAME_MAX bytes. */
 static size_t
 tl_index_name_key(unsigned char k[TL_KEY_MAX], const char *name, int nul)
 {
     size_t  nl = strlen(name);
 
-    if (nl > SK_NAME_MAX) {
-        nl = SK_NAME_MAX;       /* no such row: entries' names are shorter */
-    }
     tl_index_bucket(k, name, nl);
     memcpy(k + TL_BUCKET, name, nl);
     k[TL_BUCKET + nl] = '\0';
@@ -887,6 +899,9 @@ tl_index_name_get(tl_timeline_t *tl, const char *name, tl_name_t *n,
     size_t        vlen;
     int           rc;
 
+    if (strlen(name) > SK_NAME_MAX) {
+        return 1;               /* entries' names are shorter */
+    }
     if (sk_db_begin(tl->db, 0, &t, err) != 0) {
         return -1;
     }
@@ -973,13 +988,17 @@ tl_index_seen(tl_timeline_t *tl, const char *name,
     const unsigned char h[SK_SHA256_BYTES])
 {
     unsigned char  k[TL_KEY_MAX];
-    size_t         nk = tl_index_name_key(k, name, 1), vlen;
+    size_t         nk, vlen;
     const void    *v;
     sk_db_txn_t   *t;
     sk_err_t       err;
     int            rc;
 
+    if (strlen(name) > SK_NAME_MAX) {
+        return 0;
+    }
     /* Its bucket was checked when the name was looked up. */
+    nk = tl_index_name_key(k, name, 1);
     memcpy(k + nk, h, SK_SHA256_BYTES);
     if (sk_db_begin(tl->db, 0, &t, &err) != 0) {
         rc = -1;

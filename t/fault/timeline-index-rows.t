@@ -7,7 +7,8 @@
 #  2. a name's stored SK: the owner's own Change-Services is taken;
 #  3. an entry's offset and another's leaf hash (the entries table):
 #     /entry/<sn> and /tile/entries/000 answer the log's bytes, not 500;
-#  4. the trusted root's public key (the roots table): a Bind it issued
+#  4. the last entry's stamp (it orders the next entry, /status shows it);
+#  5. the trusted root's public key (the roots table): a Bind it issued
 #     for is taken, not refused.
 # Each time the damage is found at read and logged naming the file and
 # the row, the index is rebuilt from the log while serving, and an append
@@ -125,8 +126,10 @@ check_passes();
 
 # ---- 3. an entry's offset, another's leaf ----
 # Each row holds its entry's leaf hash: found by it.
-my @leaf = map { leaf_hash($_) } (parse_entries(read_log($d)))[100, 120];
+my @log = parse_entries(read_log($d));
+my @leaf = map { leaf_hash($_) } @log[100, 120, $#log];
 is(leaf_hash($before{entry}), $leaf[0], 'the leaf hash of SN 100');
+my ($max_ts) = $log[-1] =~ /^Timestamp: (\d+)$/m;
 # Row: offset (8 bytes), stamp (8), leaf (32): the offset's low byte.
 cmp_ok(damage($leaf[0], -9), '>', 0, 'the offset of SN 100 changed');
 cmp_ok(damage($leaf[1], 5), '>', 0, 'the leaf hash of SN 120 changed');
@@ -143,7 +146,17 @@ is(append($t, $bind->('victim'))->{code}, 403,
     'a second Bind after it: still 403');
 check_passes();
 
-# ---- 4. the root's public key ----
+# ---- 4. the last entry's stamp, which orders the next ----
+cmp_ok(damage(pack('Q>', $max_ts) . $leaf[2], 7), '>', 0,
+    'the stamp of the last SN changed');
+$said = restart_logged();
+like($said->(), qr{index: SN $#log in \S+entries\.log is not the entry it indexed; rebuilding it from the log},
+    'found at start, logged, rebuilt');
+like(http('GET', "$t->{url}/status")->{body}, qr/^Max-Timestamp: $max_ts$/m,
+    '/status: the last entry\'s own stamp');
+check_passes();
+
+# ---- 5. the root's public key ----
 my $spki = SKTimeline::ossl('x509', '-in', "$ca.crt", '-noout', '-pubkey');
 spew("$d/ca.pub", $spki);
 $spki = SKTimeline::ossl('pkey', '-pubin', '-in', "$d/ca.pub", '-outform',
