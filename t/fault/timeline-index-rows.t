@@ -8,7 +8,9 @@
 #  3. an entry's offset and another's leaf hash (the entries table):
 #     /entry/<sn> and /tile/entries/000 answer the log's bytes, not 500;
 #  4. the last entry's stamp (it orders the next entry, /status shows it);
-#  5. the trusted root's public key (the roots table): a Bind it issued
+#  5. where a copy of another timeline's entry lies (the copies table):
+#     /incorporated/<sn> answers the copy, not other bytes;
+#  6. the trusted root's public key (the roots table): a Bind it issued
 #     for is taken, not refused.
 # Each time the damage is found at read and logged naming the file and
 # the row, the index is rebuilt from the log while serving, and an append
@@ -21,6 +23,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 use Test::More;
+use Digest::SHA qw(sha256);
 use SKTest;
 use SKTimeline;
 
@@ -30,9 +33,10 @@ plan skip_all => 'no openssl or curl' unless has_cmd('openssl') && has_cmd('curl
 my $d = tmpdir();
 my $op = ed25519_key($d, 'operator');
 my $ca = make_ca($d, 'ca');
-my %key = map { $_ => ed25519_key($d, $_) } qw(victim owner late bulk);
+my %key = map { $_ => ed25519_key($d, $_) }
+    qw(victim owner late peer bulk);
 my %crt = map { $_ => issue($d, $ca, $key{$_}, "$_.example", "$d/$_") }
-    qw(victim owner late);
+    qw(victim owner late peer);
 my $bind = sub {
     my ($n) = @_;
     return bind_entry(name => "$n.example", key => $key{$n},
@@ -156,7 +160,31 @@ like(http('GET', "$t->{url}/status")->{body}, qr/^Max-Timestamp: $max_ts$/m,
     '/status: the last entry\'s own stamp');
 check_passes();
 
-# ---- 5. the root's public key ----
+# ---- 5. a copy's place in incorporated.log ----
+mkdir "$d/p";
+my $p = start_timeline("$d/p", tid => 9, operator_key => "$d/operator.pub");
+ok($p->{up}, 'a peer timeline listens') or diag(slurp($p->{log}));
+is(append($p, root_entry(cert => "$ca.crt", key => $op))->{code}, 201,
+    '... trusting the CA');
+my $copy = append($p, $bind->('peer'))->{body};
+stop_daemon($p->{pid});
+$t->{conf}{peer} = "9 $d/p/timeline.pub";
+restart_timeline($t);
+$r = append($t, incorporate_entry($copy), $copy);
+is($r->{code}, 201, 'the peer\'s Bind incorporated') or diag($r->{body});
+my ($isn) = $r->{body} =~ /^SN: (\d+)$/m;
+stop_daemon($t->{pid});
+# Row: SHA-256 of the copy (the key), then its offset (8 bytes).
+cmp_ok(damage(sha256($copy), 32 + 7), '>', 0, 'the offset of the copy changed');
+$said = restart_logged();
+$r = http('GET', "$t->{url}/incorporated/$isn");
+is($r->{code}, 200, "/incorporated/$isn: 200");
+ok($r->{body} eq $copy, '... the copy kept');
+like($said->(), qr{index damaged: \S+/index/data\.mdb: table copies: offset \d+, \d+ bytes},
+    'the damage logged, naming the file and table');
+check_passes();
+
+# ---- 6. the root's public key ----
 my $spki = SKTimeline::ossl('x509', '-in', "$ca.crt", '-noout', '-pubkey');
 spew("$d/ca.pub", $spki);
 $spki = SKTimeline::ossl('pkey', '-pubin', '-in', "$d/ca.pub", '-outform',
@@ -170,5 +198,6 @@ $r = append($t, $bind->('late'));
 is($r->{code}, 201, 'a Bind under that root: 201') or diag($r->{body});
 check_passes();
 
-unlike(slurp($t->{log}), qr/Sanitizer|runtime error/, 'no sanitizer reports');
+unlike(slurp($p->{log}) . slurp($t->{log}), qr/Sanitizer|runtime error/,
+    'no sanitizer reports');
 done_testing();
