@@ -286,6 +286,7 @@ struct tl_timeline_s {
     int               reindexing;   /* tl_store_reindex is under way */
     uint64_t          reindexed;    /* times it ran (a reader that found
                                        damage rebuilds only once) */
+    uint64_t          reindexed_ms; /* when it last ran (tl_ms) */
     sk_merkle_tree_t *tree;
     unsigned long     tiles_noted;  /* tree's rebuilt/unwritten tiles logged */
     int64_t           last_ts;      /* newest stamp */
@@ -411,7 +412,8 @@ int tl_store_read(tl_timeline_t *tl, char **out, size_t *len, uint64_t first,
     uint64_t last, sk_err_t *err) SK_WUR;
 /* Under tl->lock, serving: the index was found damaged (index_bad):
  * build it again from the logs, the tree kept; logged.  -1 (and appends
- * refused until a restart) if the logs do not give what they gave. */
+ * refused until a restart) if the logs do not give what they gave; -1
+ * (SK_ERR_UNAVAILABLE) within a minute of the last rebuild. */
 int tl_store_reindex(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 /* A read the index misled (err a format error: its rows, or the bytes
  * they name) is damage: logged and the index rebuilt, unless that was

@@ -154,7 +154,7 @@ static tl_verdict_t
 tl_append_reindex(tl_timeline_t *tl, sk_err_t *err)
 {
     if (tl_store_reindex(tl, err) != 0) {
-        return TL_FAULT;
+        return tl->failed ? TL_FAULT : TL_RETRY;
     }
     sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: found damaged and rebuilt from "
         "the log: retry", tl->db_dir);

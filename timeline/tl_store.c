@@ -19,6 +19,8 @@
 
 #include "tl.h"
 
+#define TL_REINDEX_GAP_MS  60000    /* at most one rebuild while serving */
+
 
 /* Record the next SN: canonical text buf[0..len), stored in slen bytes
  * at the end of the log, stamped ts. */
@@ -679,8 +681,17 @@ tl_store_reindex(tl_timeline_t *tl, sk_err_t *err)
     off_t              inc_size = tl->inc.size;
     int                rc;
 
-    if (tl->mode != TL_RUN || !tl->db_ready || tl->reindexing) {
+    if (tl->mode != TL_RUN || !tl->db_ready || tl->reindexing
+        || tl->failed)
+    {
         return -1;              /* a start rebuilds it on its own */
+    }
+    /* What a rebuild does not cure (the log itself damaged) must not
+     * cost a replay of the whole log per request. */
+    if (tl->reindexed > 0 && tl_ms() - tl->reindexed_ms < TL_REINDEX_GAP_MS) {
+        return sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: found damaged again "
+            "within %d s of its rebuild: rebuilt again after that",
+            tl->db_dir, TL_REINDEX_GAP_MS / 1000);
     }
     /* The replay reads the logs up to their whole entries now and
      * appends nothing to the tree, which already has them all. */
@@ -706,6 +717,7 @@ tl_store_reindex(tl_timeline_t *tl, sk_err_t *err)
     tl->inc.size = inc_size;
     tl->reindexing = 0;
     tl->reindexed++;
+    tl->reindexed_ms = tl_ms();
     if (rc != 0) {
         tl_store_fail(tl, "%s: rebuilding it from the log: %s; appends "
             "refused until a restart", tl->db_dir, err->msg);
