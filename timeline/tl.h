@@ -139,7 +139,9 @@ typedef enum {
     TL_TIMEOUT,             /* 408 */
     TL_FAULT,               /* 500 */
     TL_TOO_LARGE,           /* 413: longer than an entry bundle carries */
-    TL_QUEUED               /* 202: the outcome comes with a token */
+    TL_QUEUED,              /* 202: the outcome comes with a token */
+    TL_RETRY                /* 503 and Retry-After: the index was found
+                               damaged and rebuilt from the log */
 } tl_verdict_t;
 
 /* A timeline whose entries this one incorporates ("peer = TID KEYFILE"). */
@@ -265,7 +267,7 @@ struct tl_timeline_s {
      * logs.  SN < indexed are in it; [indexed, size) are in pend. */
     sk_db_t          *db;
     sk_db_table_t     t_entries, t_names, t_seen, t_roots, t_copies,
-                      t_state, t_logstat;
+                      t_state, t_logstat, t_sums;
     char              db_dir[4096];
     int               db_scratch;   /* --check: a temporary one, removed */
     int               db_ready;     /* opened and caught up: flush on close */
@@ -280,6 +282,12 @@ struct tl_timeline_s {
                                        entries (a torn tail cut): the next
                                        flush writes logstat anew */
     uint64_t          flushes;      /* commits so far (tests, logs) */
+    int               index_bad;    /* a row read did not check: rebuild
+                                       the index before the next append */
+    int               reindexing;   /* tl_store_reindex is under way */
+    uint64_t          reindexed;    /* times it ran (a reader that found
+                                       damage rebuilds only once) */
+    uint64_t          reindexed_ms; /* when it last ran (tl_ms) */
     sk_merkle_tree_t *tree;
     unsigned long     tiles_noted;  /* tree's rebuilt/unwritten tiles logged */
     int64_t           last_ts;      /* newest stamp */
@@ -397,11 +405,29 @@ int tl_store_write(tl_timeline_t *tl, const char *buf, size_t len,
 int tl_store_wait(tl_timeline_t *tl, uint64_t sn, uint64_t until_ms,
     sk_err_t *err) SK_WUR;
 /* Durable entries [first, last] as text, malloc()ed; takes tl->lock
- * briefly, so call it without. */
+ * briefly, so call it without.  The index's offsets are checked: the
+ * bytes read must be the entries whose leaf hashes the tree holds; if
+ * not, the damage is logged, the index rebuilt from the log
+ * (tl_store_reindex) and the entries read again. */
 int tl_store_read(tl_timeline_t *tl, char **out, size_t *len, uint64_t first,
     uint64_t last, sk_err_t *err) SK_WUR;
-/* The same for one entry, with tl->lock held. */
+/* Under tl->lock, serving: the index was found damaged (index_bad):
+ * build it again from the logs, the tree kept; logged.  -1 (and appends
+ * refused until a restart) if the logs do not give what they gave; -1
+ * (SK_ERR_UNAVAILABLE) within a minute of the last rebuild. */
+int tl_store_reindex(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* A read the index misled (err a format error: its rows, or the bytes
+ * they name) is damage: logged and the index rebuilt, unless that was
+ * done since the read's rows were taken (gen: tl->reindexed then);
+ * locked: tl->lock is held.  0: read again. */
+int tl_store_mend(tl_timeline_t *tl, uint64_t gen, int locked, sk_err_t *err)
+    SK_WUR;
+/* The same as tl_store_read for one entry, with tl->lock held. */
 int tl_store_read_locked(tl_timeline_t *tl, char **out, size_t *len,
+    uint64_t sn, sk_err_t *err) SK_WUR;
+/* The same, checked against the index's own leaf hash instead of the
+ * tree's, nothing rebuilt: for the tree, which asks for a leaf it lacks. */
+int tl_store_read_leaf(tl_timeline_t *tl, char **out, size_t *len,
     uint64_t sn, sk_err_t *err) SK_WUR;
 
 /* tl_state.c: what the entries so far imply. */
@@ -427,7 +453,7 @@ int tl_state_roots_done(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 void tl_state_forget(tl_timeline_t *tl);
 void tl_state_free(tl_timeline_t *tl);
 
-#define TL_INDEX_SCHEMA  1       /* the rows' layout (tl_index.c) */
+#define TL_INDEX_SCHEMA  2       /* the rows' layout (tl_index.c) */
 #define TL_META_LOG      "log"   /* its meta record of entries.log */
 
 /* tl_index.c: the index in data_dir/index/ (LMDB, sk/db.h).  The logs
@@ -455,12 +481,24 @@ void tl_index_close(tl_timeline_t *tl);
 int tl_index_add(tl_timeline_t *tl, int64_t ts, const sk_merkle_hash_t leaf,
     sk_err_t *err) SK_WUR;
 /* Under tl->lock: where SN sn starts (sn == size: the log's end), its
- * stamp. */
+ * stamp (read from the entry, checked, not from the index's row). */
 int tl_index_off(tl_timeline_t *tl, uint64_t sn, off_t *off, sk_err_t *err)
     SK_WUR;
 int tl_index_ts(tl_timeline_t *tl, uint64_t sn, int64_t *ts, sk_err_t *err)
     SK_WUR;
-/* Under tl->lock: a name's row into *n (1 if none). */
+/* Under tl->lock: the leaf hash entry sn must have: the tree's if tree
+ * (and it has sn), else the index's (its row, or pending). */
+int tl_index_leaf(tl_timeline_t *tl, uint64_t sn, int tree,
+    sk_merkle_hash_t leaf, sk_err_t *err) SK_WUR;
+/* Under tl->lock: a row read did not check against the log (fmt says
+ * which): log it and mark the index for tl_store_reindex. */
+void tl_index_damaged(tl_timeline_t *tl, const char *fmt, ...)
+    SK_PRINTF(2, 3);
+/* Under tl->lock: empty the index and forget what it gave, for a
+ * replay of the logs from SN 0 (the tree is the caller's). */
+int tl_index_reset(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* Under tl->lock: a name's row into *n (1 if none), after its bucket's
+ * rows were checked against their sum (absence is as checked as a row). */
 int tl_index_name_get(tl_timeline_t *tl, const char *name, tl_name_t *n,
     sk_err_t *err) SK_WUR;
 /* Under tl->lock: whether the index has this name's seen hash. */

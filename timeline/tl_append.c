@@ -163,6 +163,21 @@ tl_append_fits(size_t len, sk_err_t *err)
 }
 
 
+/* With tl->lock held: a check read a row of the index that did not
+ * check, so the state it gave decides nothing: rebuild the index, and
+ * let the client ask again (503, Retry-After). */
+static tl_verdict_t
+tl_append_reindex(tl_timeline_t *tl, sk_err_t *err)
+{
+    if (tl_store_reindex(tl, err) != 0) {
+        return tl->failed ? TL_FAULT : TL_RETRY;
+    }
+    sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: found damaged and rebuilt from "
+        "the log: retry", tl->db_dir);
+    return TL_RETRY;
+}
+
+
 /* With tl->lock held: every state check, then stamp, write and sync.
  * TL_QUEUED when w->reply_at passes first (w->stamped says whether the
  * entry is written and only its sync is awaited). */
@@ -179,12 +194,17 @@ tl_append_locked(tl_timeline_t *tl, sk_entry_t *e, const sk_entry_t *ref,
             sk_err_set(err, SK_ERR_SYSTEM, "%s", tl->failed_msg);
             return TL_FAULT;
         }
-        if ((v = tl_append_clock(tl, &now, w, err)) != TL_OK
-            || (v = tl_append_rate(tl, now, err)) != TL_OK
-            || (v = tl_validate_state(tl, e, now, err)) != TL_OK
-            || (ref != NULL
-                && (v = tl_inc_validate_state(tl, ref, now, err)) != TL_OK))
+        if ((v = tl_append_clock(tl, &now, w, err)) == TL_OK
+            && (v = tl_append_rate(tl, now, err)) == TL_OK
+            && (v = tl_validate_state(tl, e, now, err)) == TL_OK
+            && ref != NULL)
         {
+            v = tl_inc_validate_state(tl, ref, now, err);
+        }
+        if (tl->index_bad) {
+            return tl_append_reindex(tl, err);
+        }
+        if (v != TL_OK) {
             return v;
         }
         if (sk_entry_stamp(e, tl->conf.tid, tl->size, now, tl->key, err) != 0

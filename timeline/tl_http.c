@@ -236,9 +236,32 @@ tl_http_status(tl_verdict_t v)
         [TL_FAULT] = MHD_HTTP_INTERNAL_SERVER_ERROR,
         [TL_TOO_LARGE] = MHD_HTTP_CONTENT_TOO_LARGE,
         [TL_QUEUED] = MHD_HTTP_ACCEPTED,
+        [TL_RETRY] = MHD_HTTP_SERVICE_UNAVAILABLE,
     };
 
     return status[v];
+}
+
+
+/* 503 with Retry-After: the index was rebuilt, ask again. */
+static enum MHD_Result
+tl_http_retry(struct MHD_Connection *c, const sk_err_t *err)
+{
+    struct MHD_Response  *r;
+    enum MHD_Result       rc;
+    char                  body[SK_ERR_MSG_MAX + 2];
+    int                   n = snprintf(body, sizeof(body), "%s\n", err->msg);
+
+    r = MHD_create_response_from_buffer((size_t) n, body,
+        MHD_RESPMEM_MUST_COPY);
+    if (r == NULL) {
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, TL_HTTP_TEXT);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    rc = MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, r);
+    MHD_destroy_response(r);
+    return rc;
 }
 
 
@@ -469,6 +492,9 @@ tl_http_append_reply(struct MHD_Connection *c, tl_req_t *rq)
     }
     if (rq->v == TL_QUEUED) {
         return tl_http_queued(c, out);
+    }
+    if (rq->v == TL_RETRY) {
+        return tl_http_retry(c, &rq->err);
     }
     if (rq->v == TL_FAULT) {
         tl_log("append: %s", rq->err.msg);

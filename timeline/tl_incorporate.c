@@ -26,6 +26,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "tl.h"
 
 
@@ -351,9 +353,20 @@ tl_inc_copy(tl_timeline_t *tl, const sk_entry_t *e, tl_copy_t *c,
 }
 
 
+/* The copy c names, which must hash to the Incorporated-Hash it is kept
+ * under (the index's offset and length are checked, not trusted). */
 static int
 tl_inc_load(tl_timeline_t *tl, const tl_copy_t *c, char **out, sk_err_t *err)
 {
+    unsigned char  h[SK_SHA256_BYTES];
+
+    if (c->off < 0 || c->len > (size_t) tl->inc.end
+        || c->off > tl->inc.end - (off_t) c->len)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s/data.mdb: table copies: "
+            "offset %jd, %zu bytes: past the end of %s", tl->db_dir,
+            (intmax_t) c->off, c->len, tl->inc.path);
+    }
     *out = malloc(c->len + 1);
     if (*out == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "%s", TL_INC_FILE);
@@ -363,6 +376,14 @@ tl_inc_load(tl_timeline_t *tl, const tl_copy_t *c, char **out, sk_err_t *err)
         return sk_err_sys(err, "%s: read", TL_INC_FILE);
     }
     (*out)[c->len] = '\0';
+    if (EVP_Digest(*out, c->len, h, NULL, EVP_sha256(), NULL) != 1
+        || memcmp(h, c->hash, sizeof(h)) != 0)
+    {
+        free(*out);
+        return sk_err_set(err, SK_ERR_FORMAT, "%s/data.mdb: table copies: "
+            "offset %jd, %zu bytes of %s: not the copy of that hash",
+            tl->db_dir, (intmax_t) c->off, c->len, tl->inc.path);
+    }
     return 0;
 }
 
@@ -414,14 +435,28 @@ tl_inc_read(tl_timeline_t *tl, const sk_entry_t *e, char **out, size_t *len,
     sk_err_t *err)
 {
     tl_copy_t  copy;
-    int        rc;
+    uint64_t   gen;
+    int        rc, again;
 
-    pthread_mutex_lock(&tl->lock);
-    rc = tl_inc_copy(tl, e, &copy, err);
-    pthread_mutex_unlock(&tl->lock);
-    if (rc != 0) {
-        return rc < 0 ? -1 : sk_err_set(err, SK_ERR_NOT_FOUND, "no copy");
+    for (again = 0; ; again = 1) {
+        pthread_mutex_lock(&tl->lock);
+        gen = tl->reindexed;
+        rc = tl_inc_copy(tl, e, &copy, err);
+        pthread_mutex_unlock(&tl->lock);
+        if (rc == 1) {
+            /* The log's Incorporate says the copy was kept. */
+            sk_err_set(err, SK_ERR_FORMAT, "%s/data.mdb: table copies: no "
+                "row for the copy an Incorporate of the log names",
+                tl->db_dir);
+        } else if (rc == 0) {
+            *len = copy.len;
+            rc = tl_inc_load(tl, &copy, out, err);
+        }
+        if (rc == 0) {
+            return 0;
+        }
+        if (again || tl_store_mend(tl, gen, 0, err) != 0) {
+            return -1;
+        }
     }
-    *len = copy.len;
-    return tl_inc_load(tl, &copy, out, err);
 }

@@ -6,8 +6,12 @@
  *
  * Tables (keys big-endian where numbers):
  *   entries  SN -> offset in entries.log, stamp, Merkle leaf hash
- *   names    name -> newest type, budget, SK (Key), Rebinder-Names
- *   seen     name NUL sha256(SK-Signature) -> "" (Change-Services taken)
+ *   names    bucket name -> newest type, budget, SK (Key), Rebinder-Names
+ *   seen     bucket name NUL sha256(SK-Signature) -> "" (Change-Services
+ *            taken)
+ *   sums     bucket -> the XOR of SHA-256 over each names and seen row of
+ *            the bucket, key and value (bucket: the first two bytes of
+ *            SHA-256(name), so a name's rows sort together)
  *   roots    sha256(DER) -> DER of each trusted root
  *   copies   sha256(copy) -> offset and length in incorporated.log
  *   state    "tid", "budget", "ca_next", "peer" TID -> next SN
@@ -29,9 +33,18 @@
  * from the log to the same leaf hash.  Otherwise (or if LMDB refuses the
  * files) it is rebuilt from the logs, with a line saying why; so is it if
  * the log replayed on top of it does not match signed-head.
+ *
+ * LMDB keeps no checksums: a row is checked where it decides.  An entry
+ * read through the index must hash to the tree's leaf (tl_store.c); a
+ * name's lookup sums every row of its bucket against the sums table
+ * first, so that a damaged key, a damaged value or a row gone is found
+ * even when the answer is "no such name".  A row that does not check is
+ * logged and the index rebuilt from the logs while serving
+ * (tl_store_reindex), the append that found it answered 503.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +52,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
 #include <openssl/x509.h>
 
 #include "tl.h"
@@ -47,6 +61,8 @@
 #define TL_META_INC      "incorporated"
 #define TL_ROW_ENTRY     (8 + 8 + SK_MERKLE_HASH_BYTES)
 #define TL_ROW_NAME      (1 + 8 + 8 + 4)
+#define TL_BUCKET        2      /* bytes of a name's bucket */
+#define TL_KEY_MAX       (TL_BUCKET + SK_NAME_MAX + 1 + SK_SHA256_BYTES)
 
 
 static void
@@ -66,6 +82,7 @@ tl_index_tables(tl_timeline_t *tl, sk_err_t *err)
         || sk_db_table(tl->db, "copies", 1, &tl->t_copies, err) != 0
         || sk_db_table(tl->db, "state", 1, &tl->t_state, err) != 0
         || sk_db_table(tl->db, "logstat", 1, &tl->t_logstat, err) != 0
+        || sk_db_table(tl->db, "sums", 1, &tl->t_sums, err) != 0
         ? -1 : 0;
 }
 
@@ -111,6 +128,7 @@ tl_index_unlink(const char *dir, sk_err_t *err)
 static int
 tl_index_fresh(tl_timeline_t *tl, sk_err_t *err)
 {
+    tl->index_bad = 0;
     sk_db_close(tl->db);
     tl->db = NULL;
     if (tl_index_unlink(tl->db_dir, err) != 0) {
@@ -217,15 +235,17 @@ tl_index_row(tl_timeline_t *tl, sk_db_txn_t *t, uint64_t sn,
 }
 
 
-/* Read the stored entry [a, b) back from the log: its leaf hash. */
+/* Read the stored entry [a, b) back from the log: its leaf hash and
+ * stamp. */
 static int
 tl_index_leaf_at(tl_timeline_t *tl, off_t a, off_t b, sk_merkle_hash_t leaf,
-    sk_err_t *err)
+    int64_t *ts, sk_err_t *err)
 {
-    size_t   slen = (size_t) (b - a);
-    char    *stored, *text;
-    size_t   len;
-    int      rc;
+    size_t       slen = (size_t) (b - a);
+    char        *stored, *text;
+    sk_entry_t  *e = NULL;
+    size_t       len;
+    int          rc;
 
     if (b <= a || (stored = malloc(slen + 1)) == NULL) {
         return sk_err_set(err, SK_ERR_FORMAT, "bad span");
@@ -244,7 +264,10 @@ tl_index_leaf_at(tl_timeline_t *tl, off_t a, off_t b, sk_merkle_hash_t leaf,
     rc = tl_calog_unpack(tl, &text, &len, stored, slen, err);
     free(stored);
     if (rc == 0) {
-        rc = sk_merkle_leaf_hash(leaf, text, len, err);
+        rc = sk_merkle_leaf_hash(leaf, text, len, err) != 0
+             || sk_entry_parse(&e, text, len, err) != 0
+             || sk_entry_timestamp(e, ts, err) != 0 ? -1 : 0;
+        sk_entry_free(e);
         free(text);
     }
     return rc;
@@ -298,6 +321,7 @@ tl_index_agrees(tl_timeline_t *tl, sk_db_txn_t *t, sk_db_meta_t *m,
     const unsigned char  *row;
     sk_merkle_hash_t      leaf;
     uint64_t              v, n;
+    int64_t               ts;
     int                   rc;
 
     memset(inc, 0, sizeof(*inc));
@@ -351,12 +375,14 @@ tl_index_agrees(tl_timeline_t *tl, sk_db_txn_t *t, sk_db_meta_t *m,
             return -1;
         }
         if (tl_index_leaf_at(tl, (off_t) sk_db_u64_get(row),
-                (off_t) m->log_end, leaf, err) != 0)
+                (off_t) m->log_end, leaf, &ts, err) != 0)
         {
             return sk_err_prefix(err, "SN %" PRIu64, m->next_sn - 1);
         }
+        /* Its stamp orders the next entry: the row's must be the log's. */
         if (memcmp(leaf, row + 16, sizeof(leaf)) != 0
-            || memcmp(leaf, m->tag, sizeof(leaf)) != 0)
+            || memcmp(leaf, m->tag, sizeof(leaf)) != 0
+            || (int64_t) sk_db_u64_get(row + 8) != ts)
         {
             return sk_err_set(err, SK_ERR_FORMAT, "SN %" PRIu64 " in %s is "
                 "not the entry it indexed", m->next_sn - 1, tl->log.path);
@@ -372,6 +398,24 @@ tl_index_agrees(tl_timeline_t *tl, sk_db_txn_t *t, sk_db_meta_t *m,
             (intmax_t) tl->inc.size);
     }
     return 0;
+}
+
+
+/* A roots row: its key is the SHA-256 of its DER, checked. */
+static int
+tl_index_root(tl_timeline_t *tl, const void *k, size_t klen, const void *v,
+    size_t vlen, sk_err_t *err)
+{
+    unsigned char  h[SK_SHA256_BYTES];
+
+    if (klen != sizeof(h)
+        || EVP_Digest(v, vlen, h, NULL, EVP_sha256(), NULL) != 1
+        || memcmp(h, k, sizeof(h)) != 0)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s/data.mdb: table roots: a "
+            "row whose DER does not hash to its key", tl->db_dir);
+    }
+    return tl_state_root_load(tl, v, vlen, err);
 }
 
 
@@ -391,7 +435,7 @@ tl_index_load(tl_timeline_t *tl, sk_db_txn_t *t, const sk_db_meta_t *m,
         return -1;
     }
     while ((rc = sk_db_iter_next(it, &k, &klen, &v, &vlen, err)) == 0
-           && (rc = tl_state_root_load(tl, v, vlen, err)) == 0)
+           && (rc = tl_index_root(tl, k, klen, v, vlen, err)) == 0)
     {
     }
     sk_db_iter_close(it);
@@ -519,14 +563,21 @@ tl_index_open(tl_timeline_t *tl, sk_err_t *err)
 
 
 int
+tl_index_reset(tl_timeline_t *tl, sk_err_t *err)
+{
+    tl_index_forget(tl);
+    return tl_index_fresh(tl, err);
+}
+
+
+int
 tl_index_rebuild(tl_timeline_t *tl, const char *why, sk_err_t *err)
 {
     sk_merkle_tree_free(tl->tree);
     tl->tree = NULL;
-    tl_index_forget(tl);
     tl_log("%s: the log read on from it: %s; rebuilding it from the log",
         tl->db_dir, why);
-    return tl_index_fresh(tl, err);
+    return tl_index_reset(tl, err);
 }
 
 
@@ -563,8 +614,8 @@ tl_index_add(tl_timeline_t *tl, int64_t ts, const sk_merkle_hash_t leaf,
 
 /* The entries row of an indexed SN, in a read transaction of its own. */
 static int
-tl_index_read_row(tl_timeline_t *tl, uint64_t sn, unsigned char row[16],
-    sk_err_t *err)
+tl_index_read_row(tl_timeline_t *tl, uint64_t sn,
+    unsigned char row[TL_ROW_ENTRY], sk_err_t *err)
 {
     const unsigned char  *r;
     sk_db_txn_t          *t;
@@ -575,7 +626,7 @@ tl_index_read_row(tl_timeline_t *tl, uint64_t sn, unsigned char row[16],
     }
     rc = tl_index_row(tl, t, sn, &r, err);
     if (rc == 0) {
-        memcpy(row, r, 16);
+        memcpy(row, r, TL_ROW_ENTRY);
     }
     sk_db_abort(t);
     return rc;
@@ -585,7 +636,7 @@ tl_index_read_row(tl_timeline_t *tl, uint64_t sn, unsigned char row[16],
 int
 tl_index_off(tl_timeline_t *tl, uint64_t sn, off_t *off, sk_err_t *err)
 {
-    unsigned char  row[16];
+    unsigned char  row[TL_ROW_ENTRY];
 
     if (sn > tl->size) {
         return sk_err_set(err, SK_ERR_USAGE, "SN %" PRIu64 " past the log",
@@ -610,7 +661,10 @@ tl_index_off(tl_timeline_t *tl, uint64_t sn, off_t *off, sk_err_t *err)
 int
 tl_index_ts(tl_timeline_t *tl, uint64_t sn, int64_t *ts, sk_err_t *err)
 {
-    unsigned char  row[16];
+    sk_entry_t  *e = NULL;
+    size_t       len;
+    char        *text;
+    int          rc;
 
     if (sn >= tl->size) {
         return sk_err_set(err, SK_ERR_USAGE, "SN %" PRIu64 " past the log",
@@ -620,10 +674,182 @@ tl_index_ts(tl_timeline_t *tl, uint64_t sn, int64_t *ts, sk_err_t *err)
         *ts = tl->pend[sn - tl->indexed].ts;
         return 0;
     }
+    /* The row's stamp is not covered by the leaf hash: the entry's is. */
+    if (tl_store_read_locked(tl, &text, &len, sn, err) != 0) {
+        return -1;
+    }
+    rc = sk_entry_parse(&e, text, len, err) != 0 ? -1
+        : sk_entry_timestamp(e, ts, err);
+    sk_entry_free(e);
+    free(text);
+    return rc;
+}
+
+
+int
+tl_index_leaf(tl_timeline_t *tl, uint64_t sn, int tree, sk_merkle_hash_t leaf,
+    sk_err_t *err)
+{
+    unsigned char  row[TL_ROW_ENTRY];
+
+    if (sn >= tl->size) {
+        return sk_err_set(err, SK_ERR_USAGE, "SN %" PRIu64 " past the log",
+            sn);
+    }
+    if (tree && tl->tree != NULL && sn < sk_merkle_tree_size(tl->tree)) {
+        return sk_merkle_tree_leaf_get(leaf, tl->tree, sn, err);
+    }
+    if (sn >= tl->indexed) {
+        memcpy(leaf, tl->pend[sn - tl->indexed].leaf, SK_MERKLE_HASH_BYTES);
+        return 0;
+    }
     if (tl_index_read_row(tl, sn, row, err) != 0) {
         return -1;
     }
-    *ts = (int64_t) sk_db_u64_get(row + 8);
+    memcpy(leaf, row + 16, SK_MERKLE_HASH_BYTES);
+    return 0;
+}
+
+
+void
+tl_index_damaged(tl_timeline_t *tl, const char *fmt, ...)
+{
+    char     msg[SK_ERR_MSG_MAX];
+    va_list  ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    tl->index_bad = 1;
+    tl_log("index damaged: %s; rebuilding it from the log", msg);
+}
+
+
+/* A name's bucket: its rows sort together, and sum to the sums row. */
+static void
+tl_index_bucket(unsigned char b[TL_BUCKET], const char *name, size_t len)
+{
+    unsigned char  h[SK_SHA256_BYTES];
+
+    (void) EVP_Digest(name, len, h, NULL, EVP_sha256(), NULL);
+    memcpy(b, h, TL_BUCKET);
+}
+
+
+/* The key of name's names row (nul 0), or the start of its seen rows'
+ * keys (nul 1); its length.  name is at most SK_NAME_MAX bytes. */
+static size_t
+tl_index_name_key(unsigned char k[TL_KEY_MAX], const char *name, int nul)
+{
+    size_t  nl = strlen(name);
+
+    tl_index_bucket(k, name, nl);
+    memcpy(k + TL_BUCKET, name, nl);
+    k[TL_BUCKET + nl] = '\0';
+    return TL_BUCKET + nl + (nul != 0);
+}
+
+
+/* sum ^= SHA-256(table, key length, key, value) of one row. */
+static void
+tl_index_sum_row(unsigned char sum[SK_SHA256_BYTES], char table,
+    const void *k, size_t klen, const void *v, size_t vlen)
+{
+    unsigned char  h[SK_SHA256_BYTES], kl[2] = { (unsigned char) (klen >> 8),
+                                                 (unsigned char) klen };
+    EVP_MD_CTX    *ctx = EVP_MD_CTX_new();
+    size_t         i;
+
+    if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1
+        || EVP_DigestUpdate(ctx, &table, 1) != 1
+        || EVP_DigestUpdate(ctx, kl, 2) != 1
+        || EVP_DigestUpdate(ctx, k, klen) != 1
+        || EVP_DigestUpdate(ctx, v, vlen) != 1
+        || EVP_DigestFinal_ex(ctx, h, NULL) != 1)
+    {
+        memset(h, 0xff, sizeof(h));     /* never a match: found damaged */
+    }
+    EVP_MD_CTX_free(ctx);
+    for (i = 0; i < SK_SHA256_BYTES; i++) {
+        sum[i] ^= h[i];
+    }
+}
+
+
+/* The rows of table t under the bucket prefix b, summed into sum; *row:
+ * the one whose key is k[0..klen), if any. */
+static int
+tl_index_sum_table(sk_db_txn_t *t, sk_db_table_t table,
+    char tag, const unsigned char *k, size_t klen,
+    unsigned char sum[SK_SHA256_BYTES], const void **row, size_t *rowlen,
+    sk_err_t *err)
+{
+    sk_db_iter_t  *it;
+    const void    *rk, *rv;
+    size_t         rkl, rvl;
+    int            rc;
+
+    if (sk_db_iter_open(t, table, k, TL_BUCKET, &it, err) != 0) {
+        return -1;
+    }
+    while ((rc = sk_db_iter_next(it, &rk, &rkl, &rv, &rvl, err)) == 0) {
+        tl_index_sum_row(sum, tag, rk, rkl, rv, rvl);
+        if (row != NULL && rkl == klen && memcmp(rk, k, klen) == 0) {
+            *row = rv;
+            *rowlen = rvl;
+        }
+    }
+    sk_db_iter_close(it);
+    return rc < 0 ? -1 : 0;
+}
+
+
+/* The sums row of bucket b (zero if none). */
+static int
+tl_index_sum_get(tl_timeline_t *tl, sk_db_txn_t *t, const unsigned char *b,
+    unsigned char sum[SK_SHA256_BYTES], sk_err_t *err)
+{
+    const void  *v;
+    size_t       vlen;
+    int          rc = sk_db_get(t, tl->t_sums, b, TL_BUCKET, &v, &vlen, err);
+
+    memset(sum, 0, SK_SHA256_BYTES);
+    if (rc == 0 && vlen != SK_SHA256_BYTES) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s/data.mdb: table sums, "
+            "bucket %02x%02x: a row of %zu bytes", tl->db_dir, b[0], b[1],
+            vlen);
+    }
+    if (rc == 0) {
+        memcpy(sum, v, SK_SHA256_BYTES);
+    }
+    return rc < 0 ? -1 : 0;
+}
+
+
+/* Check name's bucket, every names and seen row in it, against its sums
+ * row; *row: name's names row (NULL if none). */
+static int
+tl_index_bucket_check(tl_timeline_t *tl, sk_db_txn_t *t, const char *name,
+    const void **row, size_t *rowlen, sk_err_t *err)
+{
+    unsigned char  k[TL_KEY_MAX], sum[SK_SHA256_BYTES], want[SK_SHA256_BYTES];
+    size_t         klen = tl_index_name_key(k, name, 0);
+
+    *row = NULL;
+    memset(sum, 0, sizeof(sum));
+    if (tl_index_sum_table(t, tl->t_names, 'n', k, klen, sum, row, rowlen,
+            err) != 0
+        || tl_index_sum_table(t, tl->t_seen, 's', k, 0, sum, NULL, NULL,
+               err) != 0
+        || tl_index_sum_get(tl, t, k, want, err) != 0)
+    {
+        return -1;
+    }
+    if (memcmp(sum, want, sizeof(sum)) != 0) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s/data.mdb: tables names "
+            "and seen, bucket %02x%02x (of %s): its rows do not sum to its "
+            "sums row: a row damaged or gone", tl->db_dir, k[0], k[1], name);
+    }
     return 0;
 }
 
@@ -673,15 +899,46 @@ tl_index_name_get(tl_timeline_t *tl, const char *name, tl_name_t *n,
     size_t        vlen;
     int           rc;
 
+    if (strlen(name) > SK_NAME_MAX) {
+        return 1;               /* entries' names are shorter */
+    }
     if (sk_db_begin(tl->db, 0, &t, err) != 0) {
         return -1;
     }
-    rc = sk_db_get(t, tl->t_names, name, strlen(name), &v, &vlen, err);
+    rc = tl_index_bucket_check(tl, t, name, &v, &vlen, err);
     if (rc == 0) {
-        rc = tl_index_name_decode(tl, name, v, vlen, n, err);
+        rc = v == NULL ? 1 : tl_index_name_decode(tl, name, v, vlen, n, err);
     }
     sk_db_abort(t);
     return rc;
+}
+
+
+/* Put one names or seen row, keeping its bucket's sums row. */
+static int
+tl_index_put_summed(tl_timeline_t *tl, sk_db_txn_t *t, sk_db_table_t table,
+    char tag, const unsigned char *k, size_t klen, const void *v,
+    size_t vlen, sk_err_t *err)
+{
+    unsigned char  sum[SK_SHA256_BYTES];
+    const void    *old;
+    size_t         olen;
+    int            rc;
+
+    if (tl_index_sum_get(tl, t, k, sum, err) != 0) {
+        return -1;
+    }
+    rc = sk_db_get(t, table, k, klen, &old, &olen, err);
+    if (rc < 0) {
+        return -1;
+    }
+    if (rc == 0) {
+        tl_index_sum_row(sum, tag, k, klen, old, olen);
+    }
+    tl_index_sum_row(sum, tag, k, klen, v, vlen);
+    return sk_db_put(t, table, k, klen, v, vlen, err) != 0
+           || sk_db_put(t, tl->t_sums, k, TL_BUCKET, sum, sizeof(sum), err)
+              != 0 ? -1 : 0;
 }
 
 
@@ -690,11 +947,15 @@ tl_index_name_put(tl_timeline_t *tl, sk_db_txn_t *t, const tl_name_t *n,
     sk_err_t *err)
 {
     size_t          klen = strlen(n->key), rlen = strlen(n->rebinders);
-    unsigned char  *p;
+    size_t          nk, i;
+    unsigned char  *p, k[TL_KEY_MAX];
     uint64_t        bits;
-    size_t          i;
     int             rc;
 
+    if (strlen(n->name) > SK_NAME_MAX) {
+        return sk_err_set(err, SK_ERR_FORMAT, "index: name %s too long",
+            n->name);
+    }
     if ((p = malloc(TL_ROW_NAME + klen + rlen)) == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "index: name %s", n->name);
     }
@@ -708,21 +969,15 @@ tl_index_name_put(tl_timeline_t *tl, sk_db_txn_t *t, const tl_name_t *n,
     p[20] = (unsigned char) klen;
     memcpy(p + TL_ROW_NAME, n->key, klen);
     memcpy(p + TL_ROW_NAME + klen, n->rebinders, rlen);
-    rc = sk_db_put(t, tl->t_names, n->name, strlen(n->name), p,
+    nk = tl_index_name_key(k, n->name, 0);
+    rc = tl_index_put_summed(tl, t, tl->t_names, 'n', k, nk, p,
         TL_ROW_NAME + klen + rlen, err);
     free(p);
+    nk = tl_index_name_key(k, n->name, 1);
     for (i = 0; rc == 0 && i < n->nseen; i++) {
-        char  k[SK_NAME_MAX + 1 + SK_SHA256_BYTES];
-        size_t nl = strlen(n->name);
-
-        if (nl > SK_NAME_MAX) {
-            return sk_err_set(err, SK_ERR_FORMAT, "name too long");
-        }
-        memcpy(k, n->name, nl);
-        k[nl] = '\0';
-        memcpy(k + nl + 1, n->seen[i], SK_SHA256_BYTES);
-        rc = sk_db_put(t, tl->t_seen, k, nl + 1 + SK_SHA256_BYTES, "", 0,
-            err);
+        memcpy(k + nk, n->seen[i], SK_SHA256_BYTES);
+        rc = tl_index_put_summed(tl, t, tl->t_seen, 's', k,
+            nk + SK_SHA256_BYTES, "", 0, err);
     }
     return rc;
 }
@@ -732,29 +987,29 @@ int
 tl_index_seen(tl_timeline_t *tl, const char *name,
     const unsigned char h[SK_SHA256_BYTES])
 {
-    char          k[SK_NAME_MAX + 1 + SK_SHA256_BYTES];
-    size_t        nl = strlen(name), vlen;
-    const void   *v;
-    sk_db_txn_t  *t;
-    sk_err_t      err;
-    int           rc;
+    unsigned char  k[TL_KEY_MAX];
+    size_t         nk, vlen;
+    const void    *v;
+    sk_db_txn_t   *t;
+    sk_err_t       err;
+    int            rc;
 
-    if (nl > SK_NAME_MAX) {
+    if (strlen(name) > SK_NAME_MAX) {
         return 0;
     }
-    memcpy(k, name, nl);
-    k[nl] = '\0';
-    memcpy(k + nl + 1, h, SK_SHA256_BYTES);
+    /* Its bucket was checked when the name was looked up. */
+    nk = tl_index_name_key(k, name, 1);
+    memcpy(k + nk, h, SK_SHA256_BYTES);
     if (sk_db_begin(tl->db, 0, &t, &err) != 0) {
         rc = -1;
     } else {
-        rc = sk_db_get(t, tl->t_seen, k, nl + 1 + SK_SHA256_BYTES, &v, &vlen,
+        rc = sk_db_get(t, tl->t_seen, k, nk + SK_SHA256_BYTES, &v, &vlen,
             &err);
         sk_db_abort(t);
     }
     if (rc < 0) {
-        /* Not knowing is not "not seen": no more appends. */
-        tl_store_fail(tl, "%s; appends refused until a restart", err.msg);
+        /* Not knowing is not "not seen": no append until it is rebuilt. */
+        tl_index_damaged(tl, "%s", err.msg);
         return 1;
     }
     return rc == 0;

@@ -3,7 +3,7 @@
  * just replayed (every signature checked) into a scratch index; the one
  * in data_dir must hold the same rows: every entry row up to where it
  * ends, and, if it is level with the log, every name, Change-Services
- * hash, root, copy and state row.  An index that lags is a note (a start
+ * hash, bucket sum, root, copy and state row.  An index that lags is a note (a start
  * reads the rest); one that differs is a problem.
  */
 #include <inttypes.h>
@@ -69,19 +69,19 @@ tl_index_same(sk_db_txn_t *ta, sk_db_txn_t *tb, sk_db_table_t a,
 static int
 tl_index_compare(tl_timeline_t *tl, sk_db_t *db, sk_err_t *err)
 {
-    static const char *const  names[] = { "names", "seen", "roots",
+    static const char *const  names[] = { "names", "seen", "sums", "roots",
                                           "copies", "state" };
     const sk_db_table_t       mine[] = { tl->t_names, tl->t_seen,
-                                         tl->t_roots, tl->t_copies,
-                                         tl->t_state };
-    sk_db_table_t             ent, theirs[5];
+                                         tl->t_sums, tl->t_roots,
+                                         tl->t_copies, tl->t_state };
+    sk_db_table_t             ent, theirs[6];
     sk_db_txn_t              *ta, *tb;
     sk_db_meta_t              m;
     size_t                    i;
     int                       rc;
 
     /* Tables first: a transaction sees only those opened before it. */
-    for (i = 0; i < 5; i++) {
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (sk_db_table(db, names[i], 0, &theirs[i], err) != 0) {
             return -1;
         }

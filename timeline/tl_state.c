@@ -88,8 +88,9 @@ tl_state_insert(tl_timeline_t *tl, tl_name_t *n, sk_err_t *err)
 
 /* The name from the working set, else from the index (then kept in the
  * working set until the next flush); NULL if neither has it.  An index
- * that cannot be read stops the appends: "no such name" would let a
- * second Bind in. */
+ * that cannot be read, or whose rows for the name do not check, is
+ * marked damaged (tl->index_bad): "no such name" would let a second Bind
+ * in, so no append is decided before it is rebuilt. */
 tl_name_t *
 tl_state_name(tl_timeline_t *tl, const char *name)
 {
@@ -119,7 +120,7 @@ tl_state_name(tl_timeline_t *tl, const char *name)
     }
     tl_state_name_free(n);
     if (rc != 1) {
-        tl_store_fail(tl, "%s; appends refused until a restart", err.msg);
+        tl_index_damaged(tl, "%s", err.msg);
     }
     return NULL;
 }
@@ -164,6 +165,10 @@ tl_state_bind(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
     if (n == NULL) {
         if (tl->failed) {
             return sk_err_set(err, SK_ERR_SYSTEM, "%s", tl->failed_msg);
+        }
+        if (tl->index_bad) {
+            return sk_err_set(err, SK_ERR_FORMAT, "%s: found damaged",
+                tl->db_dir);
         }
         if ((n = calloc(1, sizeof(*n))) == NULL
             || (n->name = strdup(name)) == NULL

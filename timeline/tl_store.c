@@ -19,6 +19,8 @@
 
 #include "tl.h"
 
+#define TL_REINDEX_GAP_MS  60000    /* at most one rebuild while serving */
+
 
 /* Record the next SN: canonical text buf[0..len), stored in slen bytes
  * at the end of the log, stamped ts. */
@@ -509,19 +511,145 @@ tl_store_pread(tl_timeline_t *tl, char **out, size_t *len, off_t a, off_t b,
 }
 
 
+/* Under tl->lock: where entries [first, last] lie by the index, and
+ * the leaf hashes they must have (malloc()ed): the tree's, or with tree
+ * 0 the index's own. */
+static int
+tl_store_span(tl_timeline_t *tl, uint64_t first, uint64_t last, int tree,
+    off_t *a, off_t *b, sk_merkle_hash_t **leaves, sk_err_t *err)
+{
+    uint64_t  sn;
+
+    if (tl_index_off(tl, first, a, err) != 0
+        || tl_index_off(tl, last + 1, b, err) != 0)
+    {
+        return -1;
+    }
+    if (*a < 0 || *a >= *b || *b > tl->end_off) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s/data.mdb: table entries, "
+            "SN %" PRIu64 " to %" PRIu64 ": offsets %jd to %jd, not within "
+            "the %jd bytes of %s", tl->db_dir, first, last + 1,
+            (intmax_t) *a, (intmax_t) *b, (intmax_t) tl->end_off,
+            tl->log.path);
+    }
+    *leaves = malloc((size_t) (last - first + 1) * sizeof(**leaves));
+    if (*leaves == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "log read");
+    }
+    for (sn = first; sn <= last; sn++) {
+        if (tl_index_leaf(tl, sn, tree, (*leaves)[sn - first], err) != 0) {
+            free(*leaves);
+            *leaves = NULL;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
+/* text[0..len), read from log offsets [a, b) as the index says, must be
+ * entries first.. with these leaf hashes, each whole. */
+static int
+tl_store_match(tl_timeline_t *tl, const char *text, size_t len,
+    uint64_t first, uint64_t last, off_t a, off_t b,
+    sk_merkle_hash_t *leaves, sk_err_t *err)
+{
+    sk_merkle_hash_t  leaf;
+    size_t            pos = 0, elen;
+    uint64_t          sn;
+
+    for (sn = first; sn <= last && pos < len; sn++, pos += elen) {
+        elen = tl_store_entry_len(text + pos, len - pos);
+        if (elen == 0 || sk_merkle_leaf_hash(leaf, text + pos, elen, err) != 0
+            || memcmp(leaf, leaves[sn - first], sizeof(leaf)) != 0)
+        {
+            break;
+        }
+    }
+    if (sn > last && pos == len) {
+        return 0;
+    }
+    return sk_err_set(err, SK_ERR_FORMAT, "%s/data.mdb: table entries, SN %"
+        PRIu64 " to %" PRIu64 ": offsets %jd to %jd of %s do not hold the "
+        "entries of the leaf hashes (SN %" PRIu64 " differs)", tl->db_dir,
+        first, last + 1, (intmax_t) a, (intmax_t) b, tl->log.path,
+        sn > last ? last : sn);
+}
+
+
+/* Entries [first, last] through the index, checked against the tree
+ * (tree) or the index's leaves; *gen: the rebuilds so far, when the
+ * offsets were taken. */
+static int
+tl_store_try(tl_timeline_t *tl, char **out, size_t *len, uint64_t first,
+    uint64_t last, int locked, int tree, uint64_t *gen, sk_err_t *err)
+{
+    sk_merkle_hash_t  *leaves = NULL;
+    off_t              a, b;
+    int                rc;
+
+    /* The index may move under a writer; the bytes never change. */
+    if (!locked) {
+        pthread_mutex_lock(&tl->lock);
+    }
+    *gen = tl->reindexed;
+    rc = tl_store_span(tl, first, last, tree, &a, &b, &leaves, err);
+    if (!locked) {
+        pthread_mutex_unlock(&tl->lock);
+    }
+    if (rc == 0 && (rc = tl_store_pread(tl, out, len, a, b, err)) == 0
+        && (rc = tl_store_match(tl, *out, *len, first, last, a, b, leaves,
+                err)) != 0)
+    {
+        free(*out);
+        *out = NULL;
+    }
+    free(leaves);
+    return rc;
+}
+
+
+int
+tl_store_mend(tl_timeline_t *tl, uint64_t gen, int locked, sk_err_t *err)
+{
+    int  rc = 0;
+
+    if (err->code != SK_ERR_FORMAT) {
+        return -1;
+    }
+    if (!locked) {
+        pthread_mutex_lock(&tl->lock);
+    }
+    if (gen == tl->reindexed) {
+        tl_index_damaged(tl, "%s", err->msg);
+        rc = tl_store_reindex(tl, err);
+    }
+    if (!locked) {
+        pthread_mutex_unlock(&tl->lock);
+    }
+    return rc;
+}
+
+
+static int
+tl_store_read_checked(tl_timeline_t *tl, char **out, size_t *len,
+    uint64_t first, uint64_t last, int locked, sk_err_t *err)
+{
+    uint64_t  gen;
+
+    if (tl_store_try(tl, out, len, first, last, locked, 1, &gen, err) == 0) {
+        return 0;
+    }
+    return tl_store_mend(tl, gen, locked, err) != 0 ? -1
+        : tl_store_try(tl, out, len, first, last, locked, 1, &gen, err);
+}
+
+
 int
 tl_store_read(tl_timeline_t *tl, char **out, size_t *len, uint64_t first,
     uint64_t last, sk_err_t *err)
 {
-    off_t  a, b;
-    int    rc;
-
-    /* The index may move under a writer; the bytes never change. */
-    pthread_mutex_lock(&tl->lock);
-    rc = tl_index_off(tl, first, &a, err) != 0
-         || tl_index_off(tl, last + 1, &b, err) != 0 ? -1 : 0;
-    pthread_mutex_unlock(&tl->lock);
-    return rc != 0 ? -1 : tl_store_pread(tl, out, len, a, b, err);
+    return tl_store_read_checked(tl, out, len, first, last, 0, err);
 }
 
 
@@ -529,12 +657,74 @@ int
 tl_store_read_locked(tl_timeline_t *tl, char **out, size_t *len,
     uint64_t sn, sk_err_t *err)
 {
-    off_t  a, b;
+    return tl_store_read_checked(tl, out, len, sn, sn, 1, err);
+}
 
-    if (tl_index_off(tl, sn, &a, err) != 0
-        || tl_index_off(tl, sn + 1, &b, err) != 0)
+
+int
+tl_store_read_leaf(tl_timeline_t *tl, char **out, size_t *len, uint64_t sn,
+    sk_err_t *err)
+{
+    uint64_t  gen;
+
+    return tl_store_try(tl, out, len, sn, sn, 1, 0, &gen, err);
+}
+
+
+int
+tl_store_reindex(tl_timeline_t *tl, sk_err_t *err)
+{
+    sk_merkle_tree_t  *tree = tl->tree;
+    uint64_t           size = tl->size, logged = tl->logged;
+    uint64_t           durable = tl->durable;
+    off_t              end = tl->end_off, log_size = tl->log.size;
+    off_t              inc_size = tl->inc.size;
+    int                rc;
+
+    if (tl->mode != TL_RUN || !tl->db_ready || tl->reindexing
+        || tl->failed)
     {
+        return -1;              /* a start rebuilds it on its own */
+    }
+    /* What a rebuild does not cure (the log itself damaged) must not
+     * cost a replay of the whole log per request. */
+    if (tl->reindexed > 0 && tl_ms() - tl->reindexed_ms < TL_REINDEX_GAP_MS) {
+        return sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: found damaged again "
+            "within %d s of its rebuild: rebuilt again after that",
+            tl->db_dir, TL_REINDEX_GAP_MS / 1000);
+    }
+    /* The replay reads the logs up to their whole entries now and
+     * appends nothing to the tree, which already has them all. */
+    tl->reindexing = 1;
+    tl->tree = NULL;
+    tl->log.size = end;
+    tl->inc.size = tl->inc.end;
+    rc = tl_index_reset(tl, err) != 0 || tl_inc_replay(tl, err) != 0
+         || tl_store_replay(tl, err) != 0 ? -1 : 0;
+    if (rc == 0 && (tl->size != size || tl->end_off != end)) {
+        rc = sk_err_set(err, SK_ERR_FORMAT, "%s: read back to %" PRIu64
+            " entries ending at offset %jd, not %" PRIu64 " at %jd",
+            tl->log.path, tl->size, (intmax_t) tl->end_off, size,
+            (intmax_t) end);
+    }
+    if (rc == 0) {
+        rc = tl_index_flush(tl, err);
+    }
+    tl->tree = tree;
+    tl->logged = logged;
+    tl->durable = durable;
+    tl->log.size = log_size;
+    tl->inc.size = inc_size;
+    tl->reindexing = 0;
+    tl->reindexed++;
+    tl->reindexed_ms = tl_ms();
+    if (rc != 0) {
+        tl_store_fail(tl, "%s: rebuilding it from the log: %s; appends "
+            "refused until a restart", tl->db_dir, err->msg);
         return -1;
     }
-    return tl_store_pread(tl, out, len, a, b, err);
+    tl->index_bad = 0;
+    tl_log("%s: rebuilt from the log: %" PRIu64 " entries", tl->db_dir,
+        tl->size);
+    return 0;
 }
