@@ -19,12 +19,10 @@
 
 #define SK_METRICS_LABELS_LEN  512
 
-const double  sk_metrics_latency_buckets[] = {
+const double  sk_metrics_latency_buckets[SK_METRICS_LATENCY_BUCKETS] = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
     2.5, 5, 10
 };
-const size_t  sk_metrics_latency_nbuckets =
-    sizeof(sk_metrics_latency_buckets) / sizeof(sk_metrics_latency_buckets[0]);
 
 typedef struct sk_metric_family_s  sk_metric_family_t;
 

@@ -76,7 +76,7 @@ int sk_metrics_render(sk_metrics_t *m, char **out, size_t *len,
 #define SK_METRICS_CONTENT_TYPE  "text/plain; version=0.0.4; charset=utf-8"
 
 /* Buckets of a latency histogram in seconds: 0.5 ms .. 10 s. */
-extern const double  sk_metrics_latency_buckets[];
-extern const size_t  sk_metrics_latency_nbuckets;
+#define SK_METRICS_LATENCY_BUCKETS  14
+extern const double  sk_metrics_latency_buckets[SK_METRICS_LATENCY_BUCKETS];
 
 #endif
