@@ -320,7 +320,12 @@ sk_metric_inc(sk_metric_t *s, uint64_t n)
 void
 sk_metric_set(sk_metric_t *s, double v)
 {
-    if (s != NULL) {
+    if (s == NULL) {
+        return;
+    }
+    if (s->def->type == SK_METRIC_COUNTER) {
+        atomic_store_explicit(&s->count, (uint64_t) v, memory_order_relaxed);
+    } else {
         atomic_store_explicit(&s->value, v, memory_order_relaxed);
     }
 }

@@ -59,7 +59,9 @@ sk_metric_t *sk_metrics_series(sk_metrics_t *m, const sk_metric_def_t *def,
     sk_err_t *err) SK_WUR;
 
 /* Counters: add n.  Gauges: set, add.  Histograms: one observation.
- * NULL is ignored (a daemon without metrics keeps its NULL series). */
+ * sk_metric_set on a counter gives its count (a count the daemon keeps
+ * itself, read at scrape time).  NULL is ignored (a daemon without
+ * metrics keeps its NULL series). */
 void sk_metric_inc(sk_metric_t *s, uint64_t n);
 void sk_metric_set(sk_metric_t *s, double v);
 void sk_metric_add(sk_metric_t *s, double v);
