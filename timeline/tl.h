@@ -245,7 +245,8 @@ typedef struct {
     sk_metric_t      *refused;
     sk_metric_t      *checkpoint_age;
     _Atomic uint64_t  signed_ms;    /* tl_ms() of the newest signature of
-                                       a TFM or checkpoint */
+                                       a TFM or checkpoint (last: kept by
+                                       tl_metrics_stop) */
 } tl_metrics_t;
 
 struct tl_timeline_s {

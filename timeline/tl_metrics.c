@@ -7,6 +7,7 @@
  * docs/operations.md, "Monitoring", describes each series.
  */
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -131,12 +132,13 @@ void
 tl_metrics_stop(tl_timeline_t *tl)
 {
     tl_metrics_t  *mt = &tl->metrics;
-    uint64_t       signed_ms = atomic_load(&mt->signed_ms);
+    sk_metrics_t  *reg = mt->reg;
 
     sk_httpd_stop(mt->h);
-    sk_metrics_free(mt->reg);
-    memset(mt, 0, sizeof(*mt));
-    atomic_store(&mt->signed_ms, signed_ms);
+    /* All but signed_ms (last), which the publisher thread may still set;
+     * nothing else counts once appends are drained. */
+    memset(mt, 0, offsetof(tl_metrics_t, signed_ms));
+    sk_metrics_free(reg);
 }
 
 
