@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 # /metrics of sk-timeline and sk-mirror, scraped by a real Prometheus:
-# metrics_listen is off by default and a bad one refuses to start naming
-# the key; after real appends (created, bad_request, forbidden) and a
+# metrics_listen is off by default and a bad one (or one in use) refuses
+# to start naming the key; after real appends (created, bad_request, forbidden) and a
 # mirror's sync and queries, each /metrics answer passes `promtool check
 # metrics`, and Prometheus' query API gives back the counts, sizes,
 # latency histograms, lag, states and cache lookups; a timeline that goes
@@ -82,6 +82,14 @@ my $t9 = start_timeline("$d/tl9", tid => 9);
 ok($t9->{up}, 'a timeline without metrics_listen starts');
 unlike(slurp($t9->{log}), qr/metrics/, '... and serves no metrics');
 stop_daemon($t9->{pid});
+# An address in use (timeline 7's metrics): no start, the key named.
+mkdir "$d/tl10";
+my $t10 = start_timeline("$d/tl10", tid => 10,
+    metrics_listen => "127.0.0.1:$mport{7}");
+ok(!$t10->{up}, 'metrics_listen on an address in use: no start');
+my $in_use = $mport{7};
+like(slurp($t10->{log}), qr/"metrics_listen": listen 127\.0\.0\.1:$in_use: cannot start/,
+    '... the log names the key and the address');
 
 my $mp = free_port();
 my $m = start_mirror("$d/m", [map { [$_, $t{$_}{url},
