@@ -5,7 +5,8 @@
 # mirror's sync and queries, each /metrics answer passes `promtool check
 # metrics`, and Prometheus' query API gives back the counts, sizes,
 # latency histograms, lag, states and cache lookups; a timeline that goes
-# away turns Stuck there.  dist/prometheus/: `promtool check rules` and
+# away turns Stuck there, and the alert rules loaded into that Prometheus
+# see it (pending).  dist/prometheus/: `promtool check rules` and
 # `promtool test rules` (each alert fired from synthetic series).
 
 use strict;
@@ -114,7 +115,7 @@ is(scrape("http://127.0.0.1:$mp/status")->{code}, 404,
 
 my $p = start_prometheus($d, {
     'sk-timeline' => ["127.0.0.1:$mport{7}", "127.0.0.1:$mport{8}"],
-    'sk-mirror' => ["127.0.0.1:$mp"] });
+    'sk-mirror' => ["127.0.0.1:$mp"] }, ["$dist/sk-alerts.yml"]);
 ok($p->{up}, 'a private Prometheus is ready') or BAIL_OUT(slurp($p->{log}));
 my $i7 = "instance=\"127.0.0.1:$mport{7}\"";
 ok(prom_wait($p, "count(up == 1)", sub { $_[0] == 3 }, 15),
@@ -163,6 +164,11 @@ stop_daemon($t{8}{pid});
 ok(prom_wait($p, 'sk_mirror_timeline_state{tid="8",state="Stuck"}',
     sub { $_[0] == 1 }, 15), 'timeline 8 stopped: Stuck in Prometheus');
 is(val('sk_mirror_servable_timelines'), 1, '... 1 servable');
+# The alert rules on the real series: the names they use are the daemons'.
+ok(prom_wait($p, 'count(ALERTS{alertname="SKMirrorTimelineStuck",tid="8",'
+    . 'state="Stuck",alertstate="pending"})', sub { $_[0] == 1 }, 10),
+    'SKMirrorTimelineStuck pending for timeline 8 (sk-alerts.yml loaded)');
+is(val('count(ALERTS)'), 1, '... and no other alert');
 
 stop_daemon($p->{pid});
 stop_daemon($m->{pid});
