@@ -139,8 +139,12 @@ test_names(void **state)
     static const sk_metric_def_t  other_type = {
         "x_tree_size", "", SK_METRIC_HISTOGRAM, bounds, 3
     };
-    static const sk_metric_def_t  unsorted = {
-        "x_y_seconds", "", SK_METRIC_HISTOGRAM, bounds + 1, 0
+    static const double           down[] = { 1, 0.1 };
+    static const sk_metric_def_t  descending = {
+        "x_y_seconds", "", SK_METRIC_HISTOGRAM, down, 2
+    };
+    static const sk_metric_def_t  no_buckets = {
+        "x_z_seconds", "", SK_METRIC_HISTOGRAM, bounds, 0
     };
     static const char *const  bad_label[] = { "a-b" };
     static const char *const  le[] = { "le" };
@@ -157,7 +161,10 @@ test_names(void **state)
     assert_non_null(sk_metrics_series(m, &size, NULL, NULL, 0, &err));
     assert_null(sk_metrics_series(m, &other_type, NULL, NULL, 0, &err));
     assert_non_null(strstr(err.msg, "another type"));
-    assert_null(sk_metrics_series(m, &unsorted, NULL, NULL, 0, &err));
+    assert_null(sk_metrics_series(m, &descending, NULL, NULL, 0, &err));
+    assert_non_null(strstr(err.msg, "ascending"));
+    assert_null(sk_metrics_series(m, &no_buckets, NULL, NULL, 0, &err));
+    assert_non_null(strstr(err.msg, "needs buckets"));
     assert_null(sk_metrics_series(m, &size, bad_label, one, 1, &err));
     assert_non_null(strstr(err.msg, "a-b"));
     assert_null(sk_metrics_series(m, &latency, le, one, 1, &err));
