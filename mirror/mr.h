@@ -19,6 +19,7 @@
 
 #include <sk/db.h>
 #include <sk/httpd.h>
+#include <sk/metrics.h>
 #include <sk/sk.h>
 #include <sk/strtab.h>
 #include <sk/tfm.h>
@@ -58,6 +59,7 @@ typedef struct {
     uint64_t     threads;           /* HTTP polling threads */
     sk_httpd_limits_t  http;        /* connections, timeouts */
     char        *answer_cache;      /* redis://...|unix:...; NULL: memory */
+    char        *metrics_listen;    /* ADDR:PORT of /metrics; NULL: off */
     char        *peer[MR_MAX_PEERS];    /* other mirrors, for tracking */
     size_t       npeers;
     mr_tlconf_t  tl[MR_MAX_TIMELINES];
@@ -134,6 +136,7 @@ typedef struct {
      * last logged */
     int                 tiles;
     int                 tiles_logged;
+    _Atomic uint64_t    seen_size;  /* of the newest checkpoint fetched */
 } mr_tl_t;
 
 /* An indexed entry: where it is in its copy, its stamp, its leaf. */
@@ -177,6 +180,30 @@ void mr_lru_put(mr_lru_t *c, const char *name, int64_t since, uint64_t gen,
 void mr_lru_drop(mr_lru_t *c, const char *name);
 void mr_lru_free(mr_lru_t *c);
 
+/* mr_metrics.c: the series /metrics shows, by timeline index; all NULL
+ * (no-ops) while metrics_listen is off. */
+#define MR_STATES  6            /* mr_state_t's values */
+typedef enum {
+    MR_ANSWER_OK = 0,           /* 200: a signed answer */
+    MR_ANSWER_BAD,              /* 400: bad name or since */
+    MR_ANSWER_UNAVAILABLE,      /* 503: fewer than two servable */
+    MR_ANSWER_ERROR,            /* 500 */
+    MR_ANSWER_KINDS
+} mr_answer_t;
+
+typedef struct {
+    sk_metrics_t      *reg;
+    sk_httpd_t        *h;
+    sk_metric_t       *synced[MR_MAX_TIMELINES];
+    sk_metric_t       *entries[MR_MAX_TIMELINES];
+    sk_metric_t       *lag[MR_MAX_TIMELINES];
+    sk_metric_t       *age[MR_MAX_TIMELINES];
+    sk_metric_t       *state[MR_MAX_TIMELINES][MR_STATES];
+    sk_metric_t       *answers[MR_ANSWER_KINDS];
+    sk_metric_t       *cache[2];    /* hits, misses */
+    sk_metric_t       *servable;
+} mr_metrics_t;
+
 struct mr_mirror_s {
     mr_conf_t          conf;
     sk_key_t          *key;         /* the mirror's Ed25519 key */
@@ -213,6 +240,7 @@ struct mr_mirror_s {
     char               rprefix[64]; /* its keys: sk:mirror-answer:<id>: */
     pthread_t          tracker;
     int                tracker_up;
+    mr_metrics_t       metrics;
 };
 
 /* mr_buf.c: a growing text buffer. */
@@ -514,6 +542,15 @@ int mr_ixcheck(mr_mirror_t *m);
 
 /* mr_http.c */
 int mr_http_start(mr_mirror_t *m, sk_httpd_t **h, sk_err_t *err) SK_WUR;
+
+/* mr_metrics.c: /metrics on conf.metrics_listen (when set), after the
+ * copies are open. */
+int mr_metrics_start(mr_mirror_t *m, sk_err_t *err) SK_WUR;
+void mr_metrics_stop(mr_mirror_t *m);
+/* One answer to GET /query/<name>. */
+void mr_metrics_answer(mr_mirror_t *m, mr_answer_t kind);
+/* n entries of t stored. */
+void mr_metrics_synced(mr_mirror_t *m, const mr_tl_t *t, uint64_t n);
 
 void mr_log(const char *fmt, ...) SK_PRINTF(1, 2);
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sk/addr.h>
 #include <sk/conf.h>
 
 #include "mr.h"
@@ -30,6 +31,8 @@ static const sk_conf_def_t  mr_confdefs[] = {
     { "key",      SK_CONF_STR,    0, 0, offsetof(mr_conf_t, key_file), NULL },
     { "answer_cache", SK_CONF_STR, 0, 0, offsetof(mr_conf_t, answer_cache),
       NULL },
+    { "metrics_listen", SK_CONF_STR, 0, 0,
+      offsetof(mr_conf_t, metrics_listen), NULL },
     { "timeline", SK_CONF_CUSTOM, 1, 1, 0,                             NULL },
     { "peer",     SK_CONF_CUSTOM, 0, 1, 0,                             NULL },
     MR_U("poll_interval", poll_interval, "600"),
@@ -148,10 +151,17 @@ mr_conf_set(void *arg, const sk_conf_def_t *d, char *v, sk_err_t *err)
 static int
 mr_conf_finish(mr_conf_t *conf, sk_err_t *err)
 {
+    struct sockaddr_storage  ss;
+
     if (sk_conf_listen_key(conf->listen, &conf->key_file, conf->data_dir,
             MR_KEY_FILE, err) != 0)
     {
         return -1;
+    }
+    if (conf->metrics_listen != NULL
+        && sk_addr_parse(&ss, conf->metrics_listen, err) != 0)
+    {
+        return sk_err_prefix(err, "\"metrics_listen\"");
     }
     if (conf->poll_interval == 0 || conf->retry_min == 0
         || conf->retry_max < conf->retry_min || conf->fetch_timeout_ms == 0

@@ -72,25 +72,31 @@ mr_http_query(struct MHD_Connection *c, mr_mirror_t *m, const char *name)
 
     since_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "since");
     if (since_s != NULL && mr_http_u64(&since, since_s) != 0) {
+        mr_metrics_answer(m, MR_ANSWER_BAD);
         return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
             "query: since \"%.40s\" is not a POSIX time\n", since_s);
     }
     if (mr_query_answer(m, &out, &len, name, (int64_t) since, &err) != 0) {
         if (err.code == SK_ERR_UNAVAILABLE && m->ix_damaged) {
+            mr_metrics_answer(m, MR_ANSWER_UNAVAILABLE);
             return mr_http_rebuilding(c, err.msg);
         }
         if (err.code == SK_ERR_UNAVAILABLE) {
+            mr_metrics_answer(m, MR_ANSWER_UNAVAILABLE);
             return sk_httpd_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
                 "query: %s\n", err.msg);
         }
         if (err.code == SK_ERR_USAGE) {
+            mr_metrics_answer(m, MR_ANSWER_BAD);
             return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST, "query: %s\n",
                 err.msg);
         }
+        mr_metrics_answer(m, MR_ANSWER_ERROR);
         mr_log("query %s: %s", name, err.msg);
         return sk_httpd_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "query: %s\n",
             err.msg);
     }
+    mr_metrics_answer(m, MR_ANSWER_OK);
     return sk_httpd_reply(c, MHD_HTTP_OK, out, len, "text/plain");
 }
 

@@ -197,8 +197,8 @@ mr_main_run(mr_mirror_t *m)
         return EX_CONFIG;
     }
     m->serving = 1;
-    if (mr_http_start(m, &h, &err) != 0 || mr_sync_start(m, &err) != 0
-        || mr_track_start(m, &err) != 0)
+    if (mr_metrics_start(m, &err) != 0 || mr_http_start(m, &h, &err) != 0
+        || mr_sync_start(m, &err) != 0 || mr_track_start(m, &err) != 0)
     {
         mr_log("%s", err.msg);
         rc = EX_UNAVAILABLE;
@@ -221,6 +221,7 @@ mr_main_run(mr_mirror_t *m)
     sk_httpd_stop(h);
     mr_sync_stop(m);
     mr_track_stop(m);
+    mr_metrics_stop(m);
     return rc;
 }
 

@@ -778,6 +778,7 @@ mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
         t->size += b->n;
         t->end += (off_t) b->text.len;
         t->last_ts = b->ts[b->n - 1];
+        mr_metrics_synced(m, t, b->n);
     }
     if (kind == MR_HEAD_TFM) {
         t->tfm_size = tv.tree_size;

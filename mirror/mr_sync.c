@@ -1009,6 +1009,7 @@ mr_sync_round(mr_sync_t *s)
         return MR_ROUND_FAIL;
     }
     cp_ts = sk_checkpoint_timestamp(&cpv);
+    atomic_store(&t->seen_size, cpv.size);
     if (t->cp != NULL && cpv.size == t->cpv.size
         && memcmp(cpv.root, t->cpv.root, sizeof(cpv.root)) != 0)
     {

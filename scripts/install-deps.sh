@@ -6,6 +6,8 @@
 # units (PID 1 need not be systemd).  golang-go, golang-golang-x-mod-dev:
 # t/timeline-tiles.t checks the tiles with Go's sumdb/tlog, built offline.
 # liblmdb-dev: the daemons' on-disk indexes (common/src/db.c).
+# prometheus: t/metrics.t scrapes the daemons with a private Prometheus
+# and checks /metrics and dist/prometheus/ with its promtool.
 set -eu
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
@@ -14,7 +16,7 @@ libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev liblmdb-dev
 nginx nginx-dev redis-server tor postfix miltertest swaks
 gnutls-bin libgnutls28-dev curl python3 perl libio-socket-ssl-perl libtest-simple-perl
 valgrind groff-base golang-go golang-golang-x-mod-dev
-dpkg-dev debhelper fakeroot lintian systemd"
+dpkg-dev debhelper fakeroot lintian systemd prometheus"
 
 missing=""
 for p in $PKGS; do
@@ -36,6 +38,6 @@ echo "postfix postfix/mailname string localhost" | debconf-set-selections
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
 # The packaged daemons must not run: tests start private instances.
-for s in nginx redis-server tor postfix; do
+for s in nginx redis-server tor postfix prometheus; do
     (systemctl disable --now "$s" || service "$s" stop) >/dev/null 2>&1 || true
 done

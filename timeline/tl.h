@@ -20,6 +20,7 @@
 
 #include <openssl/x509.h>
 #include <sk/httpd.h>
+#include <sk/metrics.h>
 #include <sk/sk.h>
 
 #define TL_PROG        "sk-timeline"
@@ -46,6 +47,7 @@ typedef struct {
     char      *operator_key;    /* public key signing root-CA entries */
     char      *origin;          /* checkpoint origin and key name */
     char      *clock_file;      /* tests only: read "now" from this file */
+    char      *metrics_listen;  /* ADDR:PORT of /metrics; NULL: off */
     uint64_t   tid;             /* required, > 0 */
     uint64_t   max_body;        /* bytes of a POST body, else 413 */
     uint64_t   threads;         /* appends at once, a thread each */
@@ -234,6 +236,22 @@ int tl_file_trim(tl_file_t *f, sk_err_t *err) SK_WUR;
 int tl_file_append(tl_file_t *f, const void *buf, size_t len, int sync,
     sk_err_t *err) SK_WUR;
 
+/* tl_metrics.c: the series /metrics shows; all NULL (no-ops) while
+ * metrics_listen is off. */
+typedef struct {
+    sk_metrics_t     *reg;
+    sk_httpd_t       *h;
+    sk_metric_t      *appends[TL_QUEUED];   /* by final verdict */
+    sk_metric_t      *append_seconds;
+    sk_metric_t      *fsync_seconds;
+    sk_metric_t      *tree_size;
+    sk_metric_t      *refused;
+    sk_metric_t      *checkpoint_age;
+    _Atomic uint64_t  signed_ms;    /* tl_ms() of the newest signature of
+                                       a TFM or checkpoint (last: kept by
+                                       tl_metrics_stop) */
+} tl_metrics_t;
+
 struct tl_timeline_s {
     tl_conf_t         conf;
     tl_mode_t         mode;
@@ -339,6 +357,8 @@ struct tl_timeline_s {
     int               stopping;
     int               chunker_up;
     pthread_t         chunker;
+
+    tl_metrics_t      metrics;
 };
 
 /* tl_calog.c: CA certificates stored once, in data_dir/certs.log. */
@@ -657,6 +677,19 @@ void tl_work_stop(tl_timeline_t *tl);
 int tl_http_start(tl_timeline_t *tl, sk_httpd_t **h, sk_err_t *err) SK_WUR;
 /* Finish the appends under way (each answered), then close everything. */
 void tl_http_stop(tl_timeline_t *tl, sk_httpd_t *h);
+
+/* tl_metrics.c: /metrics on conf.metrics_listen (when set). */
+int tl_metrics_start(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+void tl_metrics_stop(tl_timeline_t *tl);
+/* An append's final verdict after us microseconds (TL_QUEUED: not
+ * final, not counted). */
+void tl_metrics_append(tl_timeline_t *tl, tl_verdict_t v, uint64_t us);
+/* Microseconds of CLOCK_MONOTONIC. */
+uint64_t tl_us(void);
+/* One fdatasync of the log took us microseconds. */
+void tl_metrics_fsync(tl_timeline_t *tl, uint64_t us);
+/* A TFM or checkpoint was just signed. */
+void tl_metrics_signed(tl_timeline_t *tl);
 
 /* tl_log.c: "sk-timeline: ..." lines; tl_say to stdout (--check,
  * --repair). */

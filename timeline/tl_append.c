@@ -68,6 +68,7 @@ typedef struct {
     uint64_t  clock_until;  /* a clock still behind by then: 503 */
     uint64_t  sn;           /* once stamped: its SN */
     int       stamped;
+    uint64_t  start_us;     /* tl_us() at the start (metrics) */
 } tl_wait_t;
 
 /* An append that goes on after its 202. */
@@ -275,6 +276,7 @@ tl_append_job(void *arg)
     if (v == TL_FAULT) {
         tl_log("append: %s", err.msg);
     }
+    tl_metrics_append(tl, v, tl_us() - j->w.start_us);
     tl->jobs--;
     pthread_cond_broadcast(&tl->jobs_done);
     pthread_mutex_unlock(&tl->lock);
@@ -340,9 +342,10 @@ tl_append(tl_timeline_t *tl, char **out, size_t *outlen, const char *text,
     sk_entry_t    *e, *ref = NULL;
     tl_verdict_t   v;
     tl_wait_t      w;
-    uint64_t       ms;
+    uint64_t       ms, start_us = tl_us();
 
     if ((v = tl_append_parse(&e, text, len, err)) != TL_OK) {
+        tl_metrics_append(tl, v, tl_us() - start_us);
         return v;
     }
     if (sk_entry_type(e) == SK_ENTRY_INCORPORATE) {
@@ -357,6 +360,7 @@ tl_append(tl_timeline_t *tl, char **out, size_t *outlen, const char *text,
     if (v == TL_OK) {
         ms = tl_ms();
         memset(&w, 0, sizeof(w));
+        w.start_us = start_us;
         w.reply_at = ms + tl->conf.reply_ms;
         w.clock_until = ms + tl->conf.clock_wait_ms;
         pthread_mutex_lock(&tl->lock);
@@ -371,6 +375,7 @@ tl_append(tl_timeline_t *tl, char **out, size_t *outlen, const char *text,
     }
     sk_entry_free(e);
     sk_entry_free(ref);
+    tl_metrics_append(tl, v, tl_us() - start_us);
     return v;
 }
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sk/addr.h>
 #include <sk/conf.h>
 
 #include "tl.h"
@@ -44,6 +45,7 @@ static const sk_conf_def_t  tl_confdefs[] = {
     TL_S("operator_key", operator_key),
     TL_S("origin", origin),
     TL_S("clock_file", clock_file),
+    TL_S("metrics_listen", metrics_listen),
     TL_U("max_body", max_body, "65536"),
     TL_U("threads", threads, "256"),
     TL_U("http_threads", http_threads, "2"),
@@ -99,12 +101,18 @@ tl_conf_set(void *conf, const sk_conf_def_t *d, char *v, sk_err_t *err)
 static int
 tl_conf_finish(tl_conf_t *conf, sk_err_t *err)
 {
-    char  buf[64];
+    struct sockaddr_storage  ss;
+    char                     buf[64];
 
     if (sk_conf_listen_key(conf->listen, &conf->key_file, conf->data_dir,
             TL_KEY_FILE, err) != 0)
     {
         return -1;
+    }
+    if (conf->metrics_listen != NULL
+        && sk_addr_parse(&ss, conf->metrics_listen, err) != 0)
+    {
+        return sk_err_prefix(err, "\"metrics_listen\"");
     }
     if (conf->tid == 0) {
         return sk_err_set(err, SK_ERR_FORMAT, "\"tid\": must be above 0");

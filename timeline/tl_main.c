@@ -44,8 +44,10 @@ tl_main_run(tl_timeline_t *tl)
         tl_log("%s", err.msg);
         return EX_CONFIG;
     }
-    if (tl_chunk_start(tl, &err) != 0 || tl_http_start(tl, &h, &err) != 0)
+    if (tl_chunk_start(tl, &err) != 0 || tl_metrics_start(tl, &err) != 0
+        || tl_http_start(tl, &h, &err) != 0)
     {
+        tl_metrics_stop(tl);
         tl_log("%s", err.msg);
         return EX_UNAVAILABLE;
     }
@@ -56,6 +58,7 @@ tl_main_run(tl_timeline_t *tl)
     (void) sk_daemon_notify("STOPPING=1");
     tl_http_stop(tl, h);
     tl_append_drain(tl);
+    tl_metrics_stop(tl);
     return EX_OK;
 }
 

@@ -399,7 +399,7 @@ tl_store_write(tl_timeline_t *tl, const char *buf, size_t len, int64_t ts,
 static void
 tl_store_sync_log(tl_timeline_t *tl)
 {
-    uint64_t  target = tl->size;
+    uint64_t  target = tl->size, us;
     int       rc;
 
     tl->log_syncing = 1;
@@ -407,7 +407,9 @@ tl_store_sync_log(tl_timeline_t *tl)
     if (tl->conf.sync_delay_ms != 0) {
         usleep((useconds_t) (tl->conf.sync_delay_ms * 1000));
     }
+    us = tl_us();
     rc = fdatasync(tl->log.fd);
+    tl_metrics_fsync(tl, tl_us() - us);
     pthread_mutex_lock(&tl->lock);
     tl->log_syncing = 0;
     if (rc != 0) {

@@ -31,6 +31,7 @@
 #define SK_HTTPD_FD_SPARE   256     /* descriptors besides connections */
 #define SK_HTTPD_MAX_CONNECTIONS  1000000
 #define SK_HTTPD_MAX_TIMEOUT      86400
+#define SK_HTTPD_METRICS_CONNS    16      /* scrapers at once */
 
 typedef struct sk_httpd_conn_s  sk_httpd_conn_t;
 
@@ -481,4 +482,65 @@ sk_httpd_text(struct MHD_Connection *c, unsigned status, const char *fmt,
     va_end(ap);
     return sk_httpd_reply(c, status, s, (size_t) n,
         "text/plain; charset=us-ascii");
+}
+
+
+/* GET /metrics on the metrics server: answered once the request is in. */
+static enum MHD_Result
+sk_httpd_metrics(void *cls, struct MHD_Connection *c, const char *url,
+    const char *method, const char *version, const char *data, size_t *size,
+    void **con_cls)
+{
+    static int   first;
+    sk_metrics_t *m = cls;
+    sk_err_t      err;
+    size_t        len;
+    char         *out;
+
+    (void) version;
+    (void) data;
+    if (*con_cls == NULL) {
+        *con_cls = &first;
+        return MHD_YES;
+    }
+    if (*size != 0) {
+        *size = 0;
+        return MHD_YES;
+    }
+    if (strcmp(url, "/metrics") != 0) {
+        return sk_httpd_text(c, MHD_HTTP_NOT_FOUND, "only /metrics here\n");
+    }
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0
+        && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+    {
+        return sk_httpd_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET\n");
+    }
+    if (sk_metrics_render(m, &out, &len, &err) != 0) {
+        return sk_httpd_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "%s\n",
+            err.msg);
+    }
+    return sk_httpd_reply(c, MHD_HTTP_OK, out, len, SK_METRICS_CONTENT_TYPE);
+}
+
+
+int
+sk_httpd_metrics_start(sk_httpd_t **h, const char *prog, const char *listen,
+    sk_metrics_t *m, sk_err_t *err)
+{
+    sk_httpd_conf_t  hc;
+
+    memset(&hc, 0, sizeof(hc));
+    hc.prog = prog;
+    hc.listen = listen;
+    hc.threads = 2;             /* libmicrohttpd warns about a pool of 1 */
+    hc.limits.connections = SK_HTTPD_METRICS_CONNS;
+    hc.limits.request_timeout = 10;
+    hc.limits.idle_timeout = 30;
+    hc.max_body = 0;
+    hc.handler = sk_httpd_metrics;
+    hc.cls = m;
+    if (sk_httpd_start(h, &hc, err) != 0) {
+        return sk_err_prefix(err, "\"metrics_listen\"");
+    }
+    return 0;
 }

@@ -14,6 +14,7 @@
 #include <microhttpd.h>
 
 #include "err.h"
+#include "metrics.h"
 
 /* The limits on clients, as both daemons' configurations name them. */
 typedef struct {
@@ -54,6 +55,12 @@ int sk_httpd_start(sk_httpd_t **h, const sk_httpd_conf_t *conf,
 /* Close every connection and stop; NULL is ignored.  A handler that
  * suspends connections must have resumed them all. */
 void sk_httpd_stop(sk_httpd_t *h);
+
+/* A second, small server answering only GET /metrics with m's
+ * exposition (the "metrics_listen" of both daemons): two threads, a few
+ * connections; its errors name "metrics_listen". */
+int sk_httpd_metrics_start(sk_httpd_t **h, const char *prog,
+    const char *listen, sk_metrics_t *m, sk_err_t *err) SK_WUR;
 
 /* A strict decimal (no sign, no leading zero, at most 19 digits): 0, or
  * -1 if s is NULL or anything else. */

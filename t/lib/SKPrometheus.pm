@@ -1,0 +1,106 @@
+package SKPrometheus;
+
+# SKPrometheus -- a private Prometheus server (Debian's prometheus package)
+# on loopback for the tests: its own configuration, its own TSDB in a
+# temporary directory, scraping the given targets every second.
+#
+#   start_prometheus(DIR, {JOB => [HOST:PORT, ...]}, RULES?)
+#                                   { pid, port, url, log }; up => 1 once
+#                                   /-/ready answers; RULES: rule files
+#   prom_query(P, EXPR)             the instant vector: [{metric => {...},
+#                                   value => NUMBER}, ...] (undef on error)
+#   prom_value(P, EXPR)             the single sample's value, or undef
+#   prom_wait(P, EXPR, CODE, SECS)  1 once CODE->(prom_value) is true
+#   scrape(URL)                     { code, type, body } of a GET /metrics
+#   promtool(ARGS...)               run_cmd(['promtool', ARGS...]); with
+#                                   { stdin => TEXT } first, fed TEXT
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use JSON::PP;
+use SKTest;
+
+our @EXPORT = qw(start_prometheus prom_query prom_value prom_wait scrape
+    promtool have_prometheus);
+
+sub have_prometheus {
+    return has_cmd('prometheus') && has_cmd('promtool') && has_cmd('curl');
+}
+
+sub start_prometheus {
+    my ($dir, $jobs, $rules) = @_;
+    my $port = free_port();
+    my $conf = "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+        . "  evaluation_interval: 1s\n";
+    $conf .= "rule_files:\n" . join('', map { "  - $_\n" } @$rules)
+        if $rules;
+    $conf .= "scrape_configs:\n";
+    for my $job (sort keys %$jobs) {
+        $conf .= "  - job_name: $job\n    static_configs:\n"
+            . "      - targets: [" . join(', ', map { "'$_'" }
+                @{$jobs->{$job}}) . "]\n";
+    }
+    mkdir "$dir/tsdb";
+    spew("$dir/prometheus.yml", $conf);
+    my $p = { port => $port, url => "http://127.0.0.1:$port",
+        log => "$dir/prometheus.log" };
+    $p->{pid} = run_daemon(['prometheus', "--config.file=$dir/prometheus.yml",
+        "--storage.tsdb.path=$dir/tsdb", "--web.listen-address=127.0.0.1:$port",
+        '--log.level=warn'], $p->{log});
+    $p->{up} = wait_until(sub {
+        !daemon_alive($p->{pid})
+            || get("$p->{url}/-/ready")->{code} == 200 }, 20)
+        && daemon_alive($p->{pid}) ? 1 : 0;
+    return $p;
+}
+
+sub get {
+    my ($url, @args) = @_;
+    my $r = run_cmd(['curl', '-s', '-o', '-', '-w',
+        '\n%{http_code} %{content_type}', @args, $url]);
+    my ($body, $code, $type) = $r->{out} =~ /\A(.*)\n(\d+) ?(.*)\z/s;
+    return { code => $code // 0, type => $type // '', body => $body // '' };
+}
+
+sub scrape {
+    my ($url) = @_;
+    return get($url);
+}
+
+sub prom_query {
+    my ($p, $expr) = @_;
+    my $r = get("$p->{url}/api/v1/query", '-G', '--data-urlencode',
+        "query=$expr");
+    return undef if $r->{code} != 200;
+    my $j = eval { decode_json($r->{body}) } or return undef;
+    return undef if $j->{status} ne 'success';
+    return [map { { metric => $_->{metric}, value => $_->{value}[1] + 0 } }
+        @{$j->{data}{result}}];
+}
+
+sub prom_value {
+    my ($p, $expr) = @_;
+    my $v = prom_query($p, $expr);
+    return $v && @$v == 1 ? $v->[0]{value} : undef;
+}
+
+sub prom_wait {
+    my ($p, $expr, $code, $secs) = @_;
+    return wait_until(sub {
+        my $v = prom_value($p, $expr);
+        defined $v && $code->($v) }, $secs // 10) ? 1 : 0;
+}
+
+sub promtool {
+    my $opt = ref $_[0] ? shift : {};
+    return run_cmd(['promtool', @_]) unless defined $opt->{stdin};
+    my $f = "/tmp/sk-promtool.$$." . int(rand(1e9));
+    spew($f, $opt->{stdin});
+    my $r = run_cmd(['sh', '-c', 'exec promtool "$@" < "$0"', $f, @_]);
+    unlink $f;
+    return $r;
+}
+
+1;

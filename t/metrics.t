@@ -1,0 +1,176 @@
+#!/usr/bin/perl
+# /metrics of sk-timeline and sk-mirror, scraped by a real Prometheus:
+# metrics_listen is off by default and a bad one (or one in use) refuses
+# to start naming the key; after real appends (created, bad_request, forbidden) and a
+# mirror's sync and queries, each /metrics answer passes `promtool check
+# metrics`, and Prometheus' query API gives back the counts, sizes,
+# latency histograms, lag, states and cache lookups; a timeline that goes
+# away turns Stuck there, and the alert rules loaded into that Prometheus
+# see it (pending).  dist/prometheus/: `promtool check rules` and
+# `promtool test rules` (each alert fired from synthetic series).
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use SKTest;
+use SKTimeline;
+use SKMirror;
+use SKPrometheus;
+
+plan skip_all => 'sk-timeline or sk-mirror not built'
+    unless -x $SKTimeline::TL && -x $SKMirror::MR;
+plan skip_all => 'no prometheus/promtool (scripts/install-deps.sh)'
+    unless have_prometheus() && has_cmd('openssl');
+
+my $d = tmpdir();
+my $dist = "$SKTest::ROOT/dist/prometheus";
+
+# The rules first: they need nothing running.
+my $r = promtool('check', 'rules', "$dist/sk-alerts.yml");
+is($r->{rc}, 0, 'promtool check rules dist/prometheus/sk-alerts.yml')
+    or diag($r->{out}, $r->{err});
+$r = run_cmd(['sh', '-c', 'cd "$0" && exec promtool test rules '
+    . 'sk-alerts.test.yml', $dist]);
+is($r->{rc}, 0, 'promtool test rules: every alert fires from its series')
+    or diag($r->{out}, $r->{err});
+
+# A bad metrics_listen is a configuration error naming the key.
+spew("$d/bad-tl.conf", "listen = 127.0.0.1:1\ndata_dir = $d/x\ntid = 7\n"
+    . "metrics_listen = localhost:9\n");
+$r = run_cmd([$SKTimeline::TL, '-n', '-c', "$d/bad-tl.conf"]);
+is($r->{rc}, 78, 'sk-timeline: a bad metrics_listen is refused');
+like($r->{err}, qr/bad-tl\.conf: "metrics_listen": .*localhost:9/,
+    '... naming the key and the value');
+spew("$d/bad-mr.conf", "listen = 127.0.0.1:1\ndata_dir = $d/x\n"
+    . "timeline = 7 http://127.0.0.1:1 $d/bad-tl.conf\n"
+    . "metrics_listen = 127.0.0.1\n");
+$r = run_cmd([$SKMirror::MR, '-n', '-c', "$d/bad-mr.conf"]);
+is($r->{rc}, 78, 'sk-mirror: a bad metrics_listen is refused');
+like($r->{err}, qr/"metrics_listen": .*want ADDRESS:PORT/,
+    '... naming the key');
+
+my $op = ed25519_key($d, 'operator');
+my $ca = make_ca($d, 'testca');
+my %sk = map { $_ => ed25519_key($d, $_) } qw(a b other);
+my %crt = map { $_ => issue($d, $ca, $sk{$_}, "$_.example", "$d/$_") }
+    qw(a b);
+$crt{other} = issue($d, $ca, $sk{other}, 'a.example', "$d/other");
+
+my (%t, %mport);
+for my $tid (7, 8) {
+    mkdir "$d/tl$tid";
+    $mport{$tid} = free_port();
+    $t{$tid} = start_timeline("$d/tl$tid", tid => $tid,
+        operator_key => "$d/operator.pub",
+        metrics_listen => "127.0.0.1:$mport{$tid}");
+    ok($t{$tid}{up}, "timeline $tid listens") or BAIL_OUT(slurp($t{$tid}{log}));
+    like(slurp($t{$tid}{log}), qr{metrics on http://127\.0\.0\.1:$mport{$tid}/metrics},
+        "timeline $tid: metrics on its own address");
+    is(append($t{$tid}, root_entry(cert => "$ca.crt", key => $op))->{code},
+        201, "timeline $tid: root CA");
+    is(append($t{$tid}, bind_entry(name => "a.example", key => $sk{a},
+        chain => [$crt{a}]))->{code}, 201, "timeline $tid: Bind a.example");
+}
+is(append($t{7}, "not an entry\n\n")->{code}, 400, 'a malformed entry: 400');
+is(append($t{7}, bind_entry(name => 'a.example', key => $sk{other},
+    chain => [$crt{other}]))->{code}, 403, 'a second Bind of a name: 403');
+
+# Off by default: a timeline without the key says nothing of metrics.
+mkdir "$d/tl9";
+my $t9 = start_timeline("$d/tl9", tid => 9);
+ok($t9->{up}, 'a timeline without metrics_listen starts');
+unlike(slurp($t9->{log}), qr/metrics/, '... and serves no metrics');
+stop_daemon($t9->{pid});
+# An address in use (timeline 7's metrics): no start, the key named.
+mkdir "$d/tl10";
+my $t10 = start_timeline("$d/tl10", tid => 10,
+    metrics_listen => "127.0.0.1:$mport{7}");
+ok(!$t10->{up}, 'metrics_listen on an address in use: no start');
+my $in_use = $mport{7};
+like(slurp($t10->{log}), qr/"metrics_listen": listen 127\.0\.0\.1:$in_use: cannot start/,
+    '... the log names the key and the address');
+
+my $mp = free_port();
+my $m = start_mirror("$d/m", [map { [$_, $t{$_}{url},
+    "$d/tl$_/timeline.pub"] } 7, 8], metrics_listen => "127.0.0.1:$mp");
+ok($m->{up}, 'the mirror listens') or BAIL_OUT(slurp($m->{log}));
+ok(wait_state($m, $_, 'Idle', 15), "mirror: timeline $_ Idle") for 7, 8;
+is(query($m, 'a.example')->{code}, 200, 'mirror: an answer');
+is(query($m, 'a.example')->{code}, 200, 'mirror: the same, from the cache');
+is(query($m, 'not_a..name')->{code}, 400, 'mirror: a bad name');
+
+# Each answer: the exposition format, as promtool reads it.
+for my $u ("127.0.0.1:$mport{7}", "127.0.0.1:$mport{8}", "127.0.0.1:$mp") {
+    my $s = scrape("http://$u/metrics");
+    is($s->{code}, 200, "GET http://$u/metrics");
+    like($s->{type}, qr{^text/plain; version=0\.0\.4}, '... text format 0.0.4');
+    $r = promtool({ stdin => $s->{body} }, 'check', 'metrics');
+    is($r->{rc}, 0, '... promtool check metrics: clean')
+        or diag($r->{out}, $r->{err}, $s->{body});
+}
+is(scrape("http://127.0.0.1:$mp/status")->{code}, 404,
+    'the metrics address serves only /metrics');
+
+my $p = start_prometheus($d, {
+    'sk-timeline' => ["127.0.0.1:$mport{7}", "127.0.0.1:$mport{8}"],
+    'sk-mirror' => ["127.0.0.1:$mp"] }, ["$dist/sk-alerts.yml"]);
+ok($p->{up}, 'a private Prometheus is ready') or BAIL_OUT(slurp($p->{log}));
+my $i7 = "instance=\"127.0.0.1:$mport{7}\"";
+ok(prom_wait($p, "count(up == 1)", sub { $_[0] == 3 }, 15),
+    'Prometheus scrapes all three') or diag(slurp($p->{log}));
+
+sub val { return prom_value($p, $_[0]) // 'none' }
+
+is(val("sk_timeline_appends_total{$i7,result=\"created\"}"), 2,
+    'timeline 7: 2 appends created');
+is(val("sk_timeline_appends_total{$i7,result=\"bad_request\"}"), 1,
+    '... 1 bad_request');
+is(val("sk_timeline_appends_total{$i7,result=\"forbidden\"}"), 1,
+    '... 1 forbidden');
+is(val("sum(sk_timeline_appends_total{result=\"created\"})"), 4,
+    'both timelines: 4 created');
+is(val("sk_timeline_append_duration_seconds_count{$i7}"), 4,
+    'timeline 7: 4 append latencies observed');
+is(val("sk_timeline_append_duration_seconds_bucket{$i7,le=\"+Inf\"}"), 4,
+    '... the +Inf bucket is the count');
+ok(val("sk_timeline_fsync_duration_seconds_count{$i7}") >= 2,
+    '... an fdatasync timed per group commit');
+is(val("sk_timeline_tree_size{$i7}"), 2, '... tree size 2');
+is(val("sk_timeline_appends_refused{$i7}"), 0, '... appends not refused');
+my $age = val("sk_timeline_checkpoint_age_seconds{$i7}");
+ok($age ne 'none' && $age < 10,
+    "... signed a checkpoint recently (the mirror polls): $age s");
+
+is(val('sk_mirror_entries_synced_total{tid="7"}'), 2,
+    'mirror: 2 entries synced from timeline 7');
+is(val('sk_mirror_entries{tid="8"}'), 2, '... 2 stored from timeline 8');
+is(val('sk_mirror_lag_entries{tid="7"}'), 0, '... no lag');
+is(val('sk_mirror_timeline_state{tid="7",state="Idle"}'), 1,
+    '... timeline 7 Idle');
+is(val('sk_mirror_timeline_state{tid="7",state="Stuck"}'), 0,
+    '... not Stuck');
+is(val('sk_mirror_servable_timelines'), 2, '... 2 servable');
+is(val('sk_mirror_answers_total{kind="answer"}'), 2, '... 2 answers');
+is(val('sk_mirror_answers_total{kind="bad_request"}'), 1, '... 1 bad name');
+is(val('sk_mirror_answer_cache_lookups_total{result="hit"}'), 1,
+    '... 1 cache hit');
+is(val('sk_mirror_answer_cache_lookups_total{result="miss"}'), 1,
+    '... 1 cache miss');
+
+# A timeline that goes away: Stuck, as Prometheus sees it.
+stop_daemon($t{8}{pid});
+ok(prom_wait($p, 'sk_mirror_timeline_state{tid="8",state="Stuck"}',
+    sub { $_[0] == 1 }, 15), 'timeline 8 stopped: Stuck in Prometheus');
+is(val('sk_mirror_servable_timelines'), 1, '... 1 servable');
+# The alert rules on the real series: the names they use are the daemons'.
+ok(prom_wait($p, 'count(ALERTS{alertname="SKMirrorTimelineStuck",tid="8",'
+    . 'state="Stuck",alertstate="pending"})', sub { $_[0] == 1 }, 10),
+    'SKMirrorTimelineStuck pending for timeline 8 (sk-alerts.yml loaded)');
+is(val('count(ALERTS)'), 1, '... and no other alert');
+
+stop_daemon($p->{pid});
+stop_daemon($m->{pid});
+stop_daemon($t{7}{pid});
+done_testing();
