@@ -141,9 +141,10 @@ typedef enum {
     TL_TIMEOUT,             /* 408 */
     TL_FAULT,               /* 500 */
     TL_TOO_LARGE,           /* 413: longer than an entry bundle carries */
-    TL_QUEUED,              /* 202: the outcome comes with a token */
-    TL_RETRY                /* 503 and Retry-After: the index was found
+    TL_RETRY,               /* 503 and Retry-After: the index was found
                                damaged and rebuilt from the log */
+    TL_QUEUED               /* 202: the outcome comes with a token; last,
+                               so the final verdicts are those before it */
 } tl_verdict_t;
 
 /* A timeline whose entries this one incorporates ("peer = TID KEYFILE"). */

@@ -54,9 +54,12 @@ static const sk_metric_def_t  tl_metrics_checkpoint_age = {
     SK_METRIC_GAUGE, NULL, 0
 };
 
-/* Label values of each final verdict, in tl_verdict_t's order. */
+/* Label values of each final verdict. */
 static const char *const  tl_metrics_results[TL_QUEUED] = {
-    "created", "bad_request", "forbidden", "unavailable", "timeout", "fault"
+    [TL_OK] = "created", [TL_BAD_REQUEST] = "bad_request",
+    [TL_FORBIDDEN] = "forbidden", [TL_UNAVAILABLE] = "unavailable",
+    [TL_TIMEOUT] = "timeout", [TL_FAULT] = "fault",
+    [TL_TOO_LARGE] = "too_large", [TL_RETRY] = "retry"
 };
 
 
