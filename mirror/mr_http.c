@@ -181,18 +181,9 @@ mr_http_handler(void *cls, struct MHD_Connection *c, const char *url,
     enum MHD_Result   rc;
     int               busy;
 
-    static int        first;
-
     (void) version;
     (void) data;
-    /* Answer on the second call, once the whole request is in: an answer
-     * queued earlier makes libmicrohttpd close the connection. */
-    if (*con_cls == NULL) {
-        *con_cls = &first;
-        return MHD_YES;
-    }
-    if (*size != 0) {
-        *size = 0;              /* a body on a GET: ignored */
+    if (sk_httpd_get_pending(con_cls, size)) {
         return MHD_YES;
     }
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0

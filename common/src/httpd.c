@@ -486,12 +486,28 @@ sk_httpd_text(struct MHD_Connection *c, unsigned status, const char *fmt,
 
 
 /* GET /metrics on the metrics server: answered once the request is in. */
+int
+sk_httpd_get_pending(void **con_cls, size_t *size)
+{
+    static int  first;
+
+    if (*con_cls == NULL) {
+        *con_cls = &first;
+        return 1;
+    }
+    if (*size != 0) {
+        *size = 0;
+        return 1;
+    }
+    return 0;
+}
+
+
 static enum MHD_Result
 sk_httpd_metrics(void *cls, struct MHD_Connection *c, const char *url,
     const char *method, const char *version, const char *data, size_t *size,
     void **con_cls)
 {
-    static int   first;
     sk_metrics_t *m = cls;
     sk_err_t      err;
     size_t        len;
@@ -499,12 +515,7 @@ sk_httpd_metrics(void *cls, struct MHD_Connection *c, const char *url,
 
     (void) version;
     (void) data;
-    if (*con_cls == NULL) {
-        *con_cls = &first;
-        return MHD_YES;
-    }
-    if (*size != 0) {
-        *size = 0;
+    if (sk_httpd_get_pending(con_cls, size)) {
         return MHD_YES;
     }
     if (strcmp(url, "/metrics") != 0) {

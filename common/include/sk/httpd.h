@@ -62,6 +62,12 @@ void sk_httpd_stop(sk_httpd_t *h);
 int sk_httpd_metrics_start(sk_httpd_t **h, const char *prog,
     const char *listen, sk_metrics_t *m, sk_err_t *err) SK_WUR;
 
+/* For a GET handler: 1 while the request is still coming in (the call
+ * must return MHD_YES: an answer queued before the whole request is in
+ * makes libmicrohttpd close the connection; a body is read and
+ * dropped), 0 once it may be answered. */
+int sk_httpd_get_pending(void **con_cls, size_t *size);
+
 /* A strict decimal (no sign, no leading zero, at most 19 digits): 0, or
  * -1 if s is NULL or anything else. */
 int sk_httpd_u64(uint64_t *v, const char *s) SK_WUR;
