@@ -25,7 +25,7 @@ CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) \
              $(CFLAGS) -fPIC $(SANFLAGS) -Icommon/include
 LDFLAGS ?=
-LIBS     = -lhiredis -llmdb -lssl -lcrypto
+LIBS     = -lhiredis -llmdb -lldns -lssl -lcrypto
 
 # libsk: the core in common/src/, the client side in common/src/client/.
 LIB_SRCS  = $(sort $(wildcard common/src/*.c common/src/client/*.c))

@@ -6,11 +6,16 @@
 # units (PID 1 need not be systemd).  golang-go, golang-golang-x-mod-dev:
 # t/timeline-tiles.t checks the tiles with Go's sumdb/tlog, built offline.
 # liblmdb-dev: the daemons' on-disk indexes (common/src/db.c).
+# libldns-dev: DNSSEC evidence (common/src/dnssec.c) reads DNS wire form and
+# verifies RRSIGs and DS digests at a given time with it; ldnsutils
+# (ldns-keygen, ldns-signzone) signs the test zones; dns-root-data is the
+# default trust anchor file, /usr/share/dns/root.ds.
 set -eu
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
 libssl-dev openssl libcmocka-dev libhiredis-dev libmilter-dev
 libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev liblmdb-dev
+libldns-dev ldnsutils dns-root-data
 nginx nginx-dev redis-server tor postfix miltertest swaks
 gnutls-bin libgnutls28-dev curl python3 perl libio-socket-ssl-perl libtest-simple-perl
 valgrind groff-base golang-go golang-golang-x-mod-dev

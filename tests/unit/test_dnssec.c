@@ -1,0 +1,295 @@
+/*
+ * test_dnssec.c -- DNSSEC evidence (sk/dnssec.h) on chains built from
+ * zones signed at test time (tests/unit/dnssec_zones.sh: ldns-keygen,
+ * ldns-signzone with fixed windows), no server: the good chain is
+ * accepted, each broken one refused with a message naming the cause.
+ */
+#include "testutil.h"
+
+#include <ldns/ldns.h>
+
+#include <sk/dnssec.h>
+
+/* 2027-01-01: inside the zones' window 2026..2036. */
+#define T_AT  1798761600
+
+typedef struct {
+    unsigned char  p[SK_DNSSEC_CHAIN_MAX + 1];
+    size_t         len;
+} chain_t;
+
+static char                 *dir;
+static sk_key_t             *sk;
+static sk_dnssec_anchors_t  *anchors;
+
+
+static int
+setup(void **state)
+{
+    char      fp[SK_FINGERPRINT_SIZE], cmd[512], *path;
+    sk_err_t  err;
+
+    (void) state;
+    dir = tu_tmpdir();
+    assert_int_equal(sk_key_generate(&sk, SK_KEY_ED25519, 0, &err), 0);
+    sk_key_fingerprint(fp, sk);
+    snprintf(cmd, sizeof(cmd), "tests/unit/dnssec_zones.sh %s %s >/dev/null",
+        dir, fp + strlen("sha256:"));
+    assert_int_equal(system(cmd), 0);
+    path = tu_path(dir, "root.ds");
+    assert_int_equal(sk_dnssec_anchors_load(&anchors, path, &err), 0);
+    free(path);
+    return 0;
+}
+
+
+static int
+teardown(void **state)
+{
+    (void) state;
+    sk_dnssec_anchors_free(anchors);
+    sk_key_free(sk);
+    tu_rmtree(dir);
+    return 0;
+}
+
+
+static void
+put(chain_t *c, const ldns_rr *rr)
+{
+    uint8_t  *w;
+    size_t    n;
+
+    assert_int_equal(ldns_rr2wire(&w, rr, LDNS_SECTION_ANSWER, &n),
+        LDNS_STATUS_OK);
+    assert_true(c->len + n <= sizeof(c->p));
+    memcpy(c->p + c->len, w, n);
+    c->len += n;
+    free(w);
+}
+
+
+/* Append the RRset of type at owner from the signed zone file, then the
+ * RRSIGs over it. */
+static void
+add(chain_t *c, const char *file, const char *owner, ldns_rr_type type)
+{
+    ldns_zone     *z;
+    ldns_rr_list  *rrs;
+    ldns_rdf      *o;
+    ldns_rr       *rr;
+    char          *path, name[64];
+    size_t         i, pass, n = 0;
+    FILE          *f;
+
+    snprintf(name, sizeof(name), "%s.signed", file);
+    path = tu_path(dir, name);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_int_equal(ldns_zone_new_frm_fp(&z, f, NULL, 3600,
+        LDNS_RR_CLASS_IN), LDNS_STATUS_OK);
+    fclose(f);
+    free(path);
+    o = ldns_dname_new_frm_str(owner);
+    rrs = ldns_zone_rrs(z);
+    /* the SOA is apart from the other RRs; chains never carry it */
+    for (pass = 0; pass < 2; pass++) {
+        for (i = 0; i < ldns_rr_list_rr_count(rrs); i++) {
+            rr = ldns_rr_list_rr(rrs, i);
+            if (ldns_dname_compare(ldns_rr_owner(rr), o) != 0) {
+                continue;
+            }
+            if (pass == 0 ? ldns_rr_get_type(rr) == type
+                : ldns_rr_get_type(rr) == LDNS_RR_TYPE_RRSIG
+                  && ldns_rdf2rr_type(ldns_rr_rrsig_typecovered(rr)) == type)
+            {
+                put(c, rr);
+                n++;
+            }
+        }
+    }
+    assert_true(n >= 2);
+    ldns_rdf_deep_free(o);
+    ldns_zone_deep_free(z);
+}
+
+
+/* The chain of record zone rec, example.test.'s DNSKEY from exk, the DS
+ * and DNSKEY of test. from tst, and the root's from root. */
+static void
+build(chain_t *c, const char *rec, const char *exk, const char *tst,
+    const char *root)
+{
+    c->len = 0;
+    add(c, rec, "_sovereign-key.example.test.", LDNS_RR_TYPE_TXT);
+    add(c, exk, "example.test.", LDNS_RR_TYPE_DNSKEY);
+    add(c, tst, "example.test.", LDNS_RR_TYPE_DS);
+    add(c, tst, "test.", LDNS_RR_TYPE_DNSKEY);
+    add(c, root, "test.", LDNS_RR_TYPE_DS);
+    add(c, root, ".", LDNS_RR_TYPE_DNSKEY);
+}
+
+
+static void
+refused(const chain_t *c, int64_t at, sk_err_code_t code, const char *msg)
+{
+    sk_err_t  err;
+
+    assert_int_equal(sk_dnssec_check(c->p, c->len, "example.test", sk,
+        anchors, at, &err), -1);
+    if (strstr(err.msg, msg) == NULL || err.code != code) {
+        fail_msg("want %s \"%s\", got %s \"%s\"", sk_err_str(code), msg,
+            sk_err_str(err.code), err.msg);
+    }
+}
+
+
+static void
+test_accepted(void **state)
+{
+    static chain_t  c;
+    sk_err_t        err;
+
+    (void) state;
+    build(&c, "ex", "ex", "test", "root");
+    if (sk_dnssec_check(c.p, c.len, "example.test", sk, anchors, T_AT, &err)
+        != 0)
+    {
+        fail_msg("%s", err.msg);
+    }
+    /* the same chain for another name is no evidence for it */
+    assert_int_equal(sk_dnssec_check(c.p, c.len, "example.org", sk, anchors,
+        T_AT, &err), -1);
+    assert_non_null(strstr(err.msg, "want TXT _sovereign-key.example.org."));
+}
+
+
+static void
+test_signatures(void **state)
+{
+    static chain_t  c;
+
+    (void) state;
+    build(&c, "ex.old", "ex", "test", "root");
+    refused(&c, T_AT, SK_ERR_EXPIRED, "RRSIG over TXT "
+        "_sovereign-key.example.test.: ");
+    build(&c, "ex", "ex", "test", "root");
+    refused(&c, 1735689600 /* 2025 */, SK_ERR_NOT_YET_VALID, "RRSIG over "
+        "DNSKEY .: ");
+    build(&c, "ex", "ex", "test.nods", "root");
+    refused(&c, T_AT, SK_ERR_SIGNATURE, "broken DS link: no DNSKEY of zone "
+        "example.test. matches its DS RRset");
+    build(&c, "ex", "ex", "test", "other.root");
+    refused(&c, T_AT, SK_ERR_SIGNATURE, "trust anchor mismatch");
+}
+
+
+static void
+test_record(void **state)
+{
+    static chain_t  c;
+    sk_err_t        err;
+    char           *line, fp[SK_FINGERPRINT_SIZE], want[256];
+
+    (void) state;
+    build(&c, "ex.wrong", "ex", "test", "root");
+    refused(&c, T_AT, SK_ERR_WRONG_SK, "the TXT at "
+        "_sovereign-key.example.test. holds 0000");
+    build(&c, "ex.two", "ex", "test", "root");
+    refused(&c, T_AT, SK_ERR_FORMAT, "2 TXT records at "
+        "_sovereign-key.example.test., want exactly one");
+    c.len = 0;
+    add(&c, "ex.none", "example.test.", LDNS_RR_TYPE_NSEC);
+    add(&c, "ex.none", "example.test.", LDNS_RR_TYPE_DNSKEY);
+    add(&c, "test", "example.test.", LDNS_RR_TYPE_DS);
+    add(&c, "test", "test.", LDNS_RR_TYPE_DNSKEY);
+    add(&c, "root", "test.", LDNS_RR_TYPE_DS);
+    add(&c, "root", ".", LDNS_RR_TYPE_DNSKEY);
+    refused(&c, T_AT, SK_ERR_FORMAT, "an NSEC or NSEC3 proof of "
+        "non-existence");
+
+    assert_int_equal(sk_dnssec_record(&line, "example.test", sk, &err), 0);
+    sk_key_fingerprint(fp, sk);
+    snprintf(want, sizeof(want), "_sovereign-key.example.test. 3600 IN TXT "
+        "\"v=sk1; spki-sha256=%s\"", fp + strlen("sha256:"));
+    assert_string_equal(line, want);
+    free(line);
+}
+
+
+static void
+test_shape(void **state)
+{
+    static chain_t  c, d;
+    ldns_rr        *rr;
+    size_t          cut = 0;
+
+    (void) state;
+    build(&c, "ex", "ex", "test", "root");
+    c.len -= 5;
+    refused(&c, T_AT, SK_ERR_FORMAT, "dnssec chain: RR ");
+    /* whole RRs, but the root's DNSKEY RRset left off */
+    d.len = 0;
+    add(&d, "ex", "_sovereign-key.example.test.", LDNS_RR_TYPE_TXT);
+    add(&d, "ex", "example.test.", LDNS_RR_TYPE_DNSKEY);
+    add(&d, "test", "example.test.", LDNS_RR_TYPE_DS);
+    add(&d, "test", "test.", LDNS_RR_TYPE_DNSKEY);
+    add(&d, "root", "test.", LDNS_RR_TYPE_DS);
+    refused(&d, T_AT, SK_ERR_FORMAT, "ends before DNSKEY . (truncated)");
+    /* the DS of example.test. after test.'s DNSKEY, not before */
+    d.len = 0;
+    add(&d, "ex", "_sovereign-key.example.test.", LDNS_RR_TYPE_TXT);
+    add(&d, "ex", "example.test.", LDNS_RR_TYPE_DNSKEY);
+    add(&d, "test", "test.", LDNS_RR_TYPE_DNSKEY);
+    add(&d, "test", "example.test.", LDNS_RR_TYPE_DS);
+    add(&d, "root", "test.", LDNS_RR_TYPE_DS);
+    add(&d, "root", ".", LDNS_RR_TYPE_DNSKEY);
+    assert_int_equal(d.len, c.len + 5);
+    refused(&d, T_AT, SK_ERR_FORMAT, "RRset 2 is DNSKEY test., want DS "
+        "example.test.");
+    /* the record's RRSIG without the record before it */
+    c.len += 5;
+    assert_int_equal(ldns_wire2rr(&rr, c.p, c.len, &cut, LDNS_SECTION_ANSWER),
+        LDNS_STATUS_OK);
+    ldns_rr_free(rr);
+    memmove(d.p, c.p + cut, c.len - cut);
+    d.len = c.len - cut;
+    refused(&d, T_AT, SK_ERR_FORMAT, "RR 0 (offset 0): an RRSIG not after "
+        "the RRset it covers");
+    memset(d.p, 0, sizeof(d.p));
+    d.len = SK_DNSSEC_CHAIN_MAX + 1;
+    refused(&d, T_AT, SK_ERR_FORMAT, "16385 bytes, more than 16384");
+}
+
+
+static void
+test_anchors(void **state)
+{
+    sk_dnssec_anchors_t  *a;
+    sk_err_t              err;
+    char                 *path;
+
+    (void) state;
+    path = tu_path(dir, "test.signed");
+    assert_int_equal(sk_dnssec_anchors_load(&a, path, &err), -1);
+    assert_non_null(strstr(err.msg, "want DS or DNSKEY records of the root"));
+    free(path);
+    assert_int_equal(sk_dnssec_anchors_load(&a, "/nonexistent/root.ds",
+        &err), -1);
+    assert_int_equal(err.code, SK_ERR_SYSTEM);
+}
+
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_accepted),
+        cmocka_unit_test(test_signatures),
+        cmocka_unit_test(test_record),
+        cmocka_unit_test(test_shape),
+        cmocka_unit_test(test_anchors),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
