@@ -250,8 +250,10 @@ sk_entry_main(int argc, char **argv)
 
 const sk_cmd_t sk_cmd_entry = {
     "entry", sk_entry_main,
-    "bind -k KEY -n NAME -s SERVICES -c CHAIN [-w] [-r NAME,...] [-o FILE]\n"
-    "rebind -k KEY -n NAME -s SERVICES -c CHAIN --rebinder NAME"
+    "bind -k KEY -n NAME -s SERVICES (-c CHAIN | --dnssec-chain FILE) [-w]"
+    " [-r NAME,...] [-o FILE]\n"
+    "rebind -k KEY -n NAME -s SERVICES (-c CHAIN | --dnssec-chain FILE)"
+    " --rebinder NAME"
     " --rebinder-key KEY [-w] [-r NAME,...] [-o FILE]\n"
     "unbind -k KEY -n NAME [-l LAST-SECURE-TIME] [-o FILE]\n"
     "change-services -k KEY -n NAME -s SERVICES [-o FILE]\n"
@@ -265,7 +267,9 @@ const sk_cmd_t sk_cmd_entry = {
     "\n"
     "bind claims NAME for the SK: SERVICES is the Services field (e.g.\n"
     "\"https,smtp;x.onion\", or none), CHAIN a PEM file whose certificates\n"
-    "(leaf first) show that NAME was the key holder's, -w extends the claim\n"
+    "(leaf first) show that NAME was the key holder's (or, with\n"
+    "--dnssec-chain, FILE the RFC 9102 chain proving the TXT record at\n"
+    "_sovereign-key.NAME that `sk dnssec record` prints), -w extends the claim\n"
     "to every subdomain, -r lists the names whose SKs may rebind NAME after\n"
     "an unbind.  rebind is the inheritor's claim after an unbind: KEY is the\n"
     "new SK and --rebinder-key the SK of --rebinder NAME, which signs the\n"

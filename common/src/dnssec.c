@@ -10,6 +10,7 @@
 
 #include <ldns/ldns.h>
 
+#include "sk/b64.h"
 #include "sk/dnssec.h"
 
 /* An RRset of the chain and the RRSIGs over it. */
@@ -635,6 +636,28 @@ sk_dnssec_check(const unsigned char *p, size_t len, const char *name,
     }
     rc = sk_dnssec_chain_check(c, name, sk, a, at, err);
     sk_dnssec_chain_free(c);
+    return rc;
+}
+
+
+int
+sk_dnssec_check_entry(const sk_entry_t *e, const sk_key_t *sk,
+    const sk_dnssec_anchors_t *a, int64_t at, sk_err_t *err)
+{
+    const char     *v = sk_entry_get(e, "DNSSEC-Chain");
+    const char     *name = sk_entry_name(e);
+    unsigned char  *raw;
+    size_t          len;
+    int             rc;
+
+    if (v == NULL || name == NULL) {
+        return sk_err_set(err, SK_ERR_FORMAT, "dnssec: no DNSSEC-Chain");
+    }
+    if (sk_b64_decode(&raw, &len, v, strlen(v), err) != 0) {
+        return sk_err_prefix(err, "dnssec: DNSSEC-Chain");
+    }
+    rc = sk_dnssec_check(raw, len, name, sk, a, at, err);
+    free(raw);
     return rc;
 }
 

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "entry.h"
 #include "err.h"
 #include "key.h"
 
@@ -60,6 +61,12 @@ int sk_dnssec_chain_check(const sk_dnssec_chain_t *c, const char *name,
 int sk_dnssec_check(const unsigned char *p, size_t len, const char *name,
     const sk_key_t *sk, const sk_dnssec_anchors_t *a, int64_t at,
     sk_err_t *err) SK_WUR;
+
+/* A Bind's or Rebind's DNSSEC-Chain, for its Name and the SK sk (its
+ * Key), at time at (the entry's Timestamp, or the moment a timeline
+ * stamps it).  SK_ERR_FORMAT also when e carries no DNSSEC-Chain. */
+int sk_dnssec_check_entry(const sk_entry_t *e, const sk_key_t *sk,
+    const sk_dnssec_anchors_t *a, int64_t at, sk_err_t *err) SK_WUR;
 
 /* The zone-file line to publish for name and sk, without a newline
  * (malloc()ed). */
