@@ -45,7 +45,9 @@ SK    = $(BUILD)/sk
 .PHONY: all test unit fuzz fuzz-build bench clean deps demo
 # t/client-decisions.t's driver of the C API (sk/tls.h).
 TLS_DRIVE = $(BUILD)/tests/tls_drive
-all: $(LIBSK) $(SK) $(UNIT_BINS) $(BENCH_BINS) $(TLS_DRIVE)
+# t/timeline-dnssec.t's chains from signed zones (tests/unit/dnssec_fixture.h).
+DNSSEC_CHAIN = $(BUILD)/tests/dnssec_chain
+all: $(LIBSK) $(SK) $(UNIT_BINS) $(BENCH_BINS) $(TLS_DRIVE) $(DNSSEC_CHAIN)
 
 $(BUILD)/%.o: %.c $(LIB_HDRS) $(wildcard common/cli/*.h)
 	@mkdir -p $(dir $@)
@@ -65,6 +67,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIBSK)
 $(TLS_DRIVE): tests/unit/tls_drive.c $(LIBSK)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS) -lcurl
+
+$(DNSSEC_CHAIN): tests/unit/dnssec_chain.c tests/unit/dnssec_fixture.h $(LIBSK)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS)
 
 $(BUILD)/bench/%: tests/bench/%.c $(LIBSK)
 	@mkdir -p $(dir $@)

@@ -46,7 +46,7 @@ typedef enum {
     SK_VAL_SERVICES,
     SK_VAL_CERT,            /* base64url DER certificate */
     SK_VAL_CERTS,           /* base64url DER certificates, comma-separated */
-    SK_VAL_DNSSEC           /* base64url of an RFC 9102 chain (sk/dnssec.h) */
+    SK_VAL_DNSSEC           /* base64url RFC 9102 chain (sk/dnssec.h) */
 } sk_val_kind_t;
 
 #define SK_COV(sig)  (1u << (sig))

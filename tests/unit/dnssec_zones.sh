@@ -10,8 +10,8 @@
 set -eu
 dir=$1 hex=$2
 cd "$dir"
-good="-i 20260101 -e 20360101"
-old="-i 20200101 -e 20210101"
+good="-i 20200101 -e 20371231"
+old="-i 20100101 -e 20110101"
 
 key() {     # key ZONE -> the key's base name
     ldns-keygen -a ED25519 -k "$1"

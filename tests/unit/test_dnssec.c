@@ -5,18 +5,11 @@
  * accepted, each broken one refused with a message naming the cause.
  */
 #include "testutil.h"
+#include "dnssec_fixture.h"
 
-#include <ldns/ldns.h>
-
-#include <sk/dnssec.h>
-
-/* 2027-01-01: inside the zones' window 2026..2036. */
+/* 2027-01-01: inside the zones' window 2020..2037 (libldns compares
+ * RRSIG times as signed 32-bit numbers: nothing past 2038). */
 #define T_AT  1798761600
-
-typedef struct {
-    unsigned char  p[SK_DNSSEC_CHAIN_MAX + 1];
-    size_t         len;
-} chain_t;
 
 static char                 *dir;
 static sk_key_t             *sk;
@@ -54,84 +47,27 @@ teardown(void **state)
 }
 
 
+/* The RRset of type at owner from the signed zone file, then its RRSIGs. */
 static void
-put(chain_t *c, const ldns_rr *rr)
+add(dx_chain_t *c, const char *file, const char *owner, ldns_rr_type type)
 {
-    uint8_t  *w;
-    size_t    n;
-
-    assert_int_equal(ldns_rr2wire(&w, rr, LDNS_SECTION_ANSWER, &n),
-        LDNS_STATUS_OK);
-    assert_true(c->len + n <= sizeof(c->p));
-    memcpy(c->p + c->len, w, n);
-    c->len += n;
-    free(w);
-}
-
-
-/* Append the RRset of type at owner from the signed zone file, then the
- * RRSIGs over it. */
-static void
-add(chain_t *c, const char *file, const char *owner, ldns_rr_type type)
-{
-    ldns_zone     *z;
-    ldns_rr_list  *rrs;
-    ldns_rdf      *o;
-    ldns_rr       *rr;
-    char          *path, name[64];
-    size_t         i, pass, n = 0;
-    FILE          *f;
-
-    snprintf(name, sizeof(name), "%s.signed", file);
-    path = tu_path(dir, name);
-    f = fopen(path, "r");
-    assert_non_null(f);
-    assert_int_equal(ldns_zone_new_frm_fp(&z, f, NULL, 3600,
-        LDNS_RR_CLASS_IN), LDNS_STATUS_OK);
-    fclose(f);
-    free(path);
-    o = ldns_dname_new_frm_str(owner);
-    rrs = ldns_zone_rrs(z);
-    /* the SOA is apart from the other RRs; chains never carry it */
-    for (pass = 0; pass < 2; pass++) {
-        for (i = 0; i < ldns_rr_list_rr_count(rrs); i++) {
-            rr = ldns_rr_list_rr(rrs, i);
-            if (ldns_dname_compare(ldns_rr_owner(rr), o) != 0) {
-                continue;
-            }
-            if (pass == 0 ? ldns_rr_get_type(rr) == type
-                : ldns_rr_get_type(rr) == LDNS_RR_TYPE_RRSIG
-                  && ldns_rdf2rr_type(ldns_rr_rrsig_typecovered(rr)) == type)
-            {
-                put(c, rr);
-                n++;
-            }
-        }
+    if (dx_add(c, dir, file, owner, type) != 0) {
+        fail_msg("%s: no %s RRset at %s with RRSIGs", file,
+            ldns_rr_descript(type)->_name, owner);
     }
-    assert_true(n >= 2);
-    ldns_rdf_deep_free(o);
-    ldns_zone_deep_free(z);
 }
 
 
-/* The chain of record zone rec, example.test.'s DNSKEY from exk, the DS
- * and DNSKEY of test. from tst, and the root's from root. */
 static void
-build(chain_t *c, const char *rec, const char *exk, const char *tst,
+build(dx_chain_t *c, const char *rec, const char *exk, const char *tst,
     const char *root)
 {
-    c->len = 0;
-    add(c, rec, "_sovereign-key.example.test.", LDNS_RR_TYPE_TXT);
-    add(c, exk, "example.test.", LDNS_RR_TYPE_DNSKEY);
-    add(c, tst, "example.test.", LDNS_RR_TYPE_DS);
-    add(c, tst, "test.", LDNS_RR_TYPE_DNSKEY);
-    add(c, root, "test.", LDNS_RR_TYPE_DS);
-    add(c, root, ".", LDNS_RR_TYPE_DNSKEY);
+    assert_int_equal(dx_build(c, dir, rec, exk, tst, root), 0);
 }
 
 
 static void
-refused(const chain_t *c, int64_t at, sk_err_code_t code, const char *msg)
+refused(const dx_chain_t *c, int64_t at, sk_err_code_t code, const char *msg)
 {
     sk_err_t  err;
 
@@ -147,7 +83,7 @@ refused(const chain_t *c, int64_t at, sk_err_code_t code, const char *msg)
 static void
 test_accepted(void **state)
 {
-    static chain_t  c;
+    static dx_chain_t  c;
     sk_err_t        err;
 
     (void) state;
@@ -167,14 +103,14 @@ test_accepted(void **state)
 static void
 test_signatures(void **state)
 {
-    static chain_t  c;
+    static dx_chain_t  c;
 
     (void) state;
     build(&c, "ex.old", "ex", "test", "root");
     refused(&c, T_AT, SK_ERR_EXPIRED, "RRSIG over TXT "
         "_sovereign-key.example.test.: ");
     build(&c, "ex", "ex", "test", "root");
-    refused(&c, 1735689600 /* 2025 */, SK_ERR_NOT_YET_VALID, "RRSIG over "
+    refused(&c, 1546300800 /* 2019 */, SK_ERR_NOT_YET_VALID, "RRSIG over "
         "DNSKEY .: ");
     build(&c, "ex", "ex", "test.nods", "root");
     refused(&c, T_AT, SK_ERR_SIGNATURE, "broken DS link: no DNSKEY of zone "
@@ -187,7 +123,7 @@ test_signatures(void **state)
 static void
 test_record(void **state)
 {
-    static chain_t  c;
+    static dx_chain_t  c;
     sk_err_t        err;
     char           *line, fp[SK_FINGERPRINT_SIZE], want[256];
 
@@ -220,7 +156,7 @@ test_record(void **state)
 static void
 test_shape(void **state)
 {
-    static chain_t  c, d;
+    static dx_chain_t  c, d;
     ldns_rr        *rr;
     size_t          cut = 0;
 
