@@ -51,6 +51,7 @@ my %bind = (
     two   => dnssec_bind('two', qw(ex.two ex test root)),
     nods  => dnssec_bind('nods', qw(ex ex test.nods root)),
     other => dnssec_bind('other', qw(ex ex test other.root)),
+    soon  => dnssec_bind('soon', qw(ex.soon ex test root)),
 );
 like($bind{good}, qr/^DNSSEC-Chain: [\w-]+$/m, 'the Bind carries the chain');
 unlike($bind{good}, qr/^CA-Cert-Chain:/m, '... and no CA-Cert-Chain line');
@@ -79,6 +80,8 @@ my @refused = (
         'a DS naming another key'],
     [other => qr/trust anchor mismatch: no root DNSKEY matches an anchor/,
         'a chain from another root'],
+    [soon => qr/valid now, not 300 s later \(it must hold until stamped\): dnssec chain: RRSIG over TXT _sovereign-key\.example\.test\.: DNSSEC signature has expired/,
+        'an RRSIG expiring before the Bind could be stamped'],
 );
 for my $c (@refused) {
     my ($what, $want, $desc) = @$c;

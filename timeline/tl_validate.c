@@ -13,6 +13,9 @@
 
 #include "tl.h"
 
+/* Seconds a DNSSEC chain must stay valid past the validation. */
+#define TL_DNSSEC_MARGIN  300
+
 
 static tl_verdict_t
 tl_forbid(sk_err_t *err, const char *rule)
@@ -136,17 +139,30 @@ tl_validate_chain(tl_timeline_t *tl, const sk_entry_t *e, const sk_key_t *sk,
 }
 
 
-/* DNSSEC-Chain, if this timeline takes it (sk/dnssec.h), at now. */
+/* DNSSEC-Chain, if this timeline takes it (sk/dnssec.h), at now and
+ * TL_DNSSEC_MARGIN later: mirrors check it at the Timestamp, stamped
+ * after now (clock_wait_ms, the queue), and RRSIGs expire often. */
 static tl_verdict_t
 tl_validate_dnssec(tl_timeline_t *tl, const sk_entry_t *e,
     const sk_key_t *sk, int64_t now, sk_err_t *err)
 {
+    int  rc;
+
     if (tl->anchors == NULL) {
         sk_err_set(err, SK_ERR_FORMAT, "DNSSEC evidence is not accepted "
             "here (evidence = %s)", tl->conf.evidence);
         return TL_FORBIDDEN;
     }
-    if (sk_dnssec_check_entry(e, sk, tl->anchors, now, err) != 0) {
+    rc = sk_dnssec_check_entry(e, sk, tl->anchors, now, err);
+    if (rc == 0) {
+        rc = sk_dnssec_check_entry(e, sk, tl->anchors,
+            now + TL_DNSSEC_MARGIN, err);
+        if (rc != 0) {
+            sk_err_prefix(err, "valid now, not %d s later (it must hold "
+                "until stamped)", TL_DNSSEC_MARGIN);
+        }
+    }
+    if (rc != 0) {
         return err != NULL && err->code == SK_ERR_NOMEM ? TL_FAULT
                                                         : TL_FORBIDDEN;
     }

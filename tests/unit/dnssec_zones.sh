@@ -3,7 +3,8 @@
 # chains from: a private root ".", "test." and "example.test." signed with
 # fresh Ed25519 keys (ldns-keygen) and fixed validity windows
 # (ldns-signzone -i/-e), HEX the SK's SPKI SHA-256.  Variants of
-# example.test. (two records, another hash, expired signatures, no record)
+# example.test. (two records, another hash, expired signatures, signatures
+# that expire in two minutes, no record)
 # share its key; "other.root" is a second root with its own key, and
 # "test.nods" a test. whose DS names a key example.test. does not have.
 # Anchors: DIR/root.ds.
@@ -51,6 +52,8 @@ zone ex.wrong example.test. "$other"
 sign ex.wrong example.test. "$kex" "$good"
 cp ex ex.old
 sign ex.old example.test. "$kex" "$old"
+cp ex ex.soon
+sign ex.soon example.test. "$kex" "-i 20200101 -e $(($(date +%s) + 120))"
 zone ex.none example.test. "www IN A 192.0.2.1"
 sign ex.none example.test. "$kex" "$good"
 
