@@ -64,6 +64,9 @@ $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIBSK)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS) -lcmocka
 
+# test_dnssec.c checks each verdict against a second validator, getdns.
+$(BUILD)/tests/test_dnssec: LIBS += -lgetdns
+
 $(TLS_DRIVE): tests/unit/tls_drive.c $(LIBSK)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS) -lcurl

@@ -9,13 +9,15 @@
 # libldns-dev: DNSSEC evidence (common/src/dnssec.c) reads DNS wire form and
 # verifies RRSIGs and DS digests at a given time with it; ldnsutils
 # (ldns-keygen, ldns-signzone) signs the test zones; dns-root-data is the
-# default trust anchor file, /usr/share/dns/root.ds.
+# default trust anchor file, /usr/share/dns/root.ds.  libgetdns-dev:
+# test_dnssec.c checks every verdict against getdns_validate_dnssec2, a
+# second validator.
 set -eu
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
 libssl-dev openssl libcmocka-dev libhiredis-dev libmilter-dev
 libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev liblmdb-dev
-libldns-dev ldnsutils dns-root-data
+libldns-dev ldnsutils dns-root-data libgetdns-dev
 nginx nginx-dev redis-server tor postfix miltertest swaks
 gnutls-bin libgnutls28-dev curl python3 perl libio-socket-ssl-perl libtest-simple-perl
 valgrind groff-base golang-go golang-golang-x-mod-dev

@@ -7,6 +7,9 @@
 #include "testutil.h"
 #include "dnssec_fixture.h"
 
+#include <getdns/getdns.h>
+#include <getdns/getdns_extra.h>
+
 /* 2027-01-01: inside the zones' window 2020..2037 (libldns compares
  * RRSIG times as signed 32-bit numbers: nothing past 2038). */
 #define T_AT  1798761600
@@ -66,6 +69,61 @@ build(dx_chain_t *c, const char *rec, const char *exk, const char *tst,
 }
 
 
+/* The second validator: getdns_validate_dnssec2 on the same bytes and
+ * anchors, the record's RRs to validate and the rest in support. */
+static int
+getdns_secure(const dx_chain_t *c, int64_t at)
+{
+    getdns_list     *val = getdns_list_create(), *sup = getdns_list_create();
+    getdns_list     *ta = NULL;
+    getdns_dict     *rr;
+    const uint8_t   *p = c->p;
+    size_t           left = c->len, nv = 0, ns = 0;
+    uint32_t         type;
+    char            *path = tu_path(dir, "root.ds");
+    FILE            *f = fopen(path, "r");
+    int              rec = 1;
+    getdns_return_t  r;
+
+    assert_non_null(f);
+    assert_int_equal(getdns_fp2rr_list(f, &ta, ".", 3600),
+        GETDNS_RETURN_GOOD);
+    fclose(f);
+    free(path);
+    while (left > 0) {
+        assert_int_equal(getdns_wire2rr_dict_scan(&p, &left, &rr),
+            GETDNS_RETURN_GOOD);
+        assert_int_equal(getdns_dict_get_int(rr, "type", &type),
+            GETDNS_RETURN_GOOD);
+        rec = rec && type != GETDNS_RRTYPE_DNSKEY;
+        assert_int_equal(rec ? getdns_list_set_dict(val, nv++, rr)
+                             : getdns_list_set_dict(sup, ns++, rr),
+            GETDNS_RETURN_GOOD);
+        getdns_dict_destroy(rr);
+    }
+    r = getdns_validate_dnssec2(val, sup, ta, (time_t) at, 0);
+    getdns_list_destroy(val);
+    getdns_list_destroy(sup);
+    getdns_list_destroy(ta);
+    return r == GETDNS_DNSSEC_SECURE;
+}
+
+
+/* A whole chain: getdns finds it secure exactly when our refusal, if any,
+ * is not about signatures (a record's content, not its proof). */
+static void
+agree(const dx_chain_t *c, int64_t at, sk_err_code_t code)
+{
+    int  bogus = code == SK_ERR_EXPIRED || code == SK_ERR_NOT_YET_VALID
+                 || code == SK_ERR_SIGNATURE;
+
+    if (getdns_secure(c, at) == bogus) {
+        fail_msg("getdns says %s, libsk %s", bogus ? "secure" : "bogus",
+            code == SK_OK ? "accepted" : sk_err_str(code));
+    }
+}
+
+
 static void
 refused(const dx_chain_t *c, int64_t at, sk_err_code_t code, const char *msg)
 {
@@ -93,6 +151,7 @@ test_accepted(void **state)
     {
         fail_msg("%s", err.msg);
     }
+    agree(&c, T_AT, SK_OK);
     /* the same chain for another name is no evidence for it */
     assert_int_equal(sk_dnssec_check(c.p, c.len, "example.org", sk, anchors,
         T_AT, &err), -1);
@@ -109,14 +168,18 @@ test_signatures(void **state)
     build(&c, "ex.old", "ex", "test", "root");
     refused(&c, T_AT, SK_ERR_EXPIRED, "RRSIG over TXT "
         "_sovereign-key.example.test.: ");
+    agree(&c, T_AT, SK_ERR_EXPIRED);
     build(&c, "ex", "ex", "test", "root");
     refused(&c, 1546300800 /* 2019 */, SK_ERR_NOT_YET_VALID, "RRSIG over "
         "DNSKEY .: ");
+    agree(&c, 1546300800, SK_ERR_NOT_YET_VALID);
     build(&c, "ex", "ex", "test.nods", "root");
     refused(&c, T_AT, SK_ERR_SIGNATURE, "broken DS link: no DNSKEY of zone "
         "example.test. matches its DS RRset");
+    agree(&c, T_AT, SK_ERR_SIGNATURE);
     build(&c, "ex", "ex", "test", "other.root");
     refused(&c, T_AT, SK_ERR_SIGNATURE, "trust anchor mismatch");
+    agree(&c, T_AT, SK_ERR_SIGNATURE);
 }
 
 
@@ -131,9 +194,11 @@ test_record(void **state)
     build(&c, "ex.wrong", "ex", "test", "root");
     refused(&c, T_AT, SK_ERR_WRONG_SK, "the TXT at "
         "_sovereign-key.example.test. holds 0000");
+    agree(&c, T_AT, SK_ERR_WRONG_SK);
     build(&c, "ex.two", "ex", "test", "root");
     refused(&c, T_AT, SK_ERR_FORMAT, "2 TXT records at "
         "_sovereign-key.example.test., want exactly one");
+    agree(&c, T_AT, SK_ERR_FORMAT);
     c.len = 0;
     add(&c, "ex.none", "example.test.", LDNS_RR_TYPE_NSEC);
     add(&c, "ex.none", "example.test.", LDNS_RR_TYPE_DNSKEY);
@@ -143,6 +208,7 @@ test_record(void **state)
     add(&c, "root", ".", LDNS_RR_TYPE_DNSKEY);
     refused(&c, T_AT, SK_ERR_FORMAT, "an NSEC or NSEC3 proof of "
         "non-existence");
+    agree(&c, T_AT, SK_ERR_FORMAT);
 
     assert_int_equal(sk_dnssec_record(&line, "example.test", sk, &err), 0);
     sk_key_fingerprint(fp, sk);
