@@ -69,42 +69,65 @@ build(dx_chain_t *c, const char *rec, const char *exk, const char *tst,
 }
 
 
+/* Each RR of the ldns list as a getdns RR dict, in a new list (getdns's
+ * own zone-file reader, getdns_fp2rr_list, reads uninitialised memory in
+ * 1.6: valgrind). */
+static getdns_list *
+getdns_from_ldns(const ldns_rr_list *rrs)
+{
+    getdns_list  *l = getdns_list_create();
+    getdns_dict  *d;
+    uint8_t      *w;
+    size_t        i, n;
+
+    for (i = 0; i < ldns_rr_list_rr_count(rrs); i++) {
+        assert_int_equal(ldns_rr2wire(&w, ldns_rr_list_rr(rrs, i),
+            LDNS_SECTION_ANSWER, &n), LDNS_STATUS_OK);
+        assert_int_equal(getdns_wire2rr_dict(w, n, &d), GETDNS_RETURN_GOOD);
+        assert_int_equal(getdns_list_set_dict(l, i, d), GETDNS_RETURN_GOOD);
+        getdns_dict_destroy(d);
+        free(w);
+    }
+    return l;
+}
+
+
 /* The second validator: getdns_validate_dnssec2 on the same bytes and
  * anchors, the record's RRs to validate and the rest in support. */
 static int
 getdns_secure(const dx_chain_t *c, int64_t at)
 {
-    getdns_list     *val = getdns_list_create(), *sup = getdns_list_create();
-    getdns_list     *ta = NULL;
-    getdns_dict     *rr;
-    const uint8_t   *p = c->p;
-    size_t           left = c->len, nv = 0, ns = 0;
-    uint32_t         type;
-    char            *path = tu_path(dir, "root.ds");
-    FILE            *f = fopen(path, "r");
-    int              rec = 1;
-    getdns_return_t  r;
+    ldns_rr_list     *v = ldns_rr_list_new(), *s = ldns_rr_list_new();
+    getdns_list      *val, *sup, *ta;
+    ldns_zone        *z;
+    ldns_rr          *rr;
+    char             *path = tu_path(dir, "root.ds");
+    FILE             *f = fopen(path, "r");
+    size_t            pos = 0;
+    int               rec = 1;
+    getdns_return_t   r;
 
     assert_non_null(f);
-    assert_int_equal(getdns_fp2rr_list(f, &ta, ".", 3600),
-        GETDNS_RETURN_GOOD);
+    assert_int_equal(ldns_zone_new_frm_fp(&z, f, NULL, 3600,
+        LDNS_RR_CLASS_IN), LDNS_STATUS_OK);
     fclose(f);
     free(path);
-    while (left > 0) {
-        assert_int_equal(getdns_wire2rr_dict_scan(&p, &left, &rr),
-            GETDNS_RETURN_GOOD);
-        assert_int_equal(getdns_dict_get_int(rr, "type", &type),
-            GETDNS_RETURN_GOOD);
-        rec = rec && type != GETDNS_RRTYPE_DNSKEY;
-        assert_int_equal(rec ? getdns_list_set_dict(val, nv++, rr)
-                             : getdns_list_set_dict(sup, ns++, rr),
-            GETDNS_RETURN_GOOD);
-        getdns_dict_destroy(rr);
+    while (pos < c->len) {
+        assert_int_equal(ldns_wire2rr(&rr, c->p, c->len, &pos,
+            LDNS_SECTION_ANSWER), LDNS_STATUS_OK);
+        rec = rec && ldns_rr_get_type(rr) != LDNS_RR_TYPE_DNSKEY;
+        assert_true(ldns_rr_list_push_rr(rec ? v : s, rr));
     }
+    val = getdns_from_ldns(v);
+    sup = getdns_from_ldns(s);
+    ta = getdns_from_ldns(ldns_zone_rrs(z));
     r = getdns_validate_dnssec2(val, sup, ta, (time_t) at, 0);
     getdns_list_destroy(val);
     getdns_list_destroy(sup);
     getdns_list_destroy(ta);
+    ldns_rr_list_deep_free(v);
+    ldns_rr_list_deep_free(s);
+    ldns_zone_deep_free(z);
     return r == GETDNS_DNSSEC_SECURE;
 }
 
