@@ -11,13 +11,14 @@
 # (ldns-keygen, ldns-signzone) signs the test zones; dns-root-data is the
 # default trust anchor file, /usr/share/dns/root.ds.  libgetdns-dev:
 # test_dnssec.c checks every verdict against getdns_validate_dnssec2, a
-# second validator.
+# second validator.  nsd, unbound: t/timeline-dnssec.t's private DNSSEC
+# hierarchy (t/lib/SKDNS.pm), asked by `sk dnssec chain`.
 set -eu
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
 libssl-dev openssl libcmocka-dev libhiredis-dev libmilter-dev
 libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev liblmdb-dev
-libldns-dev ldnsutils dns-root-data libgetdns-dev
+libldns-dev ldnsutils dns-root-data libgetdns-dev nsd unbound
 nginx nginx-dev redis-server tor postfix miltertest swaks
 gnutls-bin libgnutls28-dev curl python3 perl libio-socket-ssl-perl libtest-simple-perl
 valgrind groff-base golang-go golang-golang-x-mod-dev

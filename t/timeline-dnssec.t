@@ -1,8 +1,10 @@
 #!/usr/bin/perl
 # DNSSEC evidence end to end (docs/protocol.md, "DNSSEC evidence"): zones
-# ".", "test." and "example.test." signed here with ldns-signzone, the
-# chain for _sovereign-key.example.test. built from them (no server yet),
-# put in a Bind by `sk entry bind --dnssec-chain`.  A real sk-timeline with
+# ".", "test." and "example.test." signed here with ldns-signzone, served
+# by a real NSD through a real validating Unbound (SKDNS), the chain for
+# _sovereign-key.example.test. asked of it by `sk dnssec chain` (the same
+# bytes as the chain built from the zone files), put in a Bind by
+# `sk entry bind --dnssec-chain`.  A real sk-timeline with
 # evidence = ca, dnssec and the private root as anchors accepts it and
 # refuses broken chains naming the cause; one with the default evidence =
 # ca refuses it; a real sk-mirror with the same anchors syncs and serves
@@ -17,11 +19,13 @@ use Test::More;
 use SKTest;
 use SKTimeline;
 use SKMirror;
+use SKDNS;
 
 my $CHAIN = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/tests/dnssec_chain';
 plan skip_all => 'no ldns-signzone' unless has_cmd('ldns-signzone');
 plan skip_all => 'dnssec_chain not built' unless -x $CHAIN;
 plan skip_all => 'sk-mirror not built' unless -x $SKMirror::MR;
+plan skip_all => 'no nsd or unbound' unless have_dns();
 
 my $d = tmpdir();
 my $r = sk('keygen', '-n', 'example.test', '-o', "$d/sk.key",
@@ -44,6 +48,18 @@ sub dnssec_bind {
     return $b->{out};
 }
 
+my $dns = start_dns("$d/dns", "$d/z");
+ok($dns->{up}, 'NSD and Unbound serve the private hierarchy')
+    or BAIL_OUT(slurp($dns->{log}));
+$r = sk('dnssec', 'chain', '-n', 'example.test', '--resolver',
+    $dns->{resolver}, '-o', "$d/fetched.chain");
+is($r->{rc}, 0, 'sk dnssec chain through the resolver') or diag($r->{err});
+$r = sk('dnssec', 'chain', '-n', 'www.example.test', '--resolver',
+    $dns->{resolver}, '-o', "$d/none.chain");
+is($r->{rc}, 1, 'no record at _sovereign-key.www.example.test: no chain');
+like($r->{err}, qr/TXT _sovereign-key\.www\.example\.test\.: no such RRset/,
+    '... naming the RRset');
+
 my %bind = (
     good  => dnssec_bind('good', qw(ex ex test root)),
     old   => dnssec_bind('old', qw(ex.old ex test root)),
@@ -53,6 +69,8 @@ my %bind = (
     other => dnssec_bind('other', qw(ex ex test other.root)),
     soon  => dnssec_bind('soon', qw(ex.soon ex test root)),
 );
+ok(slurp("$d/fetched.chain") eq slurp("$d/good.chain"),
+    'the chain through the resolver is the one built from the zone files');
 like($bind{good}, qr/^DNSSEC-Chain: [\w-]+$/m, 'the Bind carries the chain');
 unlike($bind{good}, qr/^CA-Cert-Chain:/m, '... and no CA-Cert-Chain line');
 
@@ -117,6 +135,7 @@ like(slurp($n->{log}), qr/SN 0: dnssec_anchors: .*none\.ds/,
     '... and says why');
 
 stop_daemon($_->{pid}) for $m, $n, values %t;
+stop_dns($dns);
 unlike(slurp($m->{log}) . slurp($t{7}{log}), qr/Sanitizer|runtime error/,
     'no sanitizer reports');
 done_testing();

@@ -68,6 +68,14 @@ int sk_dnssec_check(const unsigned char *p, size_t len, const char *name,
 int sk_dnssec_check_entry(const sk_entry_t *e, const sk_key_t *sk,
     const sk_dnssec_anchors_t *a, int64_t at, sk_err_t *err) SK_WUR;
 
+/* Ask resolver ("IPv4:PORT", "[IPv6]:PORT"; NULL: the system's) for the
+ * chain of _sovereign-key.<name>, RRset by RRset with the DO bit, TTLs set
+ * to the RRSIGs' original TTL; *out is malloc()ed.  SK_ERR_NOT_FOUND: an
+ * RRset or its RRSIG is missing (the message names it);
+ * SK_ERR_UNAVAILABLE: no answer. */
+int sk_dnssec_chain_fetch(unsigned char **out, size_t *len, const char *name,
+    const char *resolver, sk_err_t *err) SK_WUR;
+
 /* The zone-file line to publish for name and sk, without a newline
  * (malloc()ed). */
 int sk_dnssec_record(char **line, const char *name, const sk_key_t *sk,
