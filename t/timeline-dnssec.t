@@ -9,7 +9,9 @@
 # refuses broken chains naming the cause; one with the default evidence =
 # ca refuses it; a real sk-mirror with the same anchors syncs and serves
 # it, one without anchors waits (Stuck) rather than call the timeline
-# reneged.
+# reneged, and a forged timeline that stamped a Bind whose record holds
+# another SK's hash is held reneged (unbacked-bind) by the mirror's own
+# check.
 
 use strict;
 use warnings;
@@ -111,14 +113,26 @@ $r = append($t{7}, $bind{good});
 is($r->{code}, 201, 'evidence = ca, dnssec: the good chain is accepted')
     or diag($r->{body});
 
-my @tl = map { [$_, $t{$_}{url}, "$d/tl$_/timeline.pub", "sk-timeline-$_"] }
-    7, 8;
+# A timeline that lies: it stamped the Bind with another SK's hash.
+my $fkey = ed25519_key($d, 'tl9');
+mkdir "$d/f9";
+forge("$d/f9", key => $fkey, tid => 9,
+    entries => [stamp($bind{wrong}, 9, 0, time, $fkey)]);
+my $f9 = serve_forged("$d/f9");
+
+my @tl = ((map { [$_, $t{$_}{url}, "$d/tl$_/timeline.pub", "sk-timeline-$_"] }
+    7, 8), [9, $f9->{url}, "$d/tl9.pub", 'sk-timeline-9']);
 my $m = start_mirror("$d/m", \@tl, dnssec_anchors => "$d/z/root.ds");
 ok($m->{up}, 'sk-mirror listens') or BAIL_OUT(slurp($m->{log}));
 ok(wait_state($m, 7, 'Idle', 15) && wait_state($m, 8, 'Idle', 15),
     'the mirror checks the DNSSEC Bind again and syncs: Idle')
     or diag(slurp($m->{log}));
-my %keys = map { $_->[0] => [$_->[2], $_->[3]] } @tl;
+ok(wait_state($m, 9, 'Corrupt', 15),
+    'a forged timeline that stamped a Bind with a wrong record: Corrupt');
+like(http('GET', "$m->{url}/reneged/9")->{body},
+    qr/^Reason: SN 0: a Bind for example\.test not validly backed: dnssec chain: the TXT at _sovereign-key\.example\.test\. holds 0{64}, not the SK's hash\nKind: unbacked-bind$/m,
+    '... unbacked-bind, by the mirror\'s own DNSSEC check');
+my %keys = map { $_->[0] => [$_->[2], $_->[3]] } @tl[0, 1];
 $r = query($m, 'example.test');
 is($r->{code}, 200, 'query example.test: 200');
 my $a = check_answer($r->{body}, $m->{pub}, \%keys);
@@ -134,7 +148,7 @@ isnt(tl_state($n, 7), 'Corrupt', '... not Corrupt');
 like(slurp($n->{log}), qr/SN 0: dnssec_anchors: .*none\.ds/,
     '... and says why');
 
-stop_daemon($_->{pid}) for $m, $n, values %t;
+stop_daemon($_->{pid}) for $m, $n, $f9, values %t;
 stop_dns($dns);
 unlike(slurp($m->{log}) . slurp($t{7}{log}), qr/Sanitizer|runtime error/,
     'no sanitizer reports');
