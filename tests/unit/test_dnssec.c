@@ -206,6 +206,73 @@ test_signatures(void **state)
 }
 
 
+/* The root's key and RRSIGs moved to algorithm 253 (private, unknown to
+ * any validator), its DS re-made as the anchor: the link holds, the
+ * signature cannot be checked. */
+static void
+test_algorithm(void **state)
+{
+    static dx_chain_t     c, d;
+    sk_dnssec_anchors_t  *a;
+    ldns_rr              *rr, *key = NULL, *ds;
+    ldns_rdf             *root = ldns_dname_new_frm_str(".");
+    sk_err_t              err;
+    size_t                pos = 0;
+    char                 *path, *text;
+    FILE                 *f;
+
+    (void) state;
+    build(&c, "ex", "ex", "test", "root");
+    d.len = 0;
+    while (pos < c.len) {
+        assert_int_equal(ldns_wire2rr(&rr, c.p, c.len, &pos,
+            LDNS_SECTION_ANSWER), LDNS_STATUS_OK);
+        if (ldns_dname_compare(ldns_rr_owner(rr), root) == 0
+            && ldns_rr_get_type(rr) == LDNS_RR_TYPE_DNSKEY)
+        {
+            ldns_rdf_deep_free(ldns_rr_set_rdf(rr,
+                ldns_native2rdf_int8(LDNS_RDF_TYPE_ALG, 253), 2));
+            key = ldns_rr_clone(rr);
+        } else if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_RRSIG
+                   && ldns_dname_compare(ldns_rr_rrsig_signame(rr), root)
+                      == 0)
+        {
+            ldns_rdf_deep_free(ldns_rr_set_rdf(rr,
+                ldns_native2rdf_int8(LDNS_RDF_TYPE_ALG, 253), 1));
+            ldns_rdf_deep_free(ldns_rr_set_rdf(rr,
+                ldns_native2rdf_int16(LDNS_RDF_TYPE_INT16,
+                    ldns_calc_keytag(key)), 6));
+        }
+        assert_int_equal(dx_put(&d, rr), 0);
+        ldns_rr_free(rr);
+    }
+    assert_non_null(key);
+    ds = ldns_key_rr2ds(key, LDNS_SHA256);
+    text = ldns_rr2str(ds);
+    path = tu_path(dir, "alg.ds");
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(sk_dnssec_anchors_load(&a, path, &err), 0);
+    assert_int_equal(sk_dnssec_check(d.p, d.len, "example.test", sk, a,
+        T_AT, &err), -1);
+    if (strstr(err.msg, "RRSIG over DNSKEY .: ") == NULL
+        || strstr(err.msg, ldns_get_errorstr_by_id(
+               LDNS_STATUS_CRYPTO_UNKNOWN_ALGO)) == NULL)
+    {
+        fail_msg("want an unknown algorithm over DNSKEY ., got \"%s\"",
+            err.msg);
+    }
+    sk_dnssec_anchors_free(a);
+    free(path);
+    free(text);
+    ldns_rr_free(ds);
+    ldns_rr_free(key);
+    ldns_rdf_deep_free(root);
+}
+
+
 static void
 test_record(void **state)
 {
@@ -311,6 +378,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accepted),
         cmocka_unit_test(test_signatures),
+        cmocka_unit_test(test_algorithm),
         cmocka_unit_test(test_record),
         cmocka_unit_test(test_shape),
         cmocka_unit_test(test_anchors),
