@@ -25,7 +25,7 @@ CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) \
              $(CFLAGS) -fPIC $(SANFLAGS) -Icommon/include
 LDFLAGS ?=
-LIBS     = -lhiredis -llmdb -lssl -lcrypto
+LIBS     = -lhiredis -llmdb -lldns -lssl -lcrypto
 
 # libsk: the core in common/src/, the client side in common/src/client/.
 LIB_SRCS  = $(sort $(wildcard common/src/*.c common/src/client/*.c))
@@ -45,7 +45,9 @@ SK    = $(BUILD)/sk
 .PHONY: all test unit fuzz fuzz-build bench clean deps demo
 # t/client-decisions.t's driver of the C API (sk/tls.h).
 TLS_DRIVE = $(BUILD)/tests/tls_drive
-all: $(LIBSK) $(SK) $(UNIT_BINS) $(BENCH_BINS) $(TLS_DRIVE)
+# t/timeline-dnssec.t's chains from signed zones (tests/unit/dnssec_fixture.h).
+DNSSEC_CHAIN = $(BUILD)/tests/dnssec_chain
+all: $(LIBSK) $(SK) $(UNIT_BINS) $(BENCH_BINS) $(TLS_DRIVE) $(DNSSEC_CHAIN)
 
 $(BUILD)/%.o: %.c $(LIB_HDRS) $(wildcard common/cli/*.h)
 	@mkdir -p $(dir $@)
@@ -62,9 +64,19 @@ $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIBSK)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS) -lcmocka
 
+# bench_carrier.c's dnssec-validate builds its chain as test_dnssec.c does.
+$(BUILD)/bench/bench_carrier: ALL_CFLAGS += -Itests/unit
+
+# test_dnssec.c checks each verdict against a second validator, getdns.
+$(BUILD)/tests/test_dnssec: LIBS += -lgetdns
+
 $(TLS_DRIVE): tests/unit/tls_drive.c $(LIBSK)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS) -lcurl
+
+$(DNSSEC_CHAIN): tests/unit/dnssec_chain.c tests/unit/dnssec_fixture.h $(LIBSK)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS)
 
 $(BUILD)/bench/%: tests/bench/%.c $(LIBSK)
 	@mkdir -p $(dir $@)

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include <sk/db.h>
+#include <sk/dnssec.h>
 #include <sk/httpd.h>
 #include <sk/metrics.h>
 #include <sk/sk.h>
@@ -60,6 +61,7 @@ typedef struct {
     sk_httpd_limits_t  http;        /* connections, timeouts */
     char        *answer_cache;      /* redis://...|unix:...; NULL: memory */
     char        *metrics_listen;    /* ADDR:PORT of /metrics; NULL: off */
+    char        *dnssec_anchors;    /* root DS/DNSKEY file for DNSSEC-Chain */
     char        *peer[MR_MAX_PEERS];    /* other mirrors, for tracking */
     size_t       npeers;
     mr_tlconf_t  tl[MR_MAX_TIMELINES];
@@ -207,6 +209,10 @@ typedef struct {
 struct mr_mirror_s {
     mr_conf_t          conf;
     sk_key_t          *key;         /* the mirror's Ed25519 key */
+    sk_dnssec_anchors_t *anchors;   /* conf.dnssec_anchors, or NULL: then
+                                       a DNSSEC Bind cannot be judged and
+                                       its timeline's sync waits */
+    char               anchors_err[SK_ERR_MSG_MAX];   /* why NULL */
     mr_tl_t            tl[MR_MAX_TIMELINES];
     size_t             ntl;
     uint32_t           order[MR_MAX_TIMELINES];     /* by ascending TID */
@@ -388,9 +394,14 @@ int mr_roots_note(mr_tl_t *t, const sk_entry_t *e, uint64_t sn,
     sk_err_t *err) SK_WUR;
 void mr_roots_rewind(mr_tl_t *t, uint64_t size);
 void mr_roots_free(mr_tl_t *t);
+/* Load conf.dnssec_anchors into m->anchors; failing that, log why and
+ * leave it NULL (DNSSEC Binds then wait, never reneging a timeline). */
+void mr_roots_anchors(mr_mirror_t *m);
 /* 0 if the Bind or Rebind e at SN sn is backed (SK-Signature by its Key,
- * chain valid at its Timestamp to a root trusted before sn); -1 with the
- * reason, SK_ERR_UNAVAILABLE if the history does not reach sn.  Call
+ * and a CA chain valid at its Timestamp to a root trusted before sn, or a
+ * DNSSEC-Chain valid then to m's anchors); -1 with the reason,
+ * SK_ERR_UNAVAILABLE if the history does not reach sn or there are no
+ * anchors.  Call
  * without the lock: it takes m's only to pick the roots. */
 int mr_roots_check_bind(mr_mirror_t *m, mr_tl_t *t, const sk_entry_t *e,
     uint64_t sn, int64_t ts, sk_err_t *err) SK_WUR;

@@ -33,6 +33,8 @@ static const sk_conf_def_t  mr_confdefs[] = {
       NULL },
     { "metrics_listen", SK_CONF_STR, 0, 0,
       offsetof(mr_conf_t, metrics_listen), NULL },
+    { "dnssec_anchors", SK_CONF_STR, 0, 0,
+      offsetof(mr_conf_t, dnssec_anchors), SK_DNSSEC_ANCHORS },
     { "timeline", SK_CONF_CUSTOM, 1, 1, 0,                             NULL },
     { "peer",     SK_CONF_CUSTOM, 0, 1, 0,                             NULL },
     MR_U("poll_interval", poll_interval, "600"),

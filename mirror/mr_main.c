@@ -269,9 +269,11 @@ main(int argc, char **argv)
         mr_conf_free(&m.conf);
         return EX_OK;
     }
+    mr_roots_anchors(&m);
     if (ixcheck) {
         mr_main_init(&m);
         rc = mr_ixcheck(&m);
+        sk_dnssec_anchors_free(m.anchors);
         mr_conf_free(&m.conf);
         return rc;
     }
@@ -287,6 +289,7 @@ main(int argc, char **argv)
     mr_lru_free(&m.answers);
     mr_cache_close(&m);
     sk_key_free(m.key);
+    sk_dnssec_anchors_free(m.anchors);
     mr_conf_free(&m.conf);
     curl_global_cleanup();
     return rc;

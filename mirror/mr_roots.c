@@ -18,6 +18,7 @@
 #include <openssl/x509.h>
 
 #include <sk/chain.h>
+#include <sk/dnssec.h>
 
 #include "mr.h"
 
@@ -163,6 +164,35 @@ mr_roots_store(mr_tl_t *t, uint64_t sn)
 }
 
 
+void
+mr_roots_anchors(mr_mirror_t *m)
+{
+    sk_err_t  err;
+
+    if (sk_dnssec_anchors_load(&m->anchors, m->conf.dnssec_anchors, &err)
+        != 0)
+    {
+        snprintf(m->anchors_err, sizeof(m->anchors_err), "%s", err.msg);
+        mr_log("dnssec_anchors: %s: DNSSEC evidence cannot be checked; a "
+            "timeline's sync waits at a Bind carrying it", err.msg);
+    }
+}
+
+
+/* A DNSSEC-Chain at ts.  No anchors: not known (SK_ERR_UNAVAILABLE),
+ * never a proof against the timeline. */
+static int
+mr_roots_check_dnssec(mr_mirror_t *m, const sk_entry_t *e, const sk_key_t *k,
+    int64_t ts, sk_err_t *err)
+{
+    if (m->anchors == NULL) {
+        return sk_err_set(err, SK_ERR_UNAVAILABLE, "dnssec_anchors: %s",
+            m->anchors_err);
+    }
+    return sk_dnssec_check_entry(e, k, m->anchors, ts, err);
+}
+
+
 int
 mr_roots_check_bind(mr_mirror_t *m, mr_tl_t *t, const sk_entry_t *e,
     uint64_t sn, int64_t ts, sk_err_t *err)
@@ -178,6 +208,11 @@ mr_roots_check_bind(mr_mirror_t *m, mr_tl_t *t, const sk_entry_t *e,
     if (sk_entry_verify(e, SK_SIG_SK, k, err) != 0) {
         sk_key_free(k);
         return sk_err_prefix(err, "SK-Signature");
+    }
+    if (sk_entry_get(e, "DNSSEC-Chain") != NULL) {
+        rc = mr_roots_check_dnssec(m, e, k, ts, err);
+        sk_key_free(k);
+        return rc;
     }
     /* Only the store is taken under the lock (a reference: another
      * thread may replace t's); the signatures are checked outside it, so

@@ -414,6 +414,11 @@ mr_sync_accept(mr_sync_t *s, const sk_entry_t *e, const char *text,
         || sk_entry_type(e) == SK_ENTRY_REBIND)
     {
         rc = mr_roots_check_bind(s->m, s->t, e, s->next, ts, &why);
+        if (rc != 0 && why.code == SK_ERR_UNAVAILABLE) {
+            sk_err_set(s->err, SK_ERR_UNAVAILABLE, "SN %" PRIu64 ": %s",
+                s->next, why.msg);
+            return MR_ROUND_FAIL;
+        }
         if (rc != 0) {
             snprintf(reason, sizeof(reason), "SN %" PRIu64 ": a %s for %s "
                 "not validly backed: %s", s->next,

@@ -8,11 +8,19 @@
 # liblmdb-dev: the daemons' on-disk indexes (common/src/db.c).
 # prometheus: t/metrics.t scrapes the daemons with a private Prometheus
 # and checks /metrics and dist/prometheus/ with its promtool.
+# libldns-dev: DNSSEC evidence (common/src/dnssec.c) reads DNS wire form and
+# verifies RRSIGs and DS digests at a given time with it; ldnsutils
+# (ldns-keygen, ldns-signzone) signs the test zones; dns-root-data is the
+# default trust anchor file, /usr/share/dns/root.ds.  libgetdns-dev:
+# test_dnssec.c checks every verdict against getdns_validate_dnssec2, a
+# second validator.  nsd, unbound: t/timeline-dnssec.t's private DNSSEC
+# hierarchy (t/lib/SKDNS.pm), asked by `sk dnssec chain`.
 set -eu
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
 libssl-dev openssl libcmocka-dev libhiredis-dev libmilter-dev
 libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev liblmdb-dev
+libldns-dev ldnsutils dns-root-data libgetdns-dev nsd unbound
 nginx nginx-dev redis-server tor postfix miltertest swaks
 gnutls-bin libgnutls28-dev curl python3 perl libio-socket-ssl-perl libtest-simple-perl
 valgrind groff-base golang-go golang-golang-x-mod-dev
@@ -38,6 +46,6 @@ echo "postfix postfix/mailname string localhost" | debconf-set-selections
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
 # The packaged daemons must not run: tests start private instances.
-for s in nginx redis-server tor postfix prometheus; do
+for s in nginx redis-server tor postfix prometheus nsd unbound; do
     (systemctl disable --now "$s" || service "$s" stop) >/dev/null 2>&1 || true
 done

@@ -4,7 +4,8 @@
 # certificate, verifies the served chain (and shows a forgery failing),
 # checks the carrier with the openssl command, writes a Tor onion service
 # and lets a real tor confirm its address; then claims the key on three real
-# sk-timelines, lets an sk-mirror replicate them, serves the name from
+# sk-timelines (and a second name with DNSSEC evidence from a private
+# signed hierarchy), lets an sk-mirror replicate them, serves the name from
 # Debian's nginx with the module and from a private Postfix with sk-milter,
 # asks `sk verify` what an SK-aware client decides about both and about an
 # impostor with a certificate from the same CA, shows a first contact
@@ -129,6 +130,20 @@ run "$SK" entry bind -k sk.key -n $NAME -s "https;$addr,smtp,smtps;$addr" -c sk-
 sed 's/^/   /' bind.txt | cut -c1-100
 run "$SK" entry verify -p sk.key.pub -i bind.txt
 
+step "10b. A second name, example.test, claims its SK with DNSSEC evidence, no CA"
+# A private DNSSEC hierarchy: ".", "test." and "example.test." signed with
+# ldns-signzone, the record below in example.test.  No DNS server here: the
+# chain is built from the signed zone files, the bytes `sk dnssec chain`
+# collects through a resolver (t/timeline-dnssec.t does, via NSD+Unbound).
+"$SK" keygen -n example.test -o sk2.key --no-backups-i-accept-the-risk >/dev/null
+run "$SK" dnssec record -k sk2.key.pub -n example.test
+mkdir zones
+"$top/tests/unit/dnssec_zones.sh" "$D/zones" \
+    "$("$SK" pubkey -p sk2.key.pub | sed 's/.*sha256:\([0-9a-f]*\).*/\1/')" >/dev/null
+"$top/$BUILD/tests/dnssec_chain" zones ex ex test root > example.test.chain
+run "$SK" entry bind -k sk2.key -n example.test -s https --dnssec-chain example.test.chain -o bind2.txt
+grep '^DNSSEC-Chain' bind2.txt | cut -c1-76 | sed 's/^/   /; s/$/.../'
+
 step "11. Three timelines (sk-timeline), each trusting the walkthrough CA"
 openssl genpkey -algorithm ed25519 -out operator.key 2>/dev/null
 chmod 600 operator.key
@@ -143,6 +158,8 @@ data_dir = $D/tl$tid
 tid = $tid
 operator_key = $D/operator.pub
 chunk_interval = 1
+evidence = ca, dnssec
+dnssec_anchors = $D/zones/root.ds
 EOT
     "$top/$BUILD/sk-timeline" -c tl$tid.conf 2>tl$tid.log &
     pids="$pids $!"
@@ -162,6 +179,8 @@ if "$SK" register -i bind.txt -t "$tl7_url" >claim-again.out 2>&1; then
     die "a second Bind for $NAME was accepted"
 fi
 echo "   a second Bind for the name is refused: $(grep -m1 -o '403.*' claim-again.out || cat claim-again.out)"
+# shellcheck disable=SC2086
+run "$SK" register -i bind2.txt $tls
 
 step "13. A mirror (sk-mirror) replicates the timelines and answers name queries"
 mport=$(free_port)
@@ -172,15 +191,18 @@ timeline = 7 $tl7_url $D/tl7/timeline.pub
 timeline = 8 $tl8_url $D/tl8/timeline.pub
 timeline = 9 $tl9_url $D/tl9/timeline.pub
 poll_interval = 1
+dnssec_anchors = $D/zones/root.ds
 EOT
 mkdir -p mirror
 "$top/$BUILD/sk-mirror" -c mirror.conf 2>mirror.log &
 pids="$pids $!"
-# mirror_entries N: the mirror's answer for the name holds N entries
+# mirror_entries N [NAME]: the mirror's answer for the name holds N entries
 mirror_entries() {
-    [ "$(curl -sf "http://127.0.0.1:$mport/query/$NAME" | grep -c '^Entry: ')" -ge "$1" ]
+    [ "$(curl -sf "http://127.0.0.1:$mport/query/${2:-$NAME}" | grep -c '^Entry: ')" -ge "$1" ]
 }
 wait_for 30 mirror_entries 3 || die "the mirror did not sync: $(cat mirror.log)"
+wait_for 30 mirror_entries 3 example.test || die "the mirror did not sync example.test: $(cat mirror.log)"
+echo "   example.test: $(curl -sf "http://127.0.0.1:$mport/query/example.test" | grep -c '^DNSSEC-Chain: ') Binds, each with its DNSSEC-Chain, checked again by the mirror"
 curl -sf "http://127.0.0.1:$mport/query/$NAME" | grep '^SK-Mirror\|^Timeline: \|^Entry: ' | sed 's/^/   /'
 # t1 = 0: ask the mirror every time (by default a view younger than a day
 # answers from the client's cache, and the revocation below would wait).

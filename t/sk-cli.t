@@ -158,4 +158,16 @@ is($r->{rc}, 2, 'an unknown entry type is a usage error');
 $r = sk('help', 'entry');
 like($r->{out}, qr/^usage:\n  sk entry bind /, 'sk help entry');
 
+# The TXT record of DNSSEC evidence holds the SK's SPKI SHA-256.
+$r = sk('pubkey', '-p', "$d/sk.key.pub");
+my ($hex) = $r->{out} =~ /sha256:([0-9a-f]{64})/;
+$r = sk('dnssec', 'record', '-k', "$d/sk.key.pub", '-n', 'example.com');
+is($r->{rc}, 0, 'dnssec record') or diag($r->{err});
+is($r->{out}, "_sovereign-key.example.com. 3600 IN TXT \"v=sk1; "
+    . "spki-sha256=$hex\"\n", '... prints the zone-file line');
+$r = sk('dnssec', 'record', '-k', "$d/sk.key.pub", '-n', 'Bad_Name');
+is($r->{rc}, 1, 'dnssec record refuses a malformed name');
+$r = sk('dnssec', 'bogus');
+is($r->{rc}, 2, 'an unknown dnssec subcommand is a usage error');
+
 done_testing();

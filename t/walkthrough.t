@@ -32,6 +32,8 @@ SKIP: {
         '... the impostor received no request');
 }
 like($r->{out}, qr/^none: .*revoked \(Unbind\)/m, 'and sees the revocation');
+like($r->{out}, qr/^   example\.test: 3 Binds, each with its DNSSEC-Chain/m,
+    'a second name registered with DNSSEC evidence, on all three');
 like($r->{out}, qr/^walkthrough: done$/m, 'to the end');
 my @after = glob('/tmp/sk-walkthrough.*');
 is(scalar @after, scalar @before, 'its temporary directory is gone');

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include <openssl/x509.h>
+#include <sk/dnssec.h>
 #include <sk/httpd.h>
 #include <sk/metrics.h>
 #include <sk/sk.h>
@@ -64,6 +65,10 @@ typedef struct {
     uint64_t   chunk_levels;    /* chunks of this level never merge */
     uint64_t   chunk_nice;      /* the publisher thread's nice value */
     uint64_t   chunk_max_entries;   /* no chunk holds more */
+    char      *evidence;        /* "ca", "dnssec" or both, comma-separated */
+    int        evidence_ca;     /* a Bind may carry CA-Cert-Chain */
+    int        evidence_dnssec; /* a Bind may carry DNSSEC-Chain */
+    char      *dnssec_anchors;  /* root DS/DNSKEY file for DNSSEC-Chain */
     int        ocsp;            /* ask the end-entity's OCSP responder */
     int        ocsp_require;    /* refuse certificates naming none */
     uint64_t   ocsp_timeout_ms; /* then 408 */
@@ -260,6 +265,8 @@ struct tl_timeline_s {
     tl_ocsp_t        *ocsp;         /* the answer cache, own lock */
     sk_key_t         *key;          /* the timeline's Ed25519 key */
     sk_key_t         *operator_key; /* NULL: no root-CA entries accepted */
+    sk_dnssec_anchors_t *anchors;   /* conf.dnssec_anchors; NULL unless
+                                       evidence has dnssec */
 
     pthread_mutex_t   lock;         /* everything below */
     pthread_cond_t    synced;       /* durable moved, or a sync ended (its
@@ -541,7 +548,9 @@ unsigned tl_index_check(tl_timeline_t *tl);
  * time is past: an answer today says nothing about it). */
 tl_verdict_t tl_validate_static(tl_timeline_t *tl, const sk_entry_t *e,
     int64_t now, int ocsp, sk_err_t *err);
-/* The decoded CA certificates kept for the next chains. */
+/* Loads the DNSSEC trust anchors when conf.evidence has dnssec. */
+int tl_validate_init(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* The decoded CA certificates kept for the next chains, the anchors. */
 void tl_validate_free(tl_timeline_t *tl);
 /* Checks against the state; called with tl->lock held. */
 tl_verdict_t tl_validate_state(tl_timeline_t *tl, const sk_entry_t *e,

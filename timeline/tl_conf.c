@@ -64,6 +64,9 @@ static const sk_conf_def_t  tl_confdefs[] = {
     TL_U("chunk_levels", chunk_levels, "6"),
     TL_U("chunk_nice", chunk_nice, "10"),
     TL_U("chunk_max_entries", chunk_max_entries, "50000"),
+    { "evidence", SK_CONF_STR, 0, 0, offsetof(tl_conf_t, evidence), "ca" },
+    { "dnssec_anchors", SK_CONF_STR, 0, 0,
+      offsetof(tl_conf_t, dnssec_anchors), SK_DNSSEC_ANCHORS },
     TL_B("ocsp", ocsp, "yes"),
     TL_B("ocsp_require", ocsp_require, "no"),
     TL_U("ocsp_timeout_ms", ocsp_timeout_ms, "5000"),
@@ -98,6 +101,42 @@ tl_conf_set(void *conf, const sk_conf_def_t *d, char *v, sk_err_t *err)
 
 
 /* The checks that combine keys, and derived defaults. */
+/* "evidence": the kinds of a Bind's evidence accepted, "ca" and
+ * "dnssec", comma-separated (blanks allowed around each). */
+static int
+tl_conf_evidence(tl_conf_t *conf, sk_err_t *err)
+{
+    const char  *p = conf->evidence;
+    size_t       n;
+
+    conf->evidence_ca = conf->evidence_dnssec = 0;
+    for (;;) {
+        p += strspn(p, " \t");
+        n = strcspn(p, ", \t");
+        if (n == 2 && memcmp(p, "ca", 2) == 0 && !conf->evidence_ca) {
+            conf->evidence_ca = 1;
+        } else if (n == 6 && memcmp(p, "dnssec", 6) == 0
+                   && !conf->evidence_dnssec)
+        {
+            conf->evidence_dnssec = 1;
+        } else {
+            return sk_err_set(err, SK_ERR_FORMAT, "\"evidence\": want \"ca\", "
+                "\"dnssec\" or \"ca, dnssec\", not \"%.64s\"",
+                conf->evidence);
+        }
+        p += n;
+        p += strspn(p, " \t");
+        if (*p == '\0') {
+            return 0;
+        }
+        if (*p++ != ',') {
+            return sk_err_set(err, SK_ERR_FORMAT, "\"evidence\": want a "
+                "comma-separated list, not \"%.64s\"", conf->evidence);
+        }
+    }
+}
+
+
 static int
 tl_conf_finish(tl_conf_t *conf, sk_err_t *err)
 {
@@ -116,6 +155,9 @@ tl_conf_finish(tl_conf_t *conf, sk_err_t *err)
     }
     if (conf->tid == 0) {
         return sk_err_set(err, SK_ERR_FORMAT, "\"tid\": must be above 0");
+    }
+    if (tl_conf_evidence(conf, err) != 0) {
+        return -1;
     }
     if (conf->threads == 0 || conf->max_body == 0) {
         return sk_err_set(err, SK_ERR_FORMAT,

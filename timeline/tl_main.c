@@ -39,6 +39,7 @@ tl_main_run(tl_timeline_t *tl)
     sk_daemon_block(&set);
 
     if (tl_open(tl, &err) != 0 || tl_ocsp_init(tl, &err) != 0
+        || tl_validate_init(tl, &err) != 0
         || tl_token_init(tl, &err) != 0)
     {
         tl_log("%s", err.msg);

@@ -13,6 +13,9 @@
 
 #include "tl.h"
 
+/* Seconds a DNSSEC chain must stay valid past the validation. */
+#define TL_DNSSEC_MARGIN  300
+
 
 static tl_verdict_t
 tl_forbid(sk_err_t *err, const char *rule)
@@ -77,11 +80,28 @@ tl_validate_cert(void *arg, const unsigned char *der, size_t len, int i)
 }
 
 
+int
+tl_validate_init(tl_timeline_t *tl, sk_err_t *err)
+{
+    if (!tl->conf.evidence_dnssec) {
+        return 0;
+    }
+    if (sk_dnssec_anchors_load(&tl->anchors, tl->conf.dnssec_anchors, err)
+        != 0)
+    {
+        return sk_err_prefix(err, "dnssec_anchors");
+    }
+    return 0;
+}
+
+
 void
 tl_validate_free(tl_timeline_t *tl)
 {
     size_t  i;
 
+    sk_dnssec_anchors_free(tl->anchors);
+    tl->anchors = NULL;
     for (i = 0; i < TL_CERT_CACHE; i++) {
         X509_free(tl->certs[i].cert);
         tl->certs[i].cert = NULL;
@@ -119,6 +139,37 @@ tl_validate_chain(tl_timeline_t *tl, const sk_entry_t *e, const sk_key_t *sk,
 }
 
 
+/* DNSSEC-Chain, if this timeline takes it (sk/dnssec.h), at now and
+ * TL_DNSSEC_MARGIN later: mirrors check it at the Timestamp, stamped
+ * after now (clock_wait_ms, the queue), and RRSIGs expire often. */
+static tl_verdict_t
+tl_validate_dnssec(tl_timeline_t *tl, const sk_entry_t *e,
+    const sk_key_t *sk, int64_t now, sk_err_t *err)
+{
+    int  rc;
+
+    if (tl->anchors == NULL) {
+        sk_err_set(err, SK_ERR_FORMAT, "DNSSEC evidence is not accepted "
+            "here (evidence = %s)", tl->conf.evidence);
+        return TL_FORBIDDEN;
+    }
+    rc = sk_dnssec_check_entry(e, sk, tl->anchors, now, err);
+    if (rc == 0) {
+        rc = sk_dnssec_check_entry(e, sk, tl->anchors,
+            now + TL_DNSSEC_MARGIN, err);
+        if (rc != 0) {
+            sk_err_prefix(err, "valid now, not %d s later (it must hold "
+                "until stamped)", TL_DNSSEC_MARGIN);
+        }
+    }
+    if (rc != 0) {
+        return err != NULL && err->code == SK_ERR_NOMEM ? TL_FAULT
+                                                        : TL_FORBIDDEN;
+    }
+    return TL_OK;
+}
+
+
 static tl_verdict_t
 tl_validate_bind(tl_timeline_t *tl, const sk_entry_t *e, const char *rule,
     int64_t now, int ocsp, sk_err_t *err)
@@ -134,7 +185,15 @@ tl_validate_bind(tl_timeline_t *tl, const sk_entry_t *e, const char *rule,
         sk_err_prefix(err, "SK-Signature");
         return tl_forbid(err, rule);
     }
-    v = tl_validate_chain(tl, e, sk, now, ocsp, err);
+    if (sk_entry_get(e, "DNSSEC-Chain") != NULL) {
+        v = tl_validate_dnssec(tl, e, sk, now, err);
+    } else if (!tl->conf.evidence_ca) {
+        sk_err_set(err, SK_ERR_FORMAT, "CA evidence is not accepted here "
+            "(evidence = %s)", tl->conf.evidence);
+        v = TL_FORBIDDEN;
+    } else {
+        v = tl_validate_chain(tl, e, sk, now, ocsp, err);
+    }
     sk_key_free(sk);
     if (v == TL_TIMEOUT) {
         sk_err_prefix(err, "%s", rule);

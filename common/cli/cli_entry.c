@@ -12,6 +12,8 @@
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
+#include <sk/dnssec.h>
+
 #include "cli_entry.h"
 
 
@@ -49,6 +51,42 @@ done:
     free(field);
     sk_X509_pop_free(chain, X509_free);
     return rc;
+}
+
+
+/* DNSSEC-Chain: the RFC 9102 chain's bytes, as `sk dnssec chain` or a
+ * resolver wrote them, base64url. */
+static int
+cli_entry_dnssec(sk_entry_t *e, const char *path, sk_err_t *err)
+{
+    char    *buf, *b64;
+    size_t   len;
+    int      rc;
+
+    if (sk_file_read(&buf, &len, path, SK_DNSSEC_CHAIN_MAX, err) != 0) {
+        return -1;
+    }
+    b64 = sk_b64_encode_alloc((const unsigned char *) buf, len);
+    free(buf);
+    if (b64 == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "%s: out of memory", path);
+    }
+    rc = sk_entry_set(e, "DNSSEC-Chain", b64, err);
+    free(b64);
+    return rc != 0 ? sk_err_prefix(err, "%s", path) : 0;
+}
+
+
+/* The Bind's evidence: exactly one of -c and --dnssec-chain. */
+static int
+cli_entry_evidence(sk_entry_t *e, const cli_entry_opts_t *o, sk_err_t *err)
+{
+    if ((o->chain == NULL) == (o->dnssec == NULL)) {
+        return sk_err_set(err, SK_ERR_USAGE, "want one of -c CHAIN (CA "
+            "evidence) and --dnssec-chain FILE (DNSSEC evidence)");
+    }
+    return o->chain != NULL ? cli_entry_chain(e, o->chain, err)
+                            : cli_entry_dnssec(e, o->dnssec, err);
 }
 
 
@@ -142,11 +180,7 @@ cli_entry_fill(sk_entry_t *e, sk_entry_type_t type, const cli_entry_opts_t *o,
             err);
     case SK_ENTRY_BIND:
     case SK_ENTRY_REBIND:
-        if (o->chain == NULL) {
-            return sk_err_set(err, SK_ERR_USAGE,
-                "missing -c CHAIN (the CA evidence for the name)");
-        }
-        if (cli_entry_chain(e, o->chain, err) != 0
+        if (cli_entry_evidence(e, o, err) != 0
             || cli_entry_field(e, "Services", o->services, "-s SERVICES",
                    err) != 0
             || sk_entry_set(e, "Includes-Subdomains",
@@ -174,6 +208,7 @@ cli_entry_option(cli_entry_opts_t *o, int c, const char *arg)
     case 'n': o->name = arg; return 1;
     case 's': o->services = arg; return 1;
     case 'c': o->chain = o->ca = arg; return 1;
+    case CLI_ENTRY_OPT_DNSSEC: o->dnssec = arg; return 1;
     case 'w': o->subdomains = 1; return 1;
     case 'r': o->rebinders = arg; return 1;
     case 'R': o->rebinder = arg; return 1;

@@ -15,6 +15,7 @@ typedef struct {
     const char  *name;          /* -n */
     const char  *services;      /* -s */
     const char  *chain;         /* -c: PEM chain file, leaf first */
+    const char  *dnssec;        /* --dnssec-chain: RFC 9102 chain file */
     const char  *rebinders;     /* -r: Rebinder-Names (default none) */
     const char  *rebinder;      /* --rebinder: Rebinder-Name */
     const char  *rebinder_key;  /* --rebinder-key: signs Rebinder-Signature */
@@ -24,12 +25,16 @@ typedef struct {
     int          subdomains;    /* -w: Includes-Subdomains */
 } cli_entry_opts_t;
 
+/* --dnssec-chain has no short form. */
+#define CLI_ENTRY_OPT_DNSSEC  0x100
+
 /* The long options of those flags, for a verb's option table. */
 #define CLI_ENTRY_LONGOPTS                                           \
     { "key",          required_argument, NULL, 'k' },                \
     { "name",         required_argument, NULL, 'n' },                \
     { "services",     required_argument, NULL, 's' },                \
     { "chain",        required_argument, NULL, 'c' },                \
+    { "dnssec-chain", required_argument, NULL, CLI_ENTRY_OPT_DNSSEC }, \
     { "subdomains",   no_argument,       NULL, 'w' },                \
     { "rebinders",    required_argument, NULL, 'r' },                \
     { "rebinder",     required_argument, NULL, 'R' },                \

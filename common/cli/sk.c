@@ -14,7 +14,7 @@ static const sk_cmd_t *const sk_cmds[] = {
     &sk_cmd_publish, &sk_cmd_register,
     &sk_cmd_revoke, &sk_cmd_rebind, &sk_cmd_services,
     &sk_cmd_verify, &sk_cmd_fetch, &sk_cmd_staple,
-    &sk_cmd_check,
+    &sk_cmd_check, &sk_cmd_dnssec,
     NULL
 };
 

@@ -111,7 +111,8 @@ sk_chain_check_by(STACK_OF(X509) **verified, const sk_entry_t *e,
     }
     v = sk_entry_get(e, "CA-Cert-Chain");
     if (v == NULL || name == NULL) {
-        return sk_err_set(err, SK_ERR_FORMAT, "chain: not a Bind or Rebind");
+        return sk_err_set(err, SK_ERR_FORMAT, "chain: no CA-Cert-Chain (not "
+            "a Bind or Rebind, or one with DNSSEC evidence)");
     }
     if (sk_chain_decode_by(&chain, v, sk_chain_d2i_parsed, &src, err) != 0) {
         sk_err_prefix(err, "chain: CA-Cert-Chain");

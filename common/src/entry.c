@@ -21,13 +21,14 @@
 
 #include <sk/b64.h>
 #include <sk/chain.h>
+#include <sk/dnssec.h>
 #include <sk/entry.h>
 #include <sk/name.h>
 #include <sk/services.h>
 
 #include "internal.h"
 
-#define SK_ENTRY_FIELDS_MAX   14      /* Rebind has the most */
+#define SK_ENTRY_FIELDS_MAX   15      /* Rebind has the most */
 #define SK_ENTRY_REBINDERS_MAX 64     /* names in Rebinder-Names */
 #define SK_ENTRY_QUOTE_MAX    40      /* of a bad field name, in messages */
 
@@ -44,7 +45,8 @@ typedef enum {
     SK_VAL_NAMES,           /* "none" or names, comma-separated */
     SK_VAL_SERVICES,
     SK_VAL_CERT,            /* base64url DER certificate */
-    SK_VAL_CERTS            /* base64url DER certificates, comma-separated */
+    SK_VAL_CERTS,           /* base64url DER certificates, comma-separated */
+    SK_VAL_DNSSEC           /* base64url RFC 9102 chain (sk/dnssec.h) */
 } sk_val_kind_t;
 
 #define SK_COV(sig)  (1u << (sig))
@@ -58,6 +60,8 @@ typedef struct {
     int             na;         /* may hold "N/A" */
     int             sig;        /* the sk_sig_field_t it holds, or -1 */
     unsigned        covered;    /* SK_COV() of each signature covering it */
+    int             evidence;   /* a Bind's evidence: exactly one is present,
+                                   the others absent (no line at all) */
 } sk_field_def_t;
 
 /* Field ids, in byte order of their names. */
@@ -66,6 +70,7 @@ enum {
     SK_F_CA_CERT_CHAIN,
     SK_F_CA_CERT_HASH,
     SK_F_CA_SERIAL,
+    SK_F_DNSSEC_CHAIN,
     SK_F_INCLUDES_SUBDOMAINS,
     SK_F_INCORPORATED_HASH,
     SK_F_INCORPORATED_SN,
@@ -97,11 +102,13 @@ static const sk_field_def_t sk_fields[SK_F_NFIELDS] = {
     [SK_F_CA_CERT] =
         { "CA-Cert", SK_VAL_CERT, 0, -1, SK_COV_ALL },
     [SK_F_CA_CERT_CHAIN] =
-        { "CA-Cert-Chain", SK_VAL_CERTS, 0, -1, SK_COV_ALL },
+        { "CA-Cert-Chain", SK_VAL_CERTS, 0, -1, SK_COV_ALL, 1 },
     [SK_F_CA_CERT_HASH] =
         { "CA-Cert-Hash", SK_VAL_HASH, 0, -1, SK_COV_ALL },
     [SK_F_CA_SERIAL] =
         { "CA-Serial", SK_VAL_U16, 0, -1, SK_COV_ALL },
+    [SK_F_DNSSEC_CHAIN] =
+        { "DNSSEC-Chain", SK_VAL_DNSSEC, 0, -1, SK_COV_ALL, 1 },
     [SK_F_INCLUDES_SUBDOMAINS] =
         { "Includes-Subdomains", SK_VAL_BOOL, 0, -1, SK_COV_ALL },
     [SK_F_INCORPORATED_HASH] =
@@ -148,15 +155,17 @@ typedef struct {
 } sk_entry_schema_t;
 
 static const sk_entry_schema_t sk_schemas[SK_ENTRY_NTYPES] = {
-    [SK_ENTRY_BIND] = { "Bind", 12, {
-        SK_F_CA_CERT_CHAIN, SK_F_INCLUDES_SUBDOMAINS, SK_F_KEY,
+    [SK_ENTRY_BIND] = { "Bind", 13, {
+        SK_F_CA_CERT_CHAIN, SK_F_DNSSEC_CHAIN, SK_F_INCLUDES_SUBDOMAINS,
+        SK_F_KEY,
         SK_F_KEY_TYPE, SK_F_NAME, SK_F_REBINDER_NAMES, SK_F_SK_SIGNATURE,
         SK_F_SN, SK_F_SERVICES, SK_F_SIGNATURE, SK_F_TID, SK_F_TIMESTAMP } },
     [SK_ENTRY_UNBIND] = { "Unbind", 7, {
         SK_F_LAST_SECURE_TIMESTAMP, SK_F_NAME, SK_F_SK_SIGNATURE, SK_F_SN,
         SK_F_SIGNATURE, SK_F_TID, SK_F_TIMESTAMP } },
-    [SK_ENTRY_REBIND] = { "Rebind", 14, {
-        SK_F_CA_CERT_CHAIN, SK_F_INCLUDES_SUBDOMAINS, SK_F_KEY,
+    [SK_ENTRY_REBIND] = { "Rebind", 15, {
+        SK_F_CA_CERT_CHAIN, SK_F_DNSSEC_CHAIN, SK_F_INCLUDES_SUBDOMAINS,
+        SK_F_KEY,
         SK_F_KEY_TYPE, SK_F_NAME, SK_F_REBINDER_NAME, SK_F_REBINDER_NAMES,
         SK_F_REBINDER_SIGNATURE, SK_F_SK_SIGNATURE, SK_F_SN, SK_F_SERVICES,
         SK_F_SIGNATURE, SK_F_TID, SK_F_TIMESTAMP } },
@@ -176,7 +185,9 @@ static const sk_entry_schema_t sk_schemas[SK_ENTRY_NTYPES] = {
 
 struct sk_entry_s {
     sk_entry_type_t   type;
-    char             *values[SK_ENTRY_FIELDS_MAX];  /* NULL: "N/A" */
+    char             *values[SK_ENTRY_FIELDS_MAX];  /* NULL: "N/A", or
+                                                       an absent evidence
+                                                       field */
     X509             *ee;       /* CA-Cert-Chain's first, as decoded */
 };
 
@@ -368,6 +379,26 @@ sk_entry_check_hash(const char *s, size_t len, sk_err_t *err)
     if (n != SK_SHA256_BYTES) {
         return sk_err_set(err, SK_ERR_FORMAT, "%zu bytes, not the %d of a "
             "SHA-256", n, SK_SHA256_BYTES);
+    }
+    return 0;
+}
+
+
+/* DNSSEC-Chain: the chain's bytes within SK_DNSSEC_CHAIN_MAX; their
+ * wire form is judged with the chain (sk_dnssec_check_entry). */
+static int
+sk_entry_check_dnssec(const char *s, size_t len, sk_err_t *err)
+{
+    unsigned char  *raw;
+    size_t          n;
+
+    if (sk_entry_b64(&raw, &n, s, len, err) != 0) {
+        return -1;
+    }
+    free(raw);
+    if (n > SK_DNSSEC_CHAIN_MAX) {
+        return sk_err_set(err, SK_ERR_FORMAT, "chain too big: %zu bytes, "
+            "more than %d", n, SK_DNSSEC_CHAIN_MAX);
     }
     return 0;
 }
@@ -667,6 +698,8 @@ sk_entry_check_kind(sk_val_kind_t kind, const char *s, size_t len,
         return sk_entry_check_cert(s, len, err);
     case SK_VAL_CERTS:
         return sk_entry_check_chain(s, len, ee, err);
+    case SK_VAL_DNSSEC:
+        return sk_entry_check_dnssec(s, len, err);
     }
     return sk_err_set(err, SK_ERR_USAGE, "unknown value kind");
 }
@@ -948,6 +981,12 @@ sk_entry_misplaced(const sk_entry_t *e, const sk_entry_reader_t *r,
         return sk_err_set(err, SK_ERR_FORMAT, "line %zu: field \"%.*s\": "
             "not a field of %s entries", r->line, q, name, type);
     }
+    if (sk_entry_def(e, (size_t) pos)->evidence && e->values[pos] == NULL) {
+        return sk_err_set(err, SK_ERR_FORMAT, "line %zu: field \"%.*s\": "
+            "out of order (it comes right after \"%s\")", r->line, q, name,
+            pos > 0 ? sk_entry_def(e, (size_t) pos - 1)->name
+                    : "the entry header");
+    }
     if (want < 0 || pos < want) {
         return sk_err_set(err, SK_ERR_FORMAT, "line %zu: field \"%.*s\": "
             "duplicate", r->line, q, name);
@@ -1005,11 +1044,34 @@ sk_entry_parse_header(sk_entry_t **e, sk_entry_reader_t *r, size_t total,
 }
 
 
+/* Exactly one evidence field of a Bind or Rebind is present. */
+static int
+sk_entry_check_evidence(const sk_entry_t *e, sk_err_t *err)
+{
+    const sk_entry_schema_t *sc = &sk_schemas[e->type];
+    size_t                   i, n = 0, any = 0;
+
+    for (i = 0; i < sc->nfields; i++) {
+        if (sk_entry_def(e, i)->evidence) {
+            any++;
+            n += e->values[i] != NULL;
+        }
+    }
+    if (any > 0 && n != 1) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s: want exactly one of "
+            "\"CA-Cert-Chain\" and \"DNSSEC-Chain\", found %zu", sc->name,
+            n);
+    }
+    return 0;
+}
+
+
 static int
 sk_entry_parse_fields(sk_entry_t *e, sk_entry_reader_t *r, size_t total,
     sk_err_t *err)
 {
     const sk_field_def_t *def;
+    sk_entry_reader_t     at;
     const char           *s;
     size_t                n, i, nlen;
     char                  want[64];
@@ -1017,8 +1079,16 @@ sk_entry_parse_fields(sk_entry_t *e, sk_entry_reader_t *r, size_t total,
     for (i = 0; i < sk_schemas[e->type].nfields; i++) {
         def = sk_entry_def(e, i);
         snprintf(want, sizeof(want), "field \"%s\"", def->name);
+        at = *r;
         if (sk_entry_read_line(r, &s, &n) != 0) {
             return sk_entry_eof(r, total, want, err);
+        }
+        if (def->evidence && (n < strlen(def->name) + 2
+                              || memcmp(s, def->name, strlen(def->name)) != 0
+                              || s[strlen(def->name)] != ':'))
+        {
+            *r = at;            /* absent: the line is the next field's */
+            continue;
         }
         if (n == 0) {
             return sk_err_set(err, SK_ERR_FORMAT, "line %zu: field \"%s\": "
@@ -1048,7 +1118,7 @@ sk_entry_parse_fields(sk_entry_t *e, sk_entry_reader_t *r, size_t total,
         }
         return sk_entry_misplaced(e, r, s, nlen, -1, err);
     }
-    return 0;
+    return sk_entry_check_evidence(e, err);
 }
 
 
@@ -1110,10 +1180,16 @@ sk_entry_format_as(char **out, size_t *len, const sk_entry_t *e, int which,
     size_t                   i, size;
     int                      n;
 
+    if (sk_entry_check_evidence(e, err) != 0) {
+        return -1;
+    }
     size = strlen(sc->name) + sizeof(": 1\n\n");
     for (i = 0; i < sc->nfields; i++) {
         def = sk_entry_def(e, i);
         v[i] = e->values[i];
+        if (v[i] == NULL && def->evidence) {
+            continue;
+        }
         if (v[i] == NULL && !def->na) {
             return sk_err_set(err, SK_ERR_USAGE, "field \"%s\": not set",
                 def->name);
@@ -1137,6 +1213,9 @@ sk_entry_format_as(char **out, size_t *len, const sk_entry_t *e, int which,
     n = snprintf(p, size, "%s: %d\n", sc->name, SK_ENTRY_VERSION);
     p += n;
     for (i = 0; i < sc->nfields; i++) {
+        if (v[i] == NULL) {
+            continue;
+        }
         n = snprintf(p, size - (size_t) (p - *out), "%s: %s\n",
             sk_entry_def(e, i)->name, v[i]);
         p += n;
@@ -1208,7 +1287,8 @@ sk_entry_get(const sk_entry_t *e, const char *field)
 {
     int  pos = sk_entry_pos_by_name(e, field, strlen(field));
 
-    if (pos < 0) {
+    if (pos < 0 || (e->values[pos] == NULL && sk_entry_def(e, pos)->evidence))
+    {
         return NULL;
     }
     return e->values[pos] == NULL ? SK_NA : e->values[pos];

@@ -8,6 +8,10 @@
  *                       key type over a message of the carrier's TBS size
  *   entry-verify-ed25519  sk_entry_verify of a Bind's SK-Signature, vs the
  *                       same over a message of its signed size
+ *   dnssec-validate     sk_dnssec_check of a whole chain (root, test.,
+ *                       example.test., Ed25519 keys; zones signed by
+ *                       tests/unit/dnssec_zones.sh), vs the six RRSIG
+ *                       verifications it needs (ldns), target 0.5
  *
  * Each of ROUNDS measurements runs A and B for about SECONDS apiece, in
  * alternating slices of SLICE seconds, so that frequency scaling and
@@ -24,11 +28,17 @@
 
 #include <sk/sk.h>
 
+#include "dnssec_fixture.h"
+
 #define ROUNDS   5
 #define SECONDS  1.0
 #define SLICE    0.05
 #define BATCH    64
 #define TARGET   0.9
+#define DNSSEC_TARGET  0.5
+#define DNSSEC_AT      1798761600      /* 2027, in the zones' window */
+#define DNSSEC_SETS    6               /* RRsets of the chain, one RR and
+                                          one RRSIG each */
 
 typedef int (*bench_fn)(void *arg);
 
@@ -51,6 +61,18 @@ typedef struct {
     const sk_entry_t    *entry;
     const sk_key_t      *key;
 } entry_arg_t;
+
+typedef struct {
+    const dx_chain_t           *chain;
+    const sk_key_t             *sk;
+    const sk_dnssec_anchors_t  *anchors;
+} dnssec_arg_t;
+
+typedef struct {
+    ldns_rr_list        *rrs[DNSSEC_SETS];
+    ldns_rr             *sig[DNSSEC_SETS];
+    ldns_rr_list        *keys[DNSSEC_SETS];
+} rrsig_arg_t;
 
 
 static void
@@ -120,7 +142,8 @@ cmp_double(const void *a, const void *b)
 
 
 static void
-compare(const char *name, bench_fn a, void *aarg, bench_fn b, void *barg)
+compare(const char *name, bench_fn a, void *aarg, bench_fn b, void *barg,
+    double target)
 {
     double  ra[ROUNDS], rb[ROUNDS], ma, mb;
     int     i;
@@ -133,7 +156,7 @@ compare(const char *name, bench_fn a, void *aarg, bench_fn b, void *barg)
     ma = ra[ROUNDS / 2];
     mb = rb[ROUNDS / 2];
     printf("BENCH %s %.0f verify/s ref=%.0f ratio=%.3f target=%.1f\n", name,
-        ma, mb, ma / mb, TARGET);
+        ma, mb, ma / mb, target);
     fflush(stdout);
 }
 
@@ -268,7 +291,7 @@ bench_carrier_alg(sk_key_alg_t alg, const sk_key_t *op)
     raw_setup(&ra, sk, tbs_size(c));
 
     snprintf(name, sizeof(name), "carrier-verify-%s", sk_key_alg_name(alg));
-    compare(name, run_carrier, &ca, run_raw, &ra);
+    compare(name, run_carrier, &ca, run_raw, &ra, TARGET);
 
     raw_free(&ra);
     free(leaf);
@@ -323,12 +346,110 @@ bench_entry(const sk_key_t *cert_key)
     ea.entry = e;
     ea.key = sk;
     raw_setup(&ra, sk, len);
-    compare("entry-verify-ed25519", run_entry, &ea, run_raw, &ra);
+    compare("entry-verify-ed25519", run_entry, &ea, run_raw, &ra, TARGET);
 
     raw_free(&ra);
     sk_entry_free(e);
     sk_carrier_free(c);
     sk_key_free(sk);
+}
+
+
+static int
+run_dnssec(void *arg)
+{
+    dnssec_arg_t *d = arg;
+
+    return sk_dnssec_check(d->chain->p, d->chain->len, "example.test", d->sk,
+        d->anchors, DNSSEC_AT, NULL);
+}
+
+
+/* The signatures alone: set k's RRSIG with the DNSKEY RRset that signs
+ * it (set k itself for a DNSKEY RRset, the next one for the others). */
+static int
+run_rrsigs(void *arg)
+{
+    rrsig_arg_t  *r = arg;
+    size_t        k;
+
+    for (k = 0; k < DNSSEC_SETS; k++) {
+        if (ldns_verify_rrsig_keylist_time(r->rrs[k], r->sig[k], r->keys[k],
+                DNSSEC_AT, NULL) != LDNS_STATUS_OK)
+        {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
+static void
+bench_dnssec(void)
+{
+    static dx_chain_t     c;
+    sk_dnssec_anchors_t  *a;
+    ldns_rr              *rr[2 * DNSSEC_SETS];
+    dnssec_arg_t          da;
+    rrsig_arg_t           ra;
+    sk_key_t             *sk;
+    sk_err_t              err;
+    size_t                pos = 0, n, k;
+    char                  tmpl[] = "/tmp/sk-bench.XXXXXX", *dir, cmd[256];
+    char                  fp[SK_FINGERPRINT_SIZE];
+
+    dir = mkdtemp(tmpl);
+    if (dir == NULL || sk_key_generate(&sk, SK_KEY_ED25519, 0, &err) != 0) {
+        die("SK", &err);
+    }
+    sk_key_fingerprint(fp, sk);
+    snprintf(cmd, sizeof(cmd), "tests/unit/dnssec_zones.sh %s %s >/dev/null",
+        dir, fp + strlen("sha256:"));
+    if (system(cmd) != 0 || dx_build(&c, dir, "ex", "ex", "test", "root")
+        != 0)
+    {
+        die("signed zones", NULL);
+    }
+    snprintf(cmd, sizeof(cmd), "%s/root.ds", dir);
+    if (sk_dnssec_anchors_load(&a, cmd, &err) != 0) {
+        die("anchors", &err);
+    }
+    for (n = 0; pos < c.len; n++) {
+        if (n == 2 * DNSSEC_SETS || ldns_wire2rr(&rr[n], c.p, c.len, &pos,
+                LDNS_SECTION_ANSWER) != LDNS_STATUS_OK)
+        {
+            die("the chain's shape", NULL);
+        }
+    }
+    for (k = 0; k < DNSSEC_SETS; k++) {
+        ra.rrs[k] = ldns_rr_list_new();
+        ra.keys[k] = ldns_rr_list_new();
+        ldns_rr_list_push_rr(ra.rrs[k], rr[2 * k]);
+        ldns_rr_list_push_rr(ra.keys[k], rr[2 * (k | 1)]);
+        ra.sig[k] = rr[2 * k + 1];
+    }
+    da.chain = &c;
+    da.sk = sk;
+    da.anchors = a;
+    if (run_dnssec(&da) != 0 || run_rrsigs(&ra) != 0) {
+        die("the chain does not validate", NULL);
+    }
+    compare("dnssec-validate", run_dnssec, &da, run_rrsigs, &ra,
+        DNSSEC_TARGET);
+
+    for (k = 0; k < DNSSEC_SETS; k++) {
+        ldns_rr_list_free(ra.rrs[k]);
+        ldns_rr_list_free(ra.keys[k]);
+    }
+    for (k = 0; k < n; k++) {
+        ldns_rr_free(rr[k]);
+    }
+    sk_dnssec_anchors_free(a);
+    sk_key_free(sk);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0) {
+        die("rm", NULL);
+    }
 }
 
 
@@ -366,6 +487,7 @@ main(void)
     bench_carrier_alg(SK_KEY_ED25519, op);
     bench_carrier_alg(SK_KEY_P256, op);
     bench_entry(op);
+    bench_dnssec();
     sk_key_free(op);
     return 0;
 }

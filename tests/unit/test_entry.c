@@ -7,6 +7,7 @@
 #include <openssl/x509.h>
 
 #include <sk/chain.h>
+#include <sk/dnssec.h>
 
 #include "testutil.h"
 
@@ -483,9 +484,16 @@ make_entry(sk_entry_type_t type, const sk_key_t *key)
 
     tu_assert_ok(sk_entry_new(&e, type, &err), &err);
     for (i = 0; i < NVALUES; i++) {
-        if (values[i].value != NULL && sk_entry_get(e, values[i].field))
-        {
+        if (values[i].value == NULL) {
+            continue;
+        }
+        if (sk_entry_get(e, values[i].field)) {
             set_ok(e, values[i].field, values[i].value);
+        } else if (sk_entry_set(e, values[i].field, values[i].value, NULL)
+                   != 0)
+        {
+            continue;   /* not a field of type (an absent evidence field
+                           reads NULL too, and is set) */
         }
     }
     if (sk_entry_get(e, "SK-Signature") != NULL) {
@@ -910,6 +918,19 @@ static const reject_t rejects[] = {
       "certificate" },
     { DOC_BIND, "Name: example.com", "Name: Example.com",
       "line 6: field \"Name\": name: label 1" },
+    /* evidence: exactly one of CA-Cert-Chain and DNSSEC-Chain */
+    { DOC_BIND, "\nIncludes-Subdomains", "\nDNSSEC-Chain: AAAA\n"
+      "Includes-Subdomains", "Bind: want exactly one of \"CA-Cert-Chain\" "
+      "and \"DNSSEC-Chain\", found 2" },
+    { DOC_BIND, "CA-Cert-Chain: " CERT_LEAF1 "," CERT_ROOT "\n", "",
+      "Bind: want exactly one of \"CA-Cert-Chain\" and \"DNSSEC-Chain\", "
+      "found 0" },
+    { DOC_BIND, "CA-Cert-Chain: " CERT_LEAF1 "," CERT_ROOT "\n"
+      "Includes-Subdomains: 0\n", "Includes-Subdomains: 0\n"
+      "DNSSEC-Chain: AAAA\n", "line 3: field \"DNSSEC-Chain\": out of order "
+      "(it comes right after \"CA-Cert-Chain\")" },
+    { DOC_BIND, "CA-Cert-Chain: " CERT_LEAF1 "," CERT_ROOT, "DNSSEC-Chain: "
+      "AA+A", "line 2: field \"DNSSEC-Chain\": base64: character 3" },
     { DOC_BIND, "Services: https;", "Services: https:0;",
       "line 10: field \"Services\": services" },
     { DOC_REMOVE_ROOT_CA, "CA-Cert-Hash: lo2M",
@@ -950,6 +971,44 @@ test_rejections(void **state)
         assert_null(e);
         free(text);
     }
+}
+
+
+/* A Bind with DNSSEC-Chain for evidence: parsed, CA-Cert-Chain absent
+ * (no line, not "N/A"), the same text back; a chain past
+ * SK_DNSSEC_CHAIN_MAX refused. */
+static void
+test_dnssec_evidence(void **state)
+{
+    sk_entry_t  *e;
+    sk_err_t     err;
+    char        *text, *big, *out;
+    size_t       len, n = (SK_DNSSEC_CHAIN_MAX + 3) / 3 * 4;
+
+    (void) state;
+    text = subst(DOC_BIND, "CA-Cert-Chain: " CERT_LEAF1 "," CERT_ROOT,
+        "DNSSEC-Chain: AAAA");
+    tu_assert_ok(sk_entry_parse(&e, text, strlen(text), &err), &err);
+    assert_null(sk_entry_get(e, "CA-Cert-Chain"));
+    assert_string_equal(sk_entry_get(e, "DNSSEC-Chain"), "AAAA");
+    assert_null(sk_entry_get0_ee(e));
+    tu_assert_ok(sk_entry_format(&out, &len, e, &err), &err);
+    assert_string_equal(out, text);
+    free(out);
+    sk_entry_free(e);
+    free(text);
+    /* base64url of SK_DNSSEC_CHAIN_MAX + 1 or 2 bytes */
+    big = malloc(n + sizeof("DNSSEC-Chain: "));
+    assert_non_null(big);
+    strcpy(big, "DNSSEC-Chain: ");
+    memset(big + strlen(big), 'A', n);
+    big[n + sizeof("DNSSEC-Chain: ") - 1] = '\0';
+    text = subst(DOC_BIND, "CA-Cert-Chain: " CERT_LEAF1 "," CERT_ROOT, big);
+    assert_int_equal(sk_entry_parse(&e, text, strlen(text), &err), -1);
+    assert_non_null(strstr(err.msg, "line 2: field \"DNSSEC-Chain\": chain "
+        "too big"));
+    free(text);
+    free(big);
 }
 
 
@@ -1043,6 +1102,7 @@ main(void)
         cmocka_unit_test(test_accessors),
         cmocka_unit_test(test_rejections),
         cmocka_unit_test(test_accepted_edges),
+        cmocka_unit_test(test_dnssec_evidence),
         cmocka_unit_test(test_parse_next_stream),
         cmocka_unit_test(test_too_long),
     };

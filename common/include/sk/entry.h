@@ -69,7 +69,9 @@ const char *sk_entry_type_name(sk_entry_type_t type);   /* "Change-Services" */
 int sk_entry_type_parse(sk_entry_type_t *type, const char *s, sk_err_t *err)
     SK_WUR;
 
-/* Field value (borrowed), or NULL if this type has no such field. */
+/* Field value (borrowed), or NULL if this type has no such field or it is
+ * an evidence field the entry does not carry (a Bind carries exactly one of
+ * CA-Cert-Chain and DNSSEC-Chain). */
 const char *sk_entry_get(const sk_entry_t *e, const char *field);
 /* Set a field, checking the value as the parser would (SK_ERR_FORMAT
  * naming the field); "N/A" only where allowed. */

@@ -1,0 +1,155 @@
+#!/usr/bin/perl
+# DNSSEC evidence end to end (docs/protocol.md, "DNSSEC evidence"): zones
+# ".", "test." and "example.test." signed here with ldns-signzone, served
+# by a real NSD through a real validating Unbound (SKDNS), the chain for
+# _sovereign-key.example.test. asked of it by `sk dnssec chain` (the same
+# bytes as the chain built from the zone files), put in a Bind by
+# `sk entry bind --dnssec-chain`.  A real sk-timeline with
+# evidence = ca, dnssec and the private root as anchors accepts it and
+# refuses broken chains naming the cause; one with the default evidence =
+# ca refuses it; a real sk-mirror with the same anchors syncs and serves
+# it, one without anchors waits (Stuck) rather than call the timeline
+# reneged, and a forged timeline that stamped a Bind whose record holds
+# another SK's hash is held reneged (unbacked-bind) by the mirror's own
+# check.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use SKTest;
+use SKTimeline;
+use SKMirror;
+use SKDNS;
+
+my $CHAIN = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/tests/dnssec_chain';
+plan skip_all => 'no ldns-signzone' unless has_cmd('ldns-signzone');
+plan skip_all => 'dnssec_chain not built' unless -x $CHAIN;
+plan skip_all => 'sk-mirror not built' unless -x $SKMirror::MR;
+plan skip_all => 'no nsd or unbound' unless have_dns();
+
+my $d = tmpdir();
+my $r = sk('keygen', '-n', 'example.test', '-o', "$d/sk.key",
+    '--no-backups-i-accept-the-risk');
+is($r->{rc}, 0, 'an SK for example.test') or diag($r->{err});
+my ($hex) = sk('pubkey', '-p', "$d/sk.key.pub")->{out} =~ /sha256:(\w{64})/;
+mkdir "$d/z";
+$r = run_cmd(["$SKTest::ROOT/tests/unit/dnssec_zones.sh", "$d/z", $hex]);
+is($r->{rc}, 0, 'zones signed') or diag($r->{err});
+
+# A Bind whose DNSSEC-Chain is built from the zones given (dx_build).
+sub dnssec_bind {
+    my ($what, @zones) = @_;
+    my $c = run_cmd([$CHAIN, "$d/z", @zones]);
+    is($c->{rc}, 0, "$what: chain built") or diag($c->{err});
+    spew("$d/$what.chain", $c->{out});
+    my $b = sk('entry', 'bind', '-k', "$d/sk.key", '-n', 'example.test',
+        '-s', 'https', '--dnssec-chain', "$d/$what.chain");
+    is($b->{rc}, 0, "$what: sk entry bind --dnssec-chain") or diag($b->{err});
+    return $b->{out};
+}
+
+my $dns = start_dns("$d/dns", "$d/z");
+ok($dns->{up}, 'NSD and Unbound serve the private hierarchy')
+    or BAIL_OUT(slurp($dns->{log}));
+$r = sk('dnssec', 'chain', '-n', 'example.test', '--resolver',
+    $dns->{resolver}, '-o', "$d/fetched.chain");
+is($r->{rc}, 0, 'sk dnssec chain through the resolver') or diag($r->{err});
+$r = sk('dnssec', 'chain', '-n', 'www.example.test', '--resolver',
+    $dns->{resolver}, '-o', "$d/none.chain");
+is($r->{rc}, 1, 'no record at _sovereign-key.www.example.test: no chain');
+like($r->{err}, qr/TXT _sovereign-key\.www\.example\.test\.: no such RRset/,
+    '... naming the RRset');
+
+my %bind = (
+    good  => dnssec_bind('good', qw(ex ex test root)),
+    old   => dnssec_bind('old', qw(ex.old ex test root)),
+    wrong => dnssec_bind('wrong', qw(ex.wrong ex test root)),
+    two   => dnssec_bind('two', qw(ex.two ex test root)),
+    nods  => dnssec_bind('nods', qw(ex ex test.nods root)),
+    other => dnssec_bind('other', qw(ex ex test other.root)),
+    soon  => dnssec_bind('soon', qw(ex.soon ex test root)),
+);
+ok(slurp("$d/fetched.chain") eq slurp("$d/good.chain"),
+    'the chain through the resolver is the one built from the zone files');
+like($bind{good}, qr/^DNSSEC-Chain: [\w-]+$/m, 'the Bind carries the chain');
+unlike($bind{good}, qr/^CA-Cert-Chain:/m, '... and no CA-Cert-Chain line');
+
+my %t;
+mkdir "$d/tl$_" for 7, 8;
+$t{7} = start_timeline("$d/tl7", tid => 7, evidence => 'ca, dnssec',
+    dnssec_anchors => "$d/z/root.ds");
+$t{8} = start_timeline("$d/tl8", tid => 8);
+ok($t{$_}{up}, "timeline $_ listens") or BAIL_OUT(slurp($t{$_}{log}))
+    for 7, 8;
+
+$r = append($t{8}, $bind{good});
+is($r->{code}, 403, 'evidence = ca (the default): a DNSSEC Bind is refused');
+like($r->{body}, qr/bind: DNSSEC evidence is not accepted here \(evidence = ca\)/,
+    '... naming the setting');
+
+my @refused = (
+    [old => qr/RRSIG over TXT _sovereign-key\.example\.test\.: DNSSEC signature has expired/,
+        'an expired RRSIG over the record'],
+    [wrong => qr/the TXT at _sovereign-key\.example\.test\. holds 0{64}, not the SK's hash/,
+        "a record with another SK's hash"],
+    [two => qr/2 TXT records at _sovereign-key\.example\.test\., want exactly one/,
+        'two records'],
+    [nods => qr/broken DS link: no DNSKEY of zone example\.test\. matches its DS RRset/,
+        'a DS naming another key'],
+    [other => qr/trust anchor mismatch: no root DNSKEY matches an anchor/,
+        'a chain from another root'],
+    [soon => qr/valid now, not 300 s later \(it must hold until stamped\): dnssec chain: RRSIG over TXT _sovereign-key\.example\.test\.: DNSSEC signature has expired/,
+        'an RRSIG expiring before the Bind could be stamped'],
+);
+for my $c (@refused) {
+    my ($what, $want, $desc) = @$c;
+    $r = append($t{7}, $bind{$what});
+    is($r->{code}, 403, "refused: $desc");
+    like($r->{body}, $want, '... naming the cause');
+}
+$r = append($t{7}, $bind{good});
+is($r->{code}, 201, 'evidence = ca, dnssec: the good chain is accepted')
+    or diag($r->{body});
+
+# A timeline that lies: it stamped the Bind with another SK's hash.
+my $fkey = ed25519_key($d, 'tl9');
+mkdir "$d/f9";
+forge("$d/f9", key => $fkey, tid => 9,
+    entries => [stamp($bind{wrong}, 9, 0, time, $fkey)]);
+my $f9 = serve_forged("$d/f9");
+
+my @tl = ((map { [$_, $t{$_}{url}, "$d/tl$_/timeline.pub", "sk-timeline-$_"] }
+    7, 8), [9, $f9->{url}, "$d/tl9.pub", 'sk-timeline-9']);
+my $m = start_mirror("$d/m", \@tl, dnssec_anchors => "$d/z/root.ds");
+ok($m->{up}, 'sk-mirror listens') or BAIL_OUT(slurp($m->{log}));
+ok(wait_state($m, 7, 'Idle', 15) && wait_state($m, 8, 'Idle', 15),
+    'the mirror checks the DNSSEC Bind again and syncs: Idle')
+    or diag(slurp($m->{log}));
+ok(wait_state($m, 9, 'Corrupt', 15),
+    'a forged timeline that stamped a Bind with a wrong record: Corrupt');
+like(http('GET', "$m->{url}/reneged/9")->{body},
+    qr/^Reason: SN 0: a Bind for example\.test not validly backed: dnssec chain: the TXT at _sovereign-key\.example\.test\. holds 0{64}, not the SK's hash\nKind: unbacked-bind$/m,
+    '... unbacked-bind, by the mirror\'s own DNSSEC check');
+my %keys = map { $_->[0] => [$_->[2], $_->[3]] } @tl[0, 1];
+$r = query($m, 'example.test');
+is($r->{code}, 200, 'query example.test: 200');
+my $a = check_answer($r->{body}, $m->{pub}, \%keys);
+ok($a->{ok}, '... the answer verifies') or diag($a->{err});
+like($a->{timelines}{7}{entries}[0]{text} // '', qr/^DNSSEC-Chain: /m,
+    '... with the Bind and its DNSSEC-Chain');
+
+my $n = start_mirror("$d/n", \@tl, dnssec_anchors => "$d/none.ds");
+ok($n->{up}, 'a mirror without anchors listens') or BAIL_OUT(slurp($n->{log}));
+ok(wait_state($n, 7, 'Stuck', 15), '... it cannot judge the Bind: Stuck')
+    or diag(slurp($n->{log}));
+isnt(tl_state($n, 7), 'Corrupt', '... not Corrupt');
+like(slurp($n->{log}), qr/SN 0: dnssec_anchors: .*none\.ds/,
+    '... and says why');
+
+stop_daemon($_->{pid}) for $m, $n, $f9, values %t;
+stop_dns($dns);
+unlike(slurp($m->{log}) . slurp($t{7}{log}), qr/Sanitizer|runtime error/,
+    'no sanitizer reports');
+done_testing();

@@ -1,0 +1,388 @@
+/*
+ * test_dnssec.c -- DNSSEC evidence (sk/dnssec.h) on chains built from
+ * zones signed at test time (tests/unit/dnssec_zones.sh: ldns-keygen,
+ * ldns-signzone with fixed windows), no server: the good chain is
+ * accepted, each broken one refused with a message naming the cause.
+ */
+#include "testutil.h"
+#include "dnssec_fixture.h"
+
+#include <getdns/getdns.h>
+#include <getdns/getdns_extra.h>
+
+/* 2027-01-01: inside the zones' window 2020..2037 (libldns compares
+ * RRSIG times as signed 32-bit numbers: nothing past 2038). */
+#define T_AT  1798761600
+
+static char                 *dir;
+static sk_key_t             *sk;
+static sk_dnssec_anchors_t  *anchors;
+
+
+static int
+setup(void **state)
+{
+    char      fp[SK_FINGERPRINT_SIZE], cmd[512], *path;
+    sk_err_t  err;
+
+    (void) state;
+    dir = tu_tmpdir();
+    assert_int_equal(sk_key_generate(&sk, SK_KEY_ED25519, 0, &err), 0);
+    sk_key_fingerprint(fp, sk);
+    snprintf(cmd, sizeof(cmd), "tests/unit/dnssec_zones.sh %s %s >/dev/null",
+        dir, fp + strlen("sha256:"));
+    assert_int_equal(system(cmd), 0);
+    path = tu_path(dir, "root.ds");
+    assert_int_equal(sk_dnssec_anchors_load(&anchors, path, &err), 0);
+    free(path);
+    return 0;
+}
+
+
+static int
+teardown(void **state)
+{
+    (void) state;
+    sk_dnssec_anchors_free(anchors);
+    sk_key_free(sk);
+    tu_rmtree(dir);
+    return 0;
+}
+
+
+/* The RRset of type at owner from the signed zone file, then its RRSIGs. */
+static void
+add(dx_chain_t *c, const char *file, const char *owner, ldns_rr_type type)
+{
+    if (dx_add(c, dir, file, owner, type) != 0) {
+        fail_msg("%s: no %s RRset at %s with RRSIGs", file,
+            ldns_rr_descript(type)->_name, owner);
+    }
+}
+
+
+static void
+build(dx_chain_t *c, const char *rec, const char *exk, const char *tst,
+    const char *root)
+{
+    assert_int_equal(dx_build(c, dir, rec, exk, tst, root), 0);
+}
+
+
+/* Each RR of the ldns list as a getdns RR dict, in a new list (getdns's
+ * own zone-file reader, getdns_fp2rr_list, reads uninitialised memory in
+ * 1.6: valgrind). */
+static getdns_list *
+getdns_from_ldns(const ldns_rr_list *rrs)
+{
+    getdns_list  *l = getdns_list_create();
+    getdns_dict  *d;
+    uint8_t      *w;
+    size_t        i, n;
+
+    for (i = 0; i < ldns_rr_list_rr_count(rrs); i++) {
+        assert_int_equal(ldns_rr2wire(&w, ldns_rr_list_rr(rrs, i),
+            LDNS_SECTION_ANSWER, &n), LDNS_STATUS_OK);
+        assert_int_equal(getdns_wire2rr_dict(w, n, &d), GETDNS_RETURN_GOOD);
+        assert_int_equal(getdns_list_set_dict(l, i, d), GETDNS_RETURN_GOOD);
+        getdns_dict_destroy(d);
+        free(w);
+    }
+    return l;
+}
+
+
+/* The second validator: getdns_validate_dnssec2 on the same bytes and
+ * anchors, the record's RRs to validate and the rest in support. */
+static int
+getdns_secure(const dx_chain_t *c, int64_t at)
+{
+    ldns_rr_list     *v = ldns_rr_list_new(), *s = ldns_rr_list_new();
+    getdns_list      *val, *sup, *ta;
+    ldns_zone        *z;
+    ldns_rr          *rr;
+    char             *path = tu_path(dir, "root.ds");
+    FILE             *f = fopen(path, "r");
+    size_t            pos = 0;
+    int               rec = 1;
+    getdns_return_t   r;
+
+    assert_non_null(f);
+    assert_int_equal(ldns_zone_new_frm_fp(&z, f, NULL, 3600,
+        LDNS_RR_CLASS_IN), LDNS_STATUS_OK);
+    fclose(f);
+    free(path);
+    while (pos < c->len) {
+        assert_int_equal(ldns_wire2rr(&rr, c->p, c->len, &pos,
+            LDNS_SECTION_ANSWER), LDNS_STATUS_OK);
+        rec = rec && ldns_rr_get_type(rr) != LDNS_RR_TYPE_DNSKEY;
+        assert_true(ldns_rr_list_push_rr(rec ? v : s, rr));
+    }
+    val = getdns_from_ldns(v);
+    sup = getdns_from_ldns(s);
+    ta = getdns_from_ldns(ldns_zone_rrs(z));
+    r = getdns_validate_dnssec2(val, sup, ta, (time_t) at, 0);
+    getdns_list_destroy(val);
+    getdns_list_destroy(sup);
+    getdns_list_destroy(ta);
+    ldns_rr_list_deep_free(v);
+    ldns_rr_list_deep_free(s);
+    ldns_zone_deep_free(z);
+    return r == GETDNS_DNSSEC_SECURE;
+}
+
+
+/* A whole chain: getdns finds it secure exactly when our refusal, if any,
+ * is not about signatures (a record's content, not its proof). */
+static void
+agree(const dx_chain_t *c, int64_t at, sk_err_code_t code)
+{
+    int  bogus = code == SK_ERR_EXPIRED || code == SK_ERR_NOT_YET_VALID
+                 || code == SK_ERR_SIGNATURE;
+
+    if (getdns_secure(c, at) == bogus) {
+        fail_msg("getdns says %s, libsk %s", bogus ? "secure" : "bogus",
+            code == SK_OK ? "accepted" : sk_err_str(code));
+    }
+}
+
+
+static void
+refused(const dx_chain_t *c, int64_t at, sk_err_code_t code, const char *msg)
+{
+    sk_err_t  err;
+
+    assert_int_equal(sk_dnssec_check(c->p, c->len, "example.test", sk,
+        anchors, at, &err), -1);
+    if (strstr(err.msg, msg) == NULL || err.code != code) {
+        fail_msg("want %s \"%s\", got %s \"%s\"", sk_err_str(code), msg,
+            sk_err_str(err.code), err.msg);
+    }
+}
+
+
+static void
+test_accepted(void **state)
+{
+    static dx_chain_t  c;
+    sk_err_t        err;
+
+    (void) state;
+    build(&c, "ex", "ex", "test", "root");
+    if (sk_dnssec_check(c.p, c.len, "example.test", sk, anchors, T_AT, &err)
+        != 0)
+    {
+        fail_msg("%s", err.msg);
+    }
+    agree(&c, T_AT, SK_OK);
+    /* the same chain for another name is no evidence for it */
+    assert_int_equal(sk_dnssec_check(c.p, c.len, "example.org", sk, anchors,
+        T_AT, &err), -1);
+    assert_non_null(strstr(err.msg, "want TXT _sovereign-key.example.org."));
+}
+
+
+static void
+test_signatures(void **state)
+{
+    static dx_chain_t  c;
+
+    (void) state;
+    build(&c, "ex.old", "ex", "test", "root");
+    refused(&c, T_AT, SK_ERR_EXPIRED, "RRSIG over TXT "
+        "_sovereign-key.example.test.: ");
+    agree(&c, T_AT, SK_ERR_EXPIRED);
+    build(&c, "ex", "ex", "test", "root");
+    refused(&c, 1546300800 /* 2019 */, SK_ERR_NOT_YET_VALID, "RRSIG over "
+        "DNSKEY .: ");
+    agree(&c, 1546300800, SK_ERR_NOT_YET_VALID);
+    build(&c, "ex", "ex", "test.nods", "root");
+    refused(&c, T_AT, SK_ERR_SIGNATURE, "broken DS link: no DNSKEY of zone "
+        "example.test. matches its DS RRset");
+    agree(&c, T_AT, SK_ERR_SIGNATURE);
+    build(&c, "ex", "ex", "test", "other.root");
+    refused(&c, T_AT, SK_ERR_SIGNATURE, "trust anchor mismatch");
+    agree(&c, T_AT, SK_ERR_SIGNATURE);
+}
+
+
+/* The root's key and RRSIGs moved to algorithm 253 (private, unknown to
+ * any validator), its DS re-made as the anchor: the link holds, the
+ * signature cannot be checked. */
+static void
+test_algorithm(void **state)
+{
+    static dx_chain_t     c, d;
+    sk_dnssec_anchors_t  *a;
+    ldns_rr              *rr, *key = NULL, *ds;
+    ldns_rdf             *root = ldns_dname_new_frm_str(".");
+    sk_err_t              err;
+    size_t                pos = 0;
+    char                 *path, *text;
+    FILE                 *f;
+
+    (void) state;
+    build(&c, "ex", "ex", "test", "root");
+    d.len = 0;
+    while (pos < c.len) {
+        assert_int_equal(ldns_wire2rr(&rr, c.p, c.len, &pos,
+            LDNS_SECTION_ANSWER), LDNS_STATUS_OK);
+        if (ldns_dname_compare(ldns_rr_owner(rr), root) == 0
+            && ldns_rr_get_type(rr) == LDNS_RR_TYPE_DNSKEY)
+        {
+            ldns_rdf_deep_free(ldns_rr_set_rdf(rr,
+                ldns_native2rdf_int8(LDNS_RDF_TYPE_ALG, 253), 2));
+            key = ldns_rr_clone(rr);
+        } else if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_RRSIG
+                   && ldns_dname_compare(ldns_rr_rrsig_signame(rr), root)
+                      == 0)
+        {
+            ldns_rdf_deep_free(ldns_rr_set_rdf(rr,
+                ldns_native2rdf_int8(LDNS_RDF_TYPE_ALG, 253), 1));
+            ldns_rdf_deep_free(ldns_rr_set_rdf(rr,
+                ldns_native2rdf_int16(LDNS_RDF_TYPE_INT16,
+                    ldns_calc_keytag(key)), 6));
+        }
+        assert_int_equal(dx_put(&d, rr), 0);
+        ldns_rr_free(rr);
+    }
+    assert_non_null(key);
+    ds = ldns_key_rr2ds(key, LDNS_SHA256);
+    text = ldns_rr2str(ds);
+    path = tu_path(dir, "alg.ds");
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(sk_dnssec_anchors_load(&a, path, &err), 0);
+    assert_int_equal(sk_dnssec_check(d.p, d.len, "example.test", sk, a,
+        T_AT, &err), -1);
+    if (strstr(err.msg, "RRSIG over DNSKEY .: ") == NULL
+        || strstr(err.msg, ldns_get_errorstr_by_id(
+               LDNS_STATUS_CRYPTO_UNKNOWN_ALGO)) == NULL)
+    {
+        fail_msg("want an unknown algorithm over DNSKEY ., got \"%s\"",
+            err.msg);
+    }
+    sk_dnssec_anchors_free(a);
+    free(path);
+    free(text);
+    ldns_rr_free(ds);
+    ldns_rr_free(key);
+    ldns_rdf_deep_free(root);
+}
+
+
+static void
+test_record(void **state)
+{
+    static dx_chain_t  c;
+    sk_err_t        err;
+    char           *line, fp[SK_FINGERPRINT_SIZE], want[256];
+
+    (void) state;
+    build(&c, "ex.wrong", "ex", "test", "root");
+    refused(&c, T_AT, SK_ERR_WRONG_SK, "the TXT at "
+        "_sovereign-key.example.test. holds 0000");
+    agree(&c, T_AT, SK_ERR_WRONG_SK);
+    build(&c, "ex.two", "ex", "test", "root");
+    refused(&c, T_AT, SK_ERR_FORMAT, "2 TXT records at "
+        "_sovereign-key.example.test., want exactly one");
+    agree(&c, T_AT, SK_ERR_FORMAT);
+    c.len = 0;
+    add(&c, "ex.none", "example.test.", LDNS_RR_TYPE_NSEC);
+    add(&c, "ex.none", "example.test.", LDNS_RR_TYPE_DNSKEY);
+    add(&c, "test", "example.test.", LDNS_RR_TYPE_DS);
+    add(&c, "test", "test.", LDNS_RR_TYPE_DNSKEY);
+    add(&c, "root", "test.", LDNS_RR_TYPE_DS);
+    add(&c, "root", ".", LDNS_RR_TYPE_DNSKEY);
+    refused(&c, T_AT, SK_ERR_FORMAT, "an NSEC or NSEC3 proof of "
+        "non-existence");
+    agree(&c, T_AT, SK_ERR_FORMAT);
+
+    assert_int_equal(sk_dnssec_record(&line, "example.test", sk, &err), 0);
+    sk_key_fingerprint(fp, sk);
+    snprintf(want, sizeof(want), "_sovereign-key.example.test. 3600 IN TXT "
+        "\"v=sk1; spki-sha256=%s\"", fp + strlen("sha256:"));
+    assert_string_equal(line, want);
+    free(line);
+}
+
+
+static void
+test_shape(void **state)
+{
+    static dx_chain_t  c, d;
+    ldns_rr        *rr;
+    size_t          cut = 0;
+
+    (void) state;
+    build(&c, "ex", "ex", "test", "root");
+    c.len -= 5;
+    refused(&c, T_AT, SK_ERR_FORMAT, "dnssec chain: RR ");
+    /* whole RRs, but the root's DNSKEY RRset left off */
+    d.len = 0;
+    add(&d, "ex", "_sovereign-key.example.test.", LDNS_RR_TYPE_TXT);
+    add(&d, "ex", "example.test.", LDNS_RR_TYPE_DNSKEY);
+    add(&d, "test", "example.test.", LDNS_RR_TYPE_DS);
+    add(&d, "test", "test.", LDNS_RR_TYPE_DNSKEY);
+    add(&d, "root", "test.", LDNS_RR_TYPE_DS);
+    refused(&d, T_AT, SK_ERR_FORMAT, "ends before DNSKEY . (truncated)");
+    /* the DS of example.test. after test.'s DNSKEY, not before */
+    d.len = 0;
+    add(&d, "ex", "_sovereign-key.example.test.", LDNS_RR_TYPE_TXT);
+    add(&d, "ex", "example.test.", LDNS_RR_TYPE_DNSKEY);
+    add(&d, "test", "test.", LDNS_RR_TYPE_DNSKEY);
+    add(&d, "test", "example.test.", LDNS_RR_TYPE_DS);
+    add(&d, "root", "test.", LDNS_RR_TYPE_DS);
+    add(&d, "root", ".", LDNS_RR_TYPE_DNSKEY);
+    assert_int_equal(d.len, c.len + 5);
+    refused(&d, T_AT, SK_ERR_FORMAT, "RRset 2 is DNSKEY test., want DS "
+        "example.test.");
+    /* the record's RRSIG without the record before it */
+    c.len += 5;
+    assert_int_equal(ldns_wire2rr(&rr, c.p, c.len, &cut, LDNS_SECTION_ANSWER),
+        LDNS_STATUS_OK);
+    ldns_rr_free(rr);
+    memmove(d.p, c.p + cut, c.len - cut);
+    d.len = c.len - cut;
+    refused(&d, T_AT, SK_ERR_FORMAT, "RR 0 (offset 0): an RRSIG not after "
+        "the RRset it covers");
+    memset(d.p, 0, sizeof(d.p));
+    d.len = SK_DNSSEC_CHAIN_MAX + 1;
+    refused(&d, T_AT, SK_ERR_FORMAT, "16385 bytes, more than 16384");
+}
+
+
+static void
+test_anchors(void **state)
+{
+    sk_dnssec_anchors_t  *a;
+    sk_err_t              err;
+    char                 *path;
+
+    (void) state;
+    path = tu_path(dir, "test.signed");
+    assert_int_equal(sk_dnssec_anchors_load(&a, path, &err), -1);
+    assert_non_null(strstr(err.msg, "want DS or DNSKEY records of the root"));
+    free(path);
+    assert_int_equal(sk_dnssec_anchors_load(&a, "/nonexistent/root.ds",
+        &err), -1);
+    assert_int_equal(err.code, SK_ERR_SYSTEM);
+}
+
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_accepted),
+        cmocka_unit_test(test_signatures),
+        cmocka_unit_test(test_algorithm),
+        cmocka_unit_test(test_record),
+        cmocka_unit_test(test_shape),
+        cmocka_unit_test(test_anchors),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
