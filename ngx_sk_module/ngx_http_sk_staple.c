@@ -538,12 +538,14 @@ ngx_http_sk_staple_serve(ngx_http_sk_staple_t *st, X509 *x, ngx_log_t *log)
 
 
 /* Each name refreshed at now: its age and where it came from, or why
- * there is none. */
+ * there is none; a refresh that failed for any name is counted. */
 static void
 ngx_http_sk_staple_log(ngx_http_sk_staple_t *st, ngx_log_t *log, int64_t now)
 {
-    ngx_uint_t         i, level;
+    ngx_uint_t         i, level, failed;
     sk_staple_name_t  *nm;
+
+    failed = 0;
 
     for (i = 0; i < st->set.n; i++) {
         nm = &st->set.names[i];
@@ -553,10 +555,15 @@ ngx_http_sk_staple_log(ngx_http_sk_staple_t *st, ngx_log_t *log, int64_t now)
         }
 
         level = nm->failed ? NGX_LOG_WARN : NGX_LOG_NOTICE;
+        failed |= nm->failed;
 
         ngx_log_error(level, log, 0, "sovereign_key_staple %s: %s%s",
                       nm->name, nm->why,
                       st->ext == NULL ? "; sending no staple" : "");
+    }
+
+    if (failed) {
+        ngx_http_sk_metric_inc(NGX_HTTP_SK_M_REFRESH_FAILURES);
     }
 }
 
@@ -622,16 +629,20 @@ ngx_http_sk_staple_add(SSL *ssl, unsigned int type, unsigned int context,
     *out = st->ext;
     *outlen = st->ext_len;
 
+    ngx_http_sk_metric_inc(NGX_HTTP_SK_M_SENT);
+
     return 1;
 }
 
 
-/* The client's request carries nothing to read. */
+/* The client's request carries nothing to read: it is counted. */
 static int
 ngx_http_sk_staple_parse(SSL *ssl, unsigned int type, unsigned int context,
     const unsigned char *in, size_t inlen, X509 *x, size_t chainidx,
     int *al, void *arg)
 {
+    ngx_http_sk_metric_inc(NGX_HTTP_SK_M_REQUESTED);
+
     return 1;
 }
 
@@ -753,9 +764,8 @@ ngx_http_sk_staple_task(void *data, ngx_log_t *log)
     (void) log;
 
     cache = NULL;
-    if (sk_cache_open(&cache, st->cache, 1000, &err) != 0
-        && err.code != SK_ERR_UNAVAILABLE)
-    {
+    if (sk_cache_open(&cache, st->cache, 1000, &err) != 0) {
+        ngx_http_sk_metric_inc(NGX_HTTP_SK_M_CACHE_ERRORS);
         cache = NULL;
     }
 
@@ -794,6 +804,7 @@ ngx_http_sk_staple_done(ngx_event_t *ev)
     if (st->rc < 0) {
         ngx_log_error(NGX_LOG_ERR, ev->log, 0,
                       "sovereign_key_staple: %s", st->err.msg);
+        ngx_http_sk_metric_inc(NGX_HTTP_SK_M_REFRESH_FAILURES);
 
     } else {
         x = st->newcert;
@@ -894,4 +905,37 @@ ngx_http_sk_staple_status(u_char *p, u_char *last, ngx_http_sk_staple_t *st)
     }
 
     return ngx_slprintf(p, last, "]}");
+}
+
+
+size_t
+ngx_http_sk_staple_metrics_size(ngx_http_sk_staple_t *st)
+{
+    return st->set.n * (SK_NAME_MAX + 64);
+}
+
+
+u_char *
+ngx_http_sk_staple_metrics(u_char *p, u_char *last, ngx_http_sk_staple_t *st,
+    time_t now)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < st->set.n; i++) {
+        if (st->info[i].oldest) {
+            p = ngx_slprintf(p, last,
+                             "sk_nginx_staple_age_seconds{name=\"%s\"} %T\n",
+                             st->info[i].name, now - st->info[i].oldest);
+        }
+    }
+
+    return p;
+}
+
+
+ngx_uint_t
+ngx_http_sk_staple_in_chain(ngx_http_sk_staple_t *st)
+{
+    return st != NULL && st->mode == NGX_HTTP_SK_STAPLE_CHAIN
+           && st->cert != NULL;
 }
