@@ -9,7 +9,8 @@
 #     expiry and staple age gauges;
 #   connections spread over both workers (reuseport), and every answer,
 #     whichever worker gives it, holds the sum of both;
-#   `promtool check metrics` on the answer; a real Prometheus scrapes it.
+#   `promtool check metrics` on the answer; a real Prometheus scrapes it;
+#   a reload keeps the counts.
 
 use strict;
 use warnings;
@@ -187,6 +188,14 @@ ok(prom_wait($p, 'sk_nginx_carrier_handshakes_total', sub { $_[0] >= $hs },
 ok(prom_wait($p, 'sk_nginx_carrier_expiry_seconds{name="example.com"}',
     sub { abs($_[0] - $left) < 30 }, 5), '... and the carrier expiry');
 kill 'TERM', $p->{pid};
+
+# A reload keeps the zone and its counts; the new workers count on.
+my $before = (metrics())[1]{sk_nginx_carrier_handshakes_total};
+$ngx->reload;
+run_cmd(['sh', '-c', "openssl s_client -connect 127.0.0.1:$pe -servername "
+    . "example.com </dev/null >/dev/null 2>&1"]);
+is((metrics())[1]{sk_nginx_carrier_handshakes_total}, $before + 1,
+    'a reload keeps the counts, and the new workers add to them');
 
 $ngx->stop;
 is($ngx->alerts, '', 'no alerts or sanitizer reports');
