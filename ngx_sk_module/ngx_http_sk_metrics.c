@@ -299,7 +299,6 @@ ngx_http_sk_metrics_render(u_char *p, u_char *last,
     time_t                  now;
     ngx_uint_t              i;
     ngx_http_sk_expiry_t   *e;
-    ngx_http_sk_staple_t  **stp;
 
     now = ngx_time();
 
@@ -326,12 +325,8 @@ ngx_http_sk_metrics_render(u_char *p, u_char *last,
                                  "Age of the oldest answer this worker "
                                  "staples for the name.", "gauge");
 
-    stp = mcf->staples.elts;
-    for (i = 0; i < mcf->staples.nelts; i++) {
-        p = ngx_http_sk_staple_metrics(p, last, stp[i], now);
-    }
-
-    return p;
+    return ngx_http_sk_staple_metrics(p, last, mcf->staples.elts,
+                                      mcf->staples.nelts, now);
 }
 
 

@@ -108,11 +108,12 @@ size_t ngx_http_sk_staple_status_size(ngx_http_sk_staple_t *st);
 u_char *ngx_http_sk_staple_status(u_char *p, u_char *last,
     ngx_http_sk_staple_t *st);
 
-/* Each name's staple age, one sk_nginx_staple_age_seconds line each, at
- * most ngx_http_sk_staple_metrics_size() bytes. */
+/* The staple age of each name of the staples stp[0..n), one
+ * sk_nginx_staple_age_seconds line per name, at most the sum of
+ * ngx_http_sk_staple_metrics_size() bytes. */
 size_t ngx_http_sk_staple_metrics_size(ngx_http_sk_staple_t *st);
 u_char *ngx_http_sk_staple_metrics(u_char *p, u_char *last,
-    ngx_http_sk_staple_t *st, time_t now);
+    ngx_http_sk_staple_t **stp, ngx_uint_t n, time_t now);
 
 /* Whether st is stapled after the chain now (each full handshake sends
  * it). */

@@ -915,17 +915,56 @@ ngx_http_sk_staple_metrics_size(ngx_http_sk_staple_t *st)
 }
 
 
-u_char *
-ngx_http_sk_staple_metrics(u_char *p, u_char *last, ngx_http_sk_staple_t *st,
-    time_t now)
+/* The oldest answer held for name among staples [from, to); 0: none. */
+static time_t
+ngx_http_sk_staple_oldest(ngx_http_sk_staple_t **stp, ngx_uint_t from,
+    ngx_uint_t to, const char *name)
 {
-    ngx_uint_t  i;
+    time_t       oldest;
+    ngx_uint_t   i, k;
 
-    for (i = 0; i < st->set.n; i++) {
-        if (st->info[i].oldest) {
+    oldest = 0;
+
+    for (i = from; i < to; i++) {
+        for (k = 0; k < stp[i]->set.n; k++) {
+            if (stp[i]->info[k].oldest
+                && ngx_strcmp(stp[i]->info[k].name, name) == 0
+                && (oldest == 0 || stp[i]->info[k].oldest < oldest))
+            {
+                oldest = stp[i]->info[k].oldest;
+            }
+        }
+    }
+
+    return oldest;
+}
+
+
+/* One line per name however many servers staple it: the oldest answer
+ * among them, written where the name first appears. */
+u_char *
+ngx_http_sk_staple_metrics(u_char *p, u_char *last,
+    ngx_http_sk_staple_t **stp, ngx_uint_t n, time_t now)
+{
+    time_t                      oldest;
+    ngx_uint_t                  i, k;
+    ngx_http_sk_staple_info_t  *in;
+
+    for (i = 0; i < n; i++) {
+        for (k = 0; k < stp[i]->set.n; k++) {
+            in = &stp[i]->info[k];
+
+            if (in->oldest == 0
+                || ngx_http_sk_staple_oldest(stp, 0, i, in->name) != 0)
+            {
+                continue;       /* none, or written already */
+            }
+
+            oldest = ngx_http_sk_staple_oldest(stp, i, n, in->name);
+
             p = ngx_slprintf(p, last,
                              "sk_nginx_staple_age_seconds{name=\"%s\"} %T\n",
-                             st->info[i].name, now - st->info[i].oldest);
+                             in->name, now - oldest);
         }
     }
 

@@ -57,7 +57,8 @@ make_carrier($w->{sk}{'other.example'}, $oc, 'other.example', "$d/c-o.pem");
 mkdir "$d/scache";
 chmod 0777, "$d/scache";
 
-my ($po, $pm) = ($ngx->port('other'), $ngx->port('metrics'));
+# A second server stapling example.com: still one series for the name.
+my ($po, $pm, $p2) = map { $ngx->port($_) } qw(other metrics second);
 $ngx->write_conf(<<"EOF", workers => 2);
     log_format pid '\$pid';
     server {
@@ -74,6 +75,17 @@ $ngx->write_conf(<<"EOF", workers => 2);
         sovereign_key_trust $d/srv-trust.conf;
         sovereign_key_staple_cache $d/scache;
         location = /sk { sovereign_key_status; }
+    }
+    server {
+        listen 127.0.0.1:$p2 ssl;
+        server_name example.com;
+        ssl_certificate $ec;
+        ssl_certificate_key $eckey;
+        sovereign_key_public $skpub;
+        sovereign_key_carrier $d/c-ec.pem;
+        sovereign_key_staple extension;
+        sovereign_key_trust $d/srv-trust.conf;
+        sovereign_key_staple_cache $d/scache;
     }
     server {
         listen 127.0.0.1:$po ssl;
@@ -171,6 +183,8 @@ ok(defined $v->{'sk_nginx_carrier_expiry_seconds{name="other.example"}'},
 my $age = $v->{'sk_nginx_staple_age_seconds{name="example.com"}'};
 ok(defined $age && $age >= 0 && $age < 600, 'staple age')
     or diag($s->{body});
+is(scalar(() = $s->{body} =~ /^sk_nginx_staple_age_seconds\{name="example.com"\}/mg),
+    1, '... one series for a name two servers staple');
 ok(!defined $v->{'sk_nginx_staple_age_seconds{name="other.example"}'},
     '... none for a name without a staple');
 
