@@ -93,8 +93,8 @@ typedef struct {
 static void ngx_http_sk_staple_cleanup(void *data);
 static ngx_int_t ngx_http_sk_staple_serve(ngx_http_sk_staple_t *st,
     X509 *x, ngx_log_t *log);
-static void ngx_http_sk_staple_log(ngx_http_sk_staple_t *st, ngx_log_t *log,
-    int64_t now);
+static ngx_uint_t ngx_http_sk_staple_log(ngx_http_sk_staple_t *st,
+    ngx_log_t *log, int64_t now);
 static int ngx_http_sk_staple_add(SSL *ssl, unsigned int type,
     unsigned int context, const unsigned char **out, size_t *outlen, X509 *x,
     size_t chainidx, int *al, void *arg);
@@ -538,8 +538,8 @@ ngx_http_sk_staple_serve(ngx_http_sk_staple_t *st, X509 *x, ngx_log_t *log)
 
 
 /* Each name refreshed at now: its age and where it came from, or why
- * there is none; a refresh that failed for any name is counted. */
-static void
+ * there is none.  Whether any failed. */
+static ngx_uint_t
 ngx_http_sk_staple_log(ngx_http_sk_staple_t *st, ngx_log_t *log, int64_t now)
 {
     ngx_uint_t         i, level, failed;
@@ -562,9 +562,7 @@ ngx_http_sk_staple_log(ngx_http_sk_staple_t *st, ngx_log_t *log, int64_t now)
                       st->ext == NULL ? "; sending no staple" : "");
     }
 
-    if (failed) {
-        ngx_http_sk_metric_inc(NGX_HTTP_SK_M_REFRESH_FAILURES);
-    }
+    return failed;
 }
 
 
@@ -804,7 +802,6 @@ ngx_http_sk_staple_done(ngx_event_t *ev)
     if (st->rc < 0) {
         ngx_log_error(NGX_LOG_ERR, ev->log, 0,
                       "sovereign_key_staple: %s", st->err.msg);
-        ngx_http_sk_metric_inc(NGX_HTTP_SK_M_REFRESH_FAILURES);
 
     } else {
         x = st->newcert;
@@ -818,7 +815,9 @@ ngx_http_sk_staple_done(ngx_event_t *ev)
         }
     }
 
-    ngx_http_sk_staple_log(st, ev->log, st->ran);
+    if (ngx_http_sk_staple_log(st, ev->log, st->ran) || st->rc < 0) {
+        ngx_http_sk_metric_inc(NGX_HTTP_SK_M_REFRESH_FAILURES);
+    }
 
     ngx_http_sk_staple_schedule(st, st->rc < 0 ? st->trust->staple_retry
                                                : st->set.next - ngx_time());
