@@ -58,6 +58,7 @@ typedef struct {
 
 typedef struct {
     ngx_flag_t                status;         /* sovereign_key_status */
+    ngx_flag_t                metrics;        /* sovereign_key_metrics */
 } ngx_http_sk_loc_conf_t;
 
 
@@ -78,6 +79,7 @@ static void *ngx_http_sk_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_sk_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
 static ngx_int_t ngx_http_sk_init(ngx_conf_t *cf);
+static ngx_int_t ngx_http_sk_init_process(ngx_cycle_t *cycle);
 
 static char *ngx_http_sk_carrier(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -88,6 +90,8 @@ static char *ngx_http_sk_str(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_sk_onion_dir(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_sk_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_sk_metrics(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
 static ngx_int_t ngx_http_sk_staple_names(ngx_conf_t *cf,
@@ -169,6 +173,13 @@ static ngx_command_t  ngx_http_sk_commands[] = {
       0,
       NULL },
 
+    { ngx_string("sovereign_key_metrics"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_sk_metrics,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -195,7 +206,7 @@ ngx_module_t  ngx_http_sk_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    ngx_http_sk_staple_init_process,       /* init process */
+    ngx_http_sk_init_process,              /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     NULL,                                  /* exit process */
@@ -225,6 +236,9 @@ ngx_http_sk_create_main_conf(ngx_conf_t *cf)
         != NGX_OK
         || ngx_array_init(&mcf->staples, cf->pool, 4,
                           sizeof(ngx_http_sk_staple_t *))
+           != NGX_OK
+        || ngx_array_init(&mcf->expiry, cf->pool, 4,
+                          sizeof(ngx_http_sk_expiry_t))
            != NGX_OK)
     {
         return NULL;
@@ -235,6 +249,7 @@ ngx_http_sk_create_main_conf(ngx_conf_t *cf)
      *
      *     mcf->trusts = { 0 };      initialised on first use
      *     mcf->thread_pool = NULL;
+     *     mcf->metrics = NULL;
      */
 
     return mcf;
@@ -410,6 +425,7 @@ ngx_http_sk_create_loc_conf(ngx_conf_t *cf)
     }
 
     conf->status = NGX_CONF_UNSET;
+    conf->metrics = NGX_CONF_UNSET;
 
     return conf;
 }
@@ -422,6 +438,7 @@ ngx_http_sk_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_sk_loc_conf_t *conf = child;
 
     ngx_conf_merge_value(conf->status, prev->status, 0);
+    ngx_conf_merge_value(conf->metrics, prev->metrics, 0);
 
     return NGX_CONF_OK;
 }
@@ -641,6 +658,30 @@ ngx_http_sk_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
     clcf->handler = ngx_http_sk_status_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_sk_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_sk_loc_conf_t *slcf = conf;
+
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (slcf->metrics != NGX_CONF_UNSET) {
+        return "is duplicate";
+    }
+
+    slcf->metrics = 1;
+
+    if (ngx_http_sk_metrics_zone(cf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_sk_metrics_handler;
 
     return NGX_CONF_OK;
 }
@@ -1300,6 +1341,13 @@ ngx_http_sk_attach(ngx_conf_t *cf, ngx_http_core_srv_conf_t *cscf,
 
         c->used = 1;
 
+        if (ngx_http_sk_metrics_carrier(cf, sk_carrier_name(c->carrier),
+                                        sk_carrier_not_after(c->carrier))
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
         if (n < sizeof(attached) / sizeof(attached[0])) {
             attached[n++] = c;
         }
@@ -1747,6 +1795,11 @@ ngx_http_sk_init(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
+    if (mcf->metrics != NULL && ngx_http_sk_metrics_register(cf) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     srcs = mcf->srcs.elts;
 
     for (s = 0; s < mcf->srcs.nelts; s++) {
@@ -1810,6 +1863,15 @@ ngx_http_sk_header_filter(ngx_http_request_t *r)
 }
 
 
+static ngx_int_t
+ngx_http_sk_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_sk_metrics_init_process(cycle);
+
+    return ngx_http_sk_staple_init_process(cycle);
+}
+
+
 /* The document: what configuration time built, and this worker's
  * staple as it is now. */
 static ngx_int_t
@@ -1819,7 +1881,6 @@ ngx_http_sk_status_handler(ngx_http_request_t *r)
     size_t                   size;
     ngx_int_t                rc;
     ngx_buf_t               *b;
-    ngx_chain_t              out;
     ngx_http_sk_srv_conf_t  *skcf;
 
     if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
@@ -1857,7 +1918,19 @@ ngx_http_sk_status_handler(ngx_http_request_t *r)
     p = ngx_slprintf(p, last, "}\n");
     b->last = p;
 
-    ngx_str_set(&r->headers_out.content_type, "application/json");
+    return ngx_http_sk_send(r, b, "application/json");
+}
+
+
+/* The whole answer, b, with its Content-Type. */
+ngx_int_t
+ngx_http_sk_send(ngx_http_request_t *r, ngx_buf_t *b, const char *type)
+{
+    ngx_int_t    rc;
+    ngx_chain_t  out;
+
+    r->headers_out.content_type.data = (u_char *) type;
+    r->headers_out.content_type.len = ngx_strlen(type);
     r->headers_out.content_type_len = r->headers_out.content_type.len;
     r->headers_out.status = NGX_HTTP_OK;
     r->headers_out.content_length_n = b->last - b->pos;

@@ -15,6 +15,7 @@
 
 #include <sk/sk.h>
 #include <sk/staple_serve.h>
+#include <sk/metrics.h>
 
 
 #define NGX_HTTP_SK_STAPLE_OFF        0
@@ -55,11 +56,30 @@ typedef struct {
 } ngx_http_sk_srv_conf_t;
 
 
+/* Counters in the shared zone (ngx_http_sk_metrics.c). */
+typedef enum {
+    NGX_HTTP_SK_M_HANDSHAKES = 0,
+    NGX_HTTP_SK_M_REQUESTED,
+    NGX_HTTP_SK_M_SENT,
+    NGX_HTTP_SK_M_REFRESH_FAILURES,
+    NGX_HTTP_SK_M_CACHE_ERRORS,
+    NGX_HTTP_SK_M_N
+} ngx_http_sk_metric_e;
+
+
+typedef struct {
+    char                     *name;
+    time_t                    not_after;
+} ngx_http_sk_expiry_t;
+
+
 typedef struct {
     ngx_array_t               srcs;           /* ngx_http_sk_src_t * */
     ngx_array_t               staples;        /* ngx_http_sk_staple_t * */
     ngx_array_t               trusts;         /* ngx_http_sk_trust_t */
     void                     *thread_pool;    /* ngx_thread_pool_t * */
+    ngx_array_t               expiry;         /* ngx_http_sk_expiry_t */
+    ngx_shm_zone_t           *metrics;        /* sovereign_key_metrics */
 } ngx_http_sk_main_conf_t;
 
 
@@ -87,6 +107,28 @@ ngx_int_t ngx_http_sk_staple_init_process(ngx_cycle_t *cycle);
 size_t ngx_http_sk_staple_status_size(ngx_http_sk_staple_t *st);
 u_char *ngx_http_sk_staple_status(u_char *p, u_char *last,
     ngx_http_sk_staple_t *st);
+
+/* The staple age of each name of the staples stp[0..n), one
+ * sk_nginx_staple_age_seconds line per name, at most the sum of
+ * ngx_http_sk_staple_metrics_size() bytes. */
+size_t ngx_http_sk_staple_metrics_size(ngx_http_sk_staple_t *st);
+u_char *ngx_http_sk_staple_metrics(u_char *p, u_char *last,
+    ngx_http_sk_staple_t **stp, ngx_uint_t n, time_t now);
+
+/* Whether st is stapled after the chain now (each full handshake sends
+ * it). */
+ngx_uint_t ngx_http_sk_staple_in_chain(ngx_http_sk_staple_t *st);
+
+ngx_int_t ngx_http_sk_metrics_zone(ngx_conf_t *cf);
+ngx_int_t ngx_http_sk_metrics_carrier(ngx_conf_t *cf, const char *name,
+    time_t not_after);
+ngx_int_t ngx_http_sk_metrics_register(ngx_conf_t *cf);
+void ngx_http_sk_metrics_init_process(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_sk_metrics_handler(ngx_http_request_t *r);
+void ngx_http_sk_metric_inc(ngx_http_sk_metric_e m);
+
+ngx_int_t ngx_http_sk_send(ngx_http_request_t *r, ngx_buf_t *b,
+    const char *type);
 
 u_char *ngx_http_sk_json_str(u_char *p, u_char *last, const char *s);
 

@@ -93,8 +93,8 @@ typedef struct {
 static void ngx_http_sk_staple_cleanup(void *data);
 static ngx_int_t ngx_http_sk_staple_serve(ngx_http_sk_staple_t *st,
     X509 *x, ngx_log_t *log);
-static void ngx_http_sk_staple_log(ngx_http_sk_staple_t *st, ngx_log_t *log,
-    int64_t now);
+static ngx_uint_t ngx_http_sk_staple_log(ngx_http_sk_staple_t *st,
+    ngx_log_t *log, int64_t now);
 static int ngx_http_sk_staple_add(SSL *ssl, unsigned int type,
     unsigned int context, const unsigned char **out, size_t *outlen, X509 *x,
     size_t chainidx, int *al, void *arg);
@@ -538,12 +538,14 @@ ngx_http_sk_staple_serve(ngx_http_sk_staple_t *st, X509 *x, ngx_log_t *log)
 
 
 /* Each name refreshed at now: its age and where it came from, or why
- * there is none. */
-static void
+ * there is none.  Whether any failed. */
+static ngx_uint_t
 ngx_http_sk_staple_log(ngx_http_sk_staple_t *st, ngx_log_t *log, int64_t now)
 {
-    ngx_uint_t         i, level;
+    ngx_uint_t         i, level, failed;
     sk_staple_name_t  *nm;
+
+    failed = 0;
 
     for (i = 0; i < st->set.n; i++) {
         nm = &st->set.names[i];
@@ -553,11 +555,14 @@ ngx_http_sk_staple_log(ngx_http_sk_staple_t *st, ngx_log_t *log, int64_t now)
         }
 
         level = nm->failed ? NGX_LOG_WARN : NGX_LOG_NOTICE;
+        failed |= nm->failed;
 
         ngx_log_error(level, log, 0, "sovereign_key_staple %s: %s%s",
                       nm->name, nm->why,
                       st->ext == NULL ? "; sending no staple" : "");
     }
+
+    return failed;
 }
 
 
@@ -622,16 +627,20 @@ ngx_http_sk_staple_add(SSL *ssl, unsigned int type, unsigned int context,
     *out = st->ext;
     *outlen = st->ext_len;
 
+    ngx_http_sk_metric_inc(NGX_HTTP_SK_M_SENT);
+
     return 1;
 }
 
 
-/* The client's request carries nothing to read. */
+/* The client's request carries nothing to read: it is counted. */
 static int
 ngx_http_sk_staple_parse(SSL *ssl, unsigned int type, unsigned int context,
     const unsigned char *in, size_t inlen, X509 *x, size_t chainidx,
     int *al, void *arg)
 {
+    ngx_http_sk_metric_inc(NGX_HTTP_SK_M_REQUESTED);
+
     return 1;
 }
 
@@ -753,9 +762,8 @@ ngx_http_sk_staple_task(void *data, ngx_log_t *log)
     (void) log;
 
     cache = NULL;
-    if (sk_cache_open(&cache, st->cache, 1000, &err) != 0
-        && err.code != SK_ERR_UNAVAILABLE)
-    {
+    if (sk_cache_open(&cache, st->cache, 1000, &err) != 0) {
+        ngx_http_sk_metric_inc(NGX_HTTP_SK_M_CACHE_ERRORS);
         cache = NULL;
     }
 
@@ -807,7 +815,9 @@ ngx_http_sk_staple_done(ngx_event_t *ev)
         }
     }
 
-    ngx_http_sk_staple_log(st, ev->log, st->ran);
+    if (ngx_http_sk_staple_log(st, ev->log, st->ran) || st->rc < 0) {
+        ngx_http_sk_metric_inc(NGX_HTTP_SK_M_REFRESH_FAILURES);
+    }
 
     ngx_http_sk_staple_schedule(st, st->rc < 0 ? st->trust->staple_retry
                                                : st->set.next - ngx_time());
@@ -894,4 +904,76 @@ ngx_http_sk_staple_status(u_char *p, u_char *last, ngx_http_sk_staple_t *st)
     }
 
     return ngx_slprintf(p, last, "]}");
+}
+
+
+size_t
+ngx_http_sk_staple_metrics_size(ngx_http_sk_staple_t *st)
+{
+    return st->set.n * (SK_NAME_MAX + 64);
+}
+
+
+/* The oldest answer held for name among staples [from, to); 0: none. */
+static time_t
+ngx_http_sk_staple_oldest(ngx_http_sk_staple_t **stp, ngx_uint_t from,
+    ngx_uint_t to, const char *name)
+{
+    time_t       oldest;
+    ngx_uint_t   i, k;
+
+    oldest = 0;
+
+    for (i = from; i < to; i++) {
+        for (k = 0; k < stp[i]->set.n; k++) {
+            if (stp[i]->info[k].oldest
+                && ngx_strcmp(stp[i]->info[k].name, name) == 0
+                && (oldest == 0 || stp[i]->info[k].oldest < oldest))
+            {
+                oldest = stp[i]->info[k].oldest;
+            }
+        }
+    }
+
+    return oldest;
+}
+
+
+/* One line per name however many servers staple it: the oldest answer
+ * among them, written where the name first appears. */
+u_char *
+ngx_http_sk_staple_metrics(u_char *p, u_char *last,
+    ngx_http_sk_staple_t **stp, ngx_uint_t n, time_t now)
+{
+    time_t                      oldest;
+    ngx_uint_t                  i, k;
+    ngx_http_sk_staple_info_t  *in;
+
+    for (i = 0; i < n; i++) {
+        for (k = 0; k < stp[i]->set.n; k++) {
+            in = &stp[i]->info[k];
+
+            if (in->oldest == 0
+                || ngx_http_sk_staple_oldest(stp, 0, i, in->name) != 0)
+            {
+                continue;       /* none, or written already */
+            }
+
+            oldest = ngx_http_sk_staple_oldest(stp, i, n, in->name);
+
+            p = ngx_slprintf(p, last,
+                             "sk_nginx_staple_age_seconds{name=\"%s\"} %T\n",
+                             in->name, now - oldest);
+        }
+    }
+
+    return p;
+}
+
+
+ngx_uint_t
+ngx_http_sk_staple_in_chain(ngx_http_sk_staple_t *st)
+{
+    return st != NULL && st->mode == NGX_HTTP_SK_STAPLE_CHAIN
+           && st->cert != NULL;
 }

@@ -1,0 +1,218 @@
+#!/usr/bin/perl
+
+# nginx-metrics.t -- sovereign_key_metrics: the module's counters in the
+# Prometheus text format, from a shared memory zone, with a real
+# sk-timeline and sk-mirror behind the staple and nginx running 2 workers:
+#   handshakes with the carrier, staples requested and sent (sk staple show
+#     asks for 0xFF53, openssl s_client does not), staple refresh failures
+#     and cache errors (a server whose mirror and cache are down), carrier
+#     expiry and staple age gauges;
+#   connections spread over both workers (reuseport), and every answer,
+#     whichever worker gives it, holds the sum of both;
+#   `promtool check metrics` on the answer; a real Prometheus scrapes it;
+#   a reload keeps the counts.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/lib";
+
+use JSON::PP;
+use Test::More;
+use Time::Local qw(timegm);
+
+use SKTest;
+use NginxTest;
+use SKSite;
+use SKPrometheus;
+use SKTimeline ();
+use SKMirror ();
+
+my ($ngx, $d, $pe) = NginxTest->setup;
+plan skip_all => 'sk-timeline or sk-mirror not built'
+    unless -x $SKTimeline::TL && -x $SKMirror::MR;
+plan skip_all => 'no openssl, curl, prometheus or promtool'
+    unless has_cmd('openssl') && have_prometheus();
+
+my $w = world($d, names => { 'example.com' => 'https',
+    'other.example' => 'https' }, tids => [7, 8]);
+my $m = $w->{mirror};
+my $trust = $w->{trust};
+(my $skpub = $w->{sk}{'example.com'}) =~ s/\.key$/.pub/;
+(my $opub = $w->{sk}{'other.example'}) =~ s/\.key$/.pub/;
+
+spew("$d/srv-trust.conf", slurp($trust) . "staple_retry = 1\n");
+# other.example's server: its mirror and its cache are down.
+my $dead = free_port();
+(my $bad = slurp($trust)) =~ s/\Q$m->{url}\E/http:\/\/127.0.0.1:$dead/g;
+spew("$d/bad-trust.conf", $bad . "staple_retry = 1\n");
+
+NginxTest::make_ca($d);
+my ($ec, $eckey) = make_cert($d, 'example.com', 'ec');
+my ($oc, $ockey) = make_cert($d, 'other.example', 'ec');
+my $carrier = make_carrier($w->{sk}{'example.com'}, $ec, 'example.com',
+    "$d/c-ec.pem");
+make_carrier($w->{sk}{'other.example'}, $oc, 'other.example', "$d/c-o.pem");
+mkdir "$d/scache";
+chmod 0777, "$d/scache";
+
+# A second server stapling example.com: still one series for the name.
+my ($po, $pm, $p2) = map { $ngx->port($_) } qw(other metrics second);
+$ngx->write_conf(<<"EOF", workers => 2);
+    log_format pid '\$pid';
+    server {
+        listen 127.0.0.1:$pe ssl reuseport;
+        server_name example.com;
+        access_log $d/pids.log pid;
+        ssl_certificate $ec;
+        ssl_certificate_key $eckey;
+        ssl_session_cache off;
+        ssl_session_tickets off;
+        sovereign_key_public $skpub;
+        sovereign_key_carrier $d/c-ec.pem;
+        sovereign_key_staple extension;
+        sovereign_key_trust $d/srv-trust.conf;
+        sovereign_key_staple_cache $d/scache;
+        location = /sk { sovereign_key_status; }
+    }
+    server {
+        listen 127.0.0.1:$p2 ssl;
+        server_name example.com;
+        ssl_certificate $ec;
+        ssl_certificate_key $eckey;
+        sovereign_key_public $skpub;
+        sovereign_key_carrier $d/c-ec.pem;
+        sovereign_key_staple extension;
+        sovereign_key_trust $d/srv-trust.conf;
+        sovereign_key_staple_cache $d/scache;
+    }
+    server {
+        listen 127.0.0.1:$po ssl;
+        server_name other.example;
+        ssl_certificate $oc;
+        ssl_certificate_key $ockey;
+        sovereign_key_public $opub;
+        sovereign_key_carrier $d/c-o.pem;
+        sovereign_key_staple extension;
+        sovereign_key_trust $d/bad-trust.conf;
+        sovereign_key_staple_cache redis://127.0.0.1:$dead;
+    }
+    server {
+        listen 127.0.0.1:$pm reuseport;
+        location = /metrics { sovereign_key_metrics; }
+    }
+EOF
+my $r = $ngx->test_conf;
+is($r->{rc}, 0, 'nginx -t accepts sovereign_key_metrics') or diag($r->{err});
+$ngx->start;
+
+sub metrics {
+    my $s = scrape("http://127.0.0.1:$pm/metrics");
+    my %v;
+    $v{$1} = $2 + 0 while $s->{body} =~ /^(\S+) (\S+)$/mg;
+    return ($s, \%v);
+}
+
+sub served {
+    my $r = run_cmd(['curl', '-sk', '--resolve',
+        "example.com:$pe:127.0.0.1", "https://example.com:$pe/sk"]);
+    return (eval { decode_json($r->{out}) } // {})->{staple}{served};
+}
+# Both workers hold the staple before any handshake is counted.
+ok(wait_until(sub { !grep { !served() } 1 .. 6 }, 20),
+    'the workers fetched the staple') or diag($ngx->log);
+my ($s, $v0) = metrics();
+
+# Real handshakes: 6 that ask for the staple, 6 that do not.
+my $asked = 6;
+for (1 .. $asked) {
+    $r = sk('staple', 'show', '--connect', "127.0.0.1:$pe", '--servername',
+        'example.com', '--trust', $trust);
+    is($r->{rc}, 0, 'sk staple show: a staple that checks')
+        or diag($r->{out} . $r->{err});
+}
+for (1 .. 6) {
+    $r = run_cmd(['sh', '-c', "printf 'GET /sk HTTP/1.0\\r\\nHost: "
+        . "example.com\\r\\n\\r\\n' | openssl s_client -quiet -connect "
+        . "127.0.0.1:$pe -servername example.com 2>/dev/null"]);
+    like($r->{out}, qr/"served":true/, 'openssl s_client: a plain handshake');
+}
+
+($s, my $v) = metrics();
+is($s->{code}, 200, '/metrics answers');
+is($s->{type}, 'text/plain; version=0.0.4; charset=utf-8',
+    '... in the Prometheus text format');
+$r = promtool({ stdin => $s->{body} }, 'check', 'metrics');
+is($r->{rc}, 0, '... which promtool checks') or diag($r->{out} . $r->{err});
+like($s->{body}, qr/^# HELP sk_nginx_carrier_handshakes_total .+\n# TYPE sk_nginx_carrier_handshakes_total counter$/m,
+    '... HELP and TYPE lines');
+
+sub delta { $v->{$_[0]} - ($v0->{$_[0]} // 0) }
+is(delta('sk_nginx_staple_requests_total'), $asked,
+    'every ClientHello asking for 0xFF53 counted');
+is(delta('sk_nginx_staples_sent_total'), $asked, 'each got the staple');
+is(delta('sk_nginx_carrier_handshakes_total'), $asked + 6,
+    'full handshakes with the carrier, asking or not');
+
+# Both workers served, and any worker's answer is the sum.
+my %pids;
+$pids{$_}++ for split /\n/, slurp("$d/pids.log");
+is(scalar(keys %pids), 2, 'the connections went to both workers')
+    or diag(explain(\%pids));
+my %total;
+for (1 .. 8) {
+    my (undef, $x) = metrics();
+    $total{$x->{sk_nginx_carrier_handshakes_total}}++;
+}
+is_deeply([keys %total], [$v->{sk_nginx_carrier_handshakes_total}],
+    'every answer (from either worker) gives the same sum');
+
+# The gauges.
+my %mon = (Jan => 0, Feb => 1, Mar => 2, Apr => 3, May => 4, Jun => 5,
+    Jul => 6, Aug => 7, Sep => 8, Oct => 9, Nov => 10, Dec => 11);
+my ($mo, $dd, $hh, $mi, $ss, $yy) = run_cmd(['openssl', 'x509', '-in',
+    $carrier, '-noout', '-enddate'])->{out}
+    =~ /=(\w+)\s+(\d+) (\d+):(\d+):(\d+) (\d+) GMT/;
+my $left = timegm($ss, $mi, $hh, $dd, $mon{$mo}, $yy) - time;
+my $exp = $v->{'sk_nginx_carrier_expiry_seconds{name="example.com"}'};
+ok(defined $exp && abs($exp - $left) <= 5,
+    "carrier expiry: $left s left") or diag($s->{body});
+ok(defined $v->{'sk_nginx_carrier_expiry_seconds{name="other.example"}'},
+    '... per name');
+my $age = $v->{'sk_nginx_staple_age_seconds{name="example.com"}'};
+ok(defined $age && $age >= 0 && $age < 600, 'staple age')
+    or diag($s->{body});
+is(scalar(() = $s->{body} =~ /^sk_nginx_staple_age_seconds\{name="example.com"\}/mg),
+    1, '... one series for a name two servers staple');
+ok(!defined $v->{'sk_nginx_staple_age_seconds{name="other.example"}'},
+    '... none for a name without a staple');
+
+# other.example's refreshes fail, every second, and its cache is down.
+ok(wait_until(sub { (metrics())[1]{sk_nginx_staple_refresh_failures_total}
+    >= 4 }, 10), 'staple refresh failures counted');
+ok((metrics())[1]{sk_nginx_cache_errors_total} >= 4, 'cache errors counted');
+
+# A real Prometheus reads the same.
+my $p = start_prometheus($d, { nginx => ["127.0.0.1:$pm"] });
+ok($p->{up}, 'prometheus is up') or diag(slurp($p->{log}));
+my $hs = $v->{sk_nginx_carrier_handshakes_total};
+ok(prom_wait($p, 'sk_nginx_carrier_handshakes_total', sub { $_[0] >= $hs },
+    15), 'Prometheus scraped the handshakes');
+ok(prom_wait($p, 'sk_nginx_carrier_expiry_seconds{name="example.com"}',
+    sub { abs($_[0] - $left) < 30 }, 5), '... and the carrier expiry');
+kill 'TERM', $p->{pid};
+
+# A reload keeps the zone and its counts; the new workers count on.
+my $before = (metrics())[1]{sk_nginx_carrier_handshakes_total};
+$ngx->reload;
+run_cmd(['sh', '-c', "openssl s_client -connect 127.0.0.1:$pe -servername "
+    . "example.com </dev/null >/dev/null 2>&1"]);
+is((metrics())[1]{sk_nginx_carrier_handshakes_total}, $before + 1,
+    'a reload keeps the counts, and the new workers add to them');
+
+$ngx->stop;
+is($ngx->alerts, '', 'no alerts or sanitizer reports');
+stop_world($w);
+
+done_testing();
