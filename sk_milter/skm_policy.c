@@ -222,15 +222,30 @@ skm_pcache_put(const skm_conf_t *conf, const char *key, const char *reply,
 }
 
 
+/* An answer and its time since t0 in the metrics. */
+static void
+skm_policy_count(const char *reply, const struct timespec *t0)
+{
+    struct timespec  t1;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &t1);
+    skm_metrics_policy(reply, (double) (t1.tv_sec - t0->tv_sec)
+        + (double) (t1.tv_nsec - t0->tv_nsec) / 1e9);
+}
+
+
 int
 skm_policy_answer(char *reply, size_t replylen, const skm_conf_t *conf,
     const char *key, int client)
 {
-    skm_bound_t  b;
-    time_t       now, ttl;
+    skm_bound_t      b;
+    time_t           now, ttl;
+    struct timespec  t0;
 
+    (void) clock_gettime(CLOCK_MONOTONIC, &t0);
     now = time(NULL);
     if (skm_pcache_get(reply, replylen, conf, key, now)) {
+        skm_policy_count(reply, &t0);
         return 0;
     }
     skm_bound_init(&b, conf->policytimeout, client);
@@ -239,7 +254,11 @@ skm_policy_answer(char *reply, size_t replylen, const skm_conf_t *conf,
     if (ttl > 0) {
         skm_pcache_put(conf, key, reply, now + ttl);
     }
-    return b.over == SKM_BOUND_GONE ? -1 : 0;
+    if (b.over == SKM_BOUND_GONE) {
+        return -1;
+    }
+    skm_policy_count(reply, &t0);
+    return 0;
 }
 
 
