@@ -119,6 +119,7 @@ skm_sockmap_conn(int fd)
         if (strcmp(name, conf->policyname) != 0) {
             snprintf(reply, sizeof(reply), "PERM unknown map name \"%s\" "
                 "(PolicyMapName is \"%s\")", name, conf->policyname);
+            skm_metrics_policy(reply, 0);
         } else {
             rc = skm_policy_answer(reply, sizeof(reply), conf, key, fd);
         }
