@@ -562,9 +562,6 @@ skm_tls_chain(STACK_OF(X509) **out, const char *host, const char *port,
     {
         memcpy(*staple, data, *stlen);
     }
-    if (staple != NULL) {
-        skm_metrics_staple_asked(*staple != NULL);
-    }
 
 done:
     if (skm_bound_over(b)) {

@@ -38,7 +38,8 @@ static const sk_metric_def_t  skm_metrics_st_requested = {
 
 static const sk_metric_def_t  skm_metrics_st_received = {
     "sk_milter_staples_received_total",
-    "Of those, the handshakes a stapled proof came back in.",
+    "Of those, the handshakes a stapled proof came back in (the "
+    "extension or the chain).",
     SK_METRIC_COUNTER, NULL, 0
 };
 

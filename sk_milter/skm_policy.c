@@ -466,10 +466,16 @@ skm_policy_staple(sk_key_t **key, const skm_conf_t *conf,
     if (i == nmx) {
         return 0;
     }
+    wrapped = NULL;
+    if (ext == NULL && sk_staple_find(&wrapped, &wlen, chain, &err) != 0) {
+        wrapped = NULL;         /* err says why: none, or a bad one */
+    }
+    /* asked in the ClientHello; came in the extension or the chain */
+    skm_metrics_staple_asked(ext != NULL || wrapped != NULL);
     if (ext != NULL) {
         parsed = sk_staple_parse(&s, ext, extlen, &err) == 0;
         free(ext);
-    } else if (sk_staple_find(&wrapped, &wlen, chain, &err) == 0) {
+    } else if (wrapped != NULL) {
         parsed = sk_staple_parse(&s, wrapped, wlen, &err) == 0;
         free(wrapped);
     } else {
