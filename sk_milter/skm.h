@@ -155,6 +155,11 @@ void skm_sk_free(skm_sk_t *sk);
  * TrustFile does not give it. */
 int skm_sk_from_cache(skm_sk_t *sk, sk_cache_t *cache, const char *domain,
     sk_err_t *err);
+/* sk_cache_get_carrier, its failures (not a missing one) counted in
+ * the metrics. */
+struct sk_carrier_s;
+int skm_cache_carrier(struct sk_carrier_s **car, sk_cache_t *cache,
+    const unsigned char *sha256, sk_err_t *err);
 /* This thread's KeyCache handle (NULL without KeyCache); -1 if the spec
  * cannot be opened at all. */
 int skm_cache_get(sk_cache_t **cache, const skm_conf_t *conf, sk_err_t *err);

@@ -288,7 +288,7 @@ skm_carrier_find(const skm_conf_t *conf, sk_cache_t *cache,
     }
     if (cache != NULL) {
         EVP_Digest(spki, spki_len, h, NULL, EVP_sha256(), NULL);
-        if (sk_cache_get_carrier(&c, cache, h, &err) != 0) {
+        if (skm_cache_carrier(&c, cache, h, &err) != 0) {
             if (err.code != SK_ERR_NOT_FOUND && best == NULL) {
                 snprintf(why, whylen, "KeyCache: %.200s", err.msg);
             }

@@ -376,7 +376,7 @@ skm_policy_host(unsigned char h[SK_SHA256_BYTES], time_t *not_after,
     if (sk_carrier_find(&car, chain, &err) != 0) {
         from = "KeyCache";
         if (cache == NULL
-            || sk_cache_get_carrier(&car, cache, h, &err) != 0)
+            || skm_cache_carrier(&car, cache, h, &err) != 0)
         {
             snprintf(why, whylen, "%.100s:%d: no carrier for its key (none "
                 "served%s)", host, port, cache == NULL ? ", no KeyCache"

@@ -395,6 +395,20 @@ skm_cache_get(sk_cache_t **cache, const skm_conf_t *conf, sk_err_t *err)
 }
 
 
+int
+skm_cache_carrier(sk_carrier_t **car, sk_cache_t *cache,
+    const unsigned char *sha256, sk_err_t *err)
+{
+    if (sk_cache_get_carrier(car, cache, sha256, err) != 0) {
+        if (err->code != SK_ERR_NOT_FOUND) {
+            skm_metrics_cache_error();
+        }
+        return -1;
+    }
+    return 0;
+}
+
+
 void
 skm_sk_free(skm_sk_t *sk)
 {
