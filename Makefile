@@ -219,7 +219,7 @@ $(BUILD)/sk_milter/%.o: sk_milter/%.c sk_milter/skm.h $(wildcard common/include/
 
 $(SKM_BIN): $(SKM_OBJS) $(LIBSK)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(SKM_OBJS) $(LIBSK) \
-	    -lcurl -lhiredis -lssl -lcrypto -lresolv -lpthread
+	    -lmicrohttpd -lcurl -lhiredis -lssl -lcrypto -lresolv -lpthread
 
 # Unit tests of the milter's I/O-free parts (tests/unit/test_milter_*.c)
 # link the milter objects they test.
@@ -295,10 +295,11 @@ $(FUZZ_BUILD)/sk_milter/skm_ar.o: sk_milter/skm.h
 # object but main's.
 FUZZ_SKM_OBJS = $(filter-out $(FUZZ_BUILD)/sk_milter/skm_main.o, \
                     $(SKM_SRCS:%.c=$(FUZZ_BUILD)/%.o))
-$(FUZZ_BUILD)/fuzz_milter_session: tests/fuzz/fuzz_milter_session.c $(FUZZ_SKM_OBJS) $(FUZZ_OBJS) $(FUZZ_BUILD)/common/src/client/client_curl.o
+$(FUZZ_BUILD)/fuzz_milter_session: tests/fuzz/fuzz_milter_session.c $(FUZZ_SKM_OBJS) $(FUZZ_OBJS) $(FUZZ_BUILD)/common/src/client/client_curl.o $(FUZZ_BUILD)/common/src/httpd.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -pthread -o $@ $< \
 	    $(FUZZ_SKM_OBJS) $(FUZZ_OBJS) \
-	    $(FUZZ_BUILD)/common/src/client/client_curl.o $(LIBS) -lcurl -lresolv
+	    $(FUZZ_BUILD)/common/src/client/client_curl.o \
+	    $(FUZZ_BUILD)/common/src/httpd.o $(LIBS) -lmicrohttpd -lcurl -lresolv
 $(FUZZ_SKM_OBJS): sk_milter/skm.h
 
 # ---- Installation and Debian packages (docs/operations.md) ----

@@ -16,6 +16,7 @@
  * skm_ar.c      Authentication-Results values, no I/O (fuzzed)
  * skm_ccert.c   inbound client certificates (policy delegation notes)
  * skm_log.c     logging to syslog and stderr
+ * skm_metrics.c /metrics on MetricsListen
  * skm_main.c    options, daemon, signals, privilege drop
  */
 #ifndef SKM_H
@@ -91,6 +92,7 @@ typedef struct {
     char        *ccertsocket;           /* ClientPolicySocket */
     int          stapleproof;           /* StapleProof (boolean) */
     char        *stapletrustfile;       /* StapleTrust */
+    char        *metricslisten;         /* MetricsListen HOST:PORT */
 
     /* derived by the checks */
     char        *file;                  /* the top config file */
@@ -153,6 +155,11 @@ void skm_sk_free(skm_sk_t *sk);
  * TrustFile does not give it. */
 int skm_sk_from_cache(skm_sk_t *sk, sk_cache_t *cache, const char *domain,
     sk_err_t *err);
+/* sk_cache_get_carrier, its failures (not a missing one) counted in
+ * the metrics. */
+struct sk_carrier_s;
+int skm_cache_carrier(struct sk_carrier_s **car, sk_cache_t *cache,
+    const unsigned char *sha256, sk_err_t *err);
 /* This thread's KeyCache handle (NULL without KeyCache); -1 if the spec
  * cannot be opened at all. */
 int skm_cache_get(sk_cache_t **cache, const skm_conf_t *conf, sk_err_t *err);
@@ -376,6 +383,25 @@ int skm_ar_parse(skm_ar_t *ar, const char *value, size_t len, size_t *off,
  * authservid (ASCII case-insensitively, a trailing "." and white space
  * inside quotes ignored), or it has no authserv-id one could read. */
 int skm_ar_is_ours(const char *value, size_t len, const char *authservid);
+
+/* /metrics on MetricsListen (skm_metrics.c), read at start only: 0
+ * (nothing to do without it), -1 with err naming MetricsListen.  Every
+ * other call does nothing while metrics are off. */
+int skm_metrics_start(const skm_conf_t *conf, sk_err_t *err);
+void skm_metrics_stop(void);
+/* A message's verdict: "none", "pass", "permerror", "fail", "temperror". */
+void skm_metrics_message(const char *verdict);
+/* A Probe handshake: "carrier", "no_carrier", "other_key", "failed". */
+void skm_metrics_handshake(const char *result);
+/* A policy answer (its first word is the result) and its time. */
+void skm_metrics_policy(const char *reply, double secs);
+void skm_metrics_staple_asked(int received);    /* outbound handshake */
+void skm_metrics_staple_sent(void);             /* a chain file with one */
+void skm_metrics_staple_failed(void);           /* a refresh failed */
+void skm_metrics_cache_error(void);             /* a KeyCache lookup */
+/* Gauges of the refresher thread: a staple's age, a carrier's time left. */
+void skm_metrics_staple_age(const char *name, long age);
+void skm_metrics_carrier_expiry(const char *chainfile, long secs);
 
 /* Onion: the HiddenServiceDir and torrc, if OnionDir is set. */
 int skm_onion_setup(const skm_conf_t *conf);

@@ -211,7 +211,7 @@ skm_ccert_crosssigned(const skm_ccert_t *cc, const sk_key_t *sk,
             "(no KeyCache)");
         return 0;
     }
-    if (sk_cache_get_carrier(&car, cache, cc->sha256, &err) != 0) {
+    if (skm_cache_carrier(&car, cache, cc->sha256, &err) != 0) {
         snprintf(why, whylen, err.code == SK_ERR_NOT_FOUND
             ? "client key not cross-signed by the sovereign key"
             : "client key carrier lookup failed");

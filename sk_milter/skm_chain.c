@@ -134,6 +134,8 @@ skm_chain_one(const skm_conf_t *conf, const skm_chain_t *ch,
         skm_log(LOG_WARNING, "ChainFile %s: %s; writing %s without a "
             "carrier", ch->source, why, ch->output);
     } else {
+        skm_metrics_carrier_expiry(ch->source,
+            (long) (sk_carrier_not_after(car) - now));
         if (sk_carrier_not_after(car) - now < conf->expirywarn * 86400) {
             skm_log(LOG_WARNING, "ChainFile %s: the carrier expires in %ld "
                 "days: publish a new one", ch->source,
@@ -184,6 +186,7 @@ skm_chain_one(const skm_conf_t *conf, const skm_chain_t *ch,
             ch->output, strerror(errno));
     }
     if (spem != NULL) {
+        skm_metrics_staple_sent();
         skm_log(LOG_INFO, "ChainFile %s: wrote %s with its carrier and a "
             "staple %ld s old", ch->source, ch->output, age);
     } else {
@@ -285,7 +288,7 @@ skm_carrier_find(const skm_conf_t *conf, sk_cache_t *cache,
     }
     if (cache != NULL) {
         EVP_Digest(spki, spki_len, h, NULL, EVP_sha256(), NULL);
-        if (sk_cache_get_carrier(&c, cache, h, &err) != 0) {
+        if (skm_cache_carrier(&c, cache, h, &err) != 0) {
             if (err.code != SK_ERR_NOT_FOUND && best == NULL) {
                 snprintf(why, whylen, "KeyCache: %.200s", err.msg);
             }
@@ -596,9 +599,11 @@ skm_probe_one(const skm_probe_t *p, char *res, size_t reslen)
             NULL, &b, res, reslen)
         != 0)
     {
+        skm_metrics_handshake("failed");
         return -1;
     }
     if (sk_carrier_find(&car, chain, &err) != 0) {
+        skm_metrics_handshake("no_carrier");
         snprintf(res, reslen, "no carrier in the served chain");
         goto done;
     }
@@ -606,9 +611,11 @@ skm_probe_one(const skm_probe_t *p, char *res, size_t reslen)
     if (skm_leaf_spki(&spki, &spkilen, sk_X509_value(chain, 0)) != 0
         || cs == NULL || cslen != spkilen || memcmp(cs, spki, cslen) != 0)
     {
+        skm_metrics_handshake("other_key");
         snprintf(res, reslen, "the served carrier certifies another key");
         goto done;
     }
+    skm_metrics_handshake("carrier");
     snprintf(res, reslen, "carrier served for %s", sk_carrier_name(car));
     rc = 0;
 

@@ -18,6 +18,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <sk/addr.h>
+
 #include "skm.h"
 
 typedef enum {
@@ -70,6 +72,7 @@ static const skm_confdef_t  skm_confdefs[] = {
     { "ClientPolicySocket", SKM_STRING, 0, offsetof(skm_conf_t, ccertsocket), NULL },
     { "StapleProof",     SKM_BOOLEAN,  0, offsetof(skm_conf_t, stapleproof), "no" },
     { "StapleTrust",     SKM_STRING,   0, offsetof(skm_conf_t, stapletrustfile), NULL },
+    { "MetricsListen",   SKM_STRING,   0, offsetof(skm_conf_t, metricslisten), NULL },
     { "Include",         SKM_INCLUDE,  0, 0,                                NULL },
     { NULL,              SKM_STRING,   0, 0,                                NULL }
 };
@@ -341,6 +344,7 @@ skm_conf_check(skm_loader_t *ld, sk_err_t *err)
     char           *user, *group, *a, *b, *colon, host[256];
     size_t          i;
     sk_err_t        e;
+    struct sockaddr_storage  ss;
 
     c = ld->conf;
 
@@ -398,6 +402,13 @@ skm_conf_check(skm_loader_t *ld, sk_err_t *err)
         return skm_conf_where(ld, "PolicyTimeout", err, "illegal value "
             "\"%ld\" for \"PolicyTimeout\" (1 to 3600 seconds)",
             c->policytimeout);
+    }
+    if (c->metricslisten != NULL && sk_addr_parse(&ss, c->metricslisten, &e)
+        != 0)
+    {
+        return skm_conf_where(ld, "MetricsListen", err, "illegal value "
+            "\"%.64s\" for \"MetricsListen\" (HOST:PORT): %s",
+            c->metricslisten, e.msg);
     }
 
     if (c->userid != NULL) {

@@ -307,6 +307,7 @@ skm_msg_eom(skm_msg_t *m, const char *qid, skm_eom_t *e)
     if (skm_verdict(&vd, conf, m, &err) != 0) {
         skm_log(LOG_WARNING, "%s: sovereign key lookup failed: %s", qid,
             err.msg);
+        skm_metrics_message("temperror");
         e->action = SKM_EOM_TEMPFAIL;
         snprintf(e->reply, sizeof(e->reply), "451 4.7.0 sk-milter: "
             "sovereign key lookup failed, try again later");
@@ -315,6 +316,7 @@ skm_msg_eom(skm_msg_t *m, const char *qid, skm_eom_t *e)
     skm_log(LOG_INFO, "%s: sk=%s (%s) smtp.mailfrom=%s header.from=%s", qid,
         skm_result_names[vd.result], vd.reason,
         m->mailfrom[0] ? m->mailfrom : "-", m->hdrfrom[0] ? m->hdrfrom : "-");
+    skm_metrics_message(skm_result_names[vd.result]);
 
     if (conf->mode == SKM_MODE_REJECT && vd.result == SKM_R_FAIL) {
         e->action = SKM_EOM_REJECT;

@@ -2,7 +2,8 @@
  * skm_main.c -- sk-milter: options, daemon, signals, privilege drop.
  *
  * Threads: a listener per socket (milter, policy) with a thread per
- * connection (skm_server.c), a refresher that rebuilds the chain files on
+ * connection (skm_server.c), libmicrohttpd's for MetricsListen
+ * (skm_metrics.c), a refresher that rebuilds the chain files on
  * a timer and reloads the configuration, and the main thread, which only
  * waits for signals: it blocks them before any other thread exists, so
  * every thread inherits the mask and sigwaitinfo here takes them all.
@@ -132,6 +133,13 @@ main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
+    if (skm_metrics_start(conf, &err) != 0) {
+        skm_log(LOG_ERR, "%s", err.msg);
+        if (conf->pidfile != NULL) {
+            (void) unlink(conf->pidfile);
+        }
+        return EX_UNAVAILABLE;
+    }
     if (pthread_create(&rf, NULL, skm_refresher, NULL) != 0) {
         skm_log(LOG_ERR, "cannot start threads");
         return EX_OSERR;
@@ -187,6 +195,7 @@ main(int argc, char **argv)
             "running", left);
         _exit(EX_OK);
     }
+    skm_metrics_stop();
     skm_conf_install(NULL);
     skm_log(LOG_INFO, "stopped");
     return EX_OK;

@@ -119,6 +119,7 @@ skm_sockmap_conn(int fd)
         if (strcmp(name, conf->policyname) != 0) {
             snprintf(reply, sizeof(reply), "PERM unknown map name \"%s\" "
                 "(PolicyMapName is \"%s\")", name, conf->policyname);
+            skm_metrics_policy(reply, 0);
         } else {
             rc = skm_policy_answer(reply, sizeof(reply), conf, key, fd);
         }
@@ -222,15 +223,30 @@ skm_pcache_put(const skm_conf_t *conf, const char *key, const char *reply,
 }
 
 
+/* An answer and its time since t0 in the metrics. */
+static void
+skm_policy_count(const char *reply, const struct timespec *t0)
+{
+    struct timespec  t1;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &t1);
+    skm_metrics_policy(reply, (double) (t1.tv_sec - t0->tv_sec)
+        + (double) (t1.tv_nsec - t0->tv_nsec) / 1e9);
+}
+
+
 int
 skm_policy_answer(char *reply, size_t replylen, const skm_conf_t *conf,
     const char *key, int client)
 {
-    skm_bound_t  b;
-    time_t       now, ttl;
+    skm_bound_t      b;
+    time_t           now, ttl;
+    struct timespec  t0;
 
+    (void) clock_gettime(CLOCK_MONOTONIC, &t0);
     now = time(NULL);
     if (skm_pcache_get(reply, replylen, conf, key, now)) {
+        skm_policy_count(reply, &t0);
         return 0;
     }
     skm_bound_init(&b, conf->policytimeout, client);
@@ -239,7 +255,11 @@ skm_policy_answer(char *reply, size_t replylen, const skm_conf_t *conf,
     if (ttl > 0) {
         skm_pcache_put(conf, key, reply, now + ttl);
     }
-    return b.over == SKM_BOUND_GONE ? -1 : 0;
+    if (b.over == SKM_BOUND_GONE) {
+        return -1;
+    }
+    skm_policy_count(reply, &t0);
+    return 0;
 }
 
 
@@ -356,7 +376,7 @@ skm_policy_host(unsigned char h[SK_SHA256_BYTES], time_t *not_after,
     if (sk_carrier_find(&car, chain, &err) != 0) {
         from = "KeyCache";
         if (cache == NULL
-            || sk_cache_get_carrier(&car, cache, h, &err) != 0)
+            || skm_cache_carrier(&car, cache, h, &err) != 0)
         {
             snprintf(why, whylen, "%.100s:%d: no carrier for its key (none "
                 "served%s)", host, port, cache == NULL ? ", no KeyCache"
@@ -446,10 +466,16 @@ skm_policy_staple(sk_key_t **key, const skm_conf_t *conf,
     if (i == nmx) {
         return 0;
     }
+    wrapped = NULL;
+    if (ext == NULL && sk_staple_find(&wrapped, &wlen, chain, &err) != 0) {
+        wrapped = NULL;         /* err says why: none, or a bad one */
+    }
+    /* asked in the ClientHello; came in the extension or the chain */
+    skm_metrics_staple_asked(ext != NULL || wrapped != NULL);
     if (ext != NULL) {
         parsed = sk_staple_parse(&s, ext, extlen, &err) == 0;
         free(ext);
-    } else if (sk_staple_find(&wrapped, &wlen, chain, &err) == 0) {
+    } else if (wrapped != NULL) {
         parsed = sk_staple_parse(&s, wrapped, wlen, &err) == 0;
         free(wrapped);
     } else {

@@ -223,6 +223,7 @@ skm_sk_from_cache(skm_sk_t *sk, sk_cache_t *cache, const char *domain,
         if (err != NULL && err->code == SK_ERR_NOT_FOUND) {
             return 0;
         }
+        skm_metrics_cache_error();
         return -1;
     }
     ev = NULL;
@@ -382,6 +383,7 @@ skm_cache_get(sk_cache_t **cache, const skm_conf_t *conf, sk_err_t *err)
         if (sk_cache_open(&t->cache, conf->keycache, (int) conf->lookupms,
                 err) != 0 && t->cache == NULL)
         {
+            skm_metrics_cache_error();
             free(t->spec);
             free(t);
             return -1;
@@ -389,6 +391,20 @@ skm_cache_get(sk_cache_t **cache, const skm_conf_t *conf, sk_err_t *err)
         (void) pthread_setspecific(skm_tcache_key, t);
     }
     *cache = t->cache;
+    return 0;
+}
+
+
+int
+skm_cache_carrier(sk_carrier_t **car, sk_cache_t *cache,
+    const unsigned char *sha256, sk_err_t *err)
+{
+    if (sk_cache_get_carrier(car, cache, sha256, err) != 0) {
+        if (err->code != SK_ERR_NOT_FOUND) {
+            skm_metrics_cache_error();
+        }
+        return -1;
+    }
     return 0;
 }
 

@@ -45,8 +45,8 @@ spew("$dir/served.pem", slurp($key) . slurp($crt), 0600);
 my $pf = SKPostfix->new(dir => $dir, chain => "$dir/served.pem");
 $pf->start;
 
-my $mport = free_port();
-my $conf = join('', map { "$_\n" }
+my ($mport, $xport) = (free_port(), free_port());
+my $conf = join('', map { "$_\n" } "MetricsListen 127.0.0.1:$xport",
     "Socket inet:$mport\@127.0.0.1", 'Name mx.example.org', 'Syslog no',
     "KeyCache $cache", "ChainFile $dir/source.pem $dir/served.pem",
     "PostfixCommand postfix -c $pf->{etc} reload",
@@ -66,6 +66,17 @@ ok(wait_until(sub { log_count(qr/probe tls .*carrier served/) }, 20),
 like(slurp($log), qr/probe starttls 127\.0\.0\.1:\d+: carrier served for mx\.example\.org/,
     'STARTTLS probe saw the carrier');
 like(slurp($log), qr/the carrier expires in 29 days/, 'expiry warning');
+
+# The same in /metrics: both probes' handshakes saw the carrier, and its
+# time to expiry is a little under 30 days.
+my %mv = map { /^(\S+) (\S+)$/ ? ($1 => $2) : () } split /\n/,
+    run_cmd(['curl', '-s', "http://127.0.0.1:$xport/metrics"])->{out};
+cmp_ok($mv{'sk_milter_handshakes_total{result="carrier"}'} // 0, '>=', 2,
+    'metrics: handshakes with the carrier served');
+my $exp = $mv{"sk_milter_carrier_expiry_seconds{chainfile=\"$dir/source.pem\"}"}
+    // 0;
+ok($exp > 29 * 86400 && $exp <= 30 * 86400,
+    "metrics: carrier expires in 29 to 30 days ($exp s)");
 is((stat "$dir/served.pem")[2] & 07777, 0600, 'chain file mode 0600');
 is(index(slurp("$dir/served.pem"), slurp("$dir/source.pem")), 0,
     'chain file starts with the source');

@@ -56,8 +56,8 @@ spew("$dir/served.pem", slurp($key) . slurp($crt), 0600);
 my $pf = SKPostfix->new(dir => $dir, chain => "$dir/served.pem");
 $pf->start;
 
-my ($mport, $pport) = (free_port(), free_port());
-my $conf = join('', map { "$_\n" }
+my ($mport, $pport, $xport) = (free_port(), free_port(), free_port());
+my $conf = join('', map { "$_\n" } "MetricsListen 127.0.0.1:$xport",
     "Socket inet:$mport\@127.0.0.1", 'Name example.com', 'Syslog no',
     "PolicySocket inet:$pport\@127.0.0.1",
     "KeyCache $cache", "CarrierFile $dir/carrier.pem",
@@ -120,11 +120,17 @@ for my $t (['smtp', $pf->{smtp}], ['smtps', $pf->{smtps}]) {
     is($j->{staple}, 'chain', '... the certificate form');
 }
 
+# sk-milter's /metrics as NAME{LABELS} => VALUE.
+sub metrics {
+    return map { /^(\S+) (\S+)$/ ? ($1 => $2) : () } split /\n/,
+        run_cmd(['curl', '-s', "http://127.0.0.1:$xport/metrics"])->{out};
+}
+
 # Outbound: nothing here knows example.com's SK but the staple its host
 # serves; the policy pins delivery to the key its carrier certifies.
 SKIP: {
-    skip "policy: $nohosts", 2 if $nohosts;
-    skip 'no postmap', 2 unless has_cmd('postmap');
+    skip "policy: $nohosts", 5 if $nohosts;
+    skip 'no postmap', 5 unless has_cmd('postmap');
     my $r = run_cmd(['postmap', '-c', $pf->{etc}, '-q',
         "[example.com]:$pf->{smtp}", "socketmap:inet:127.0.0.1:$pport:sk"]);
     my $spki = run_cmd(['sh', '-c', "openssl x509 -in $crt -pubkey -noout"
@@ -135,6 +141,13 @@ SKIP: {
         . 'pins delivery') or diag($r->{err} . mlog());
     like(mlog(), qr/policy \[example\.com\]:\d+: the SK of example\.com from example\.com's staple \(answer of \Q$m->{url}\E\)/,
         '... saying where it came from') or diag(mlog());
+    my %mv = metrics();
+    cmp_ok($mv{sk_milter_staples_requested_total} // 0, '>=', 1,
+        'metrics: the policy handshake asked for the staple');
+    cmp_ok($mv{sk_milter_staples_received_total} // 0, '>=', 1,
+        '... and got it');
+    is($mv{'sk_milter_policy_answers_total{result="ok"}'}, 1,
+        '... one ok policy answer');
 }
 
 # Clients that know nothing of it.
@@ -154,6 +167,13 @@ like($r->{out}, qr/^2\d\d /m, 'openssl s_client -starttls smtp still talks '
 ok(wait_until(sub { mlog() =~ /staple example\.com: kept the answer of \Q$m->{url}\E, \d+ s old, \d+ s before staple_max_age: mirror \Q$m->{url}\E: unreachable/ }, 15),
     'mirror down: the milter keeps the last good staple, saying why')
     or diag(mlog());
+my %mv = metrics();
+cmp_ok($mv{sk_milter_staples_sent_total} // 0, '>=', 1,
+    'metrics: chain files written with a staple');
+cmp_ok($mv{'sk_milter_staple_age_seconds{name="example.com"}'} // -1, '>=', 0,
+    '... its age');
+cmp_ok($mv{sk_milter_staple_refresh_failures_total} // 0, '>=', 1,
+    '... the refresh failing with the mirror down');
 is(scalar @{starttls_chain()}, 3, '... and Postfix still serves it');
 ok(wait_until(sub { mlog() =~ /staple example\.com: dropped the answer .* beyond staple_max_age \(20 s\).*; the chain files get no staple/ }, 30),
     'beyond staple_max_age: dropped, saying why') or diag(mlog());
