@@ -4,7 +4,7 @@
 # fresh Ed25519 keys (ldns-keygen) and fixed validity windows
 # (ldns-signzone -i/-e), HEX the SK's SPKI SHA-256.  Variants of
 # example.test. (two records, another hash, expired signatures, signatures
-# that expire in two minutes, no record)
+# that expire in two minutes, no record, no record under NSEC3)
 # share its key; "other.root" is a second root with its own key, and
 # "test.nods" a test. whose DS names a key example.test. does not have.
 # Anchors: DIR/root.ds.  With N, also "bench": example.test. with N more
@@ -64,6 +64,8 @@ if [ "$n" -gt 0 ]; then
 fi
 zone ex.none example.test. "www IN A 192.0.2.1"
 sign ex.none example.test. "$kex" "$good"
+cp ex.none ex.nsec3
+sign ex.nsec3 example.test. "$kex" "$good -n"
 
 zone test test. "example IN NS ns.test." "$(cat "$kex.ds")"
 sign test test. "$ktest" "$good"
