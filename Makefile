@@ -162,7 +162,9 @@ TL_BENCH = $(BUILD)/bench/tl_client
 all: $(TL_BENCH)
 bench: $(TL_BIN) $(TL_BENCH)
 
-$(TL_BENCH): tests/bench/tl_client.c $(LIBSK)
+# Its DNSSEC Binds' chains come from signed zones as test_dnssec.c's do.
+$(TL_BENCH): ALL_CFLAGS += -Itests/unit
+$(TL_BENCH): tests/bench/tl_client.c tests/unit/dnssec_fixture.h $(LIBSK)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIBSK) $(LIBS)
 

@@ -247,6 +247,13 @@ sk_dnssec_order(const sk_dnssec_chain_t *c, sk_err_t *err)
     const ldns_rdf  *zone, *parent;
     size_t           i;
 
+    /* before the shape: an NSEC3 proof is two or three RRsets */
+    if (c->n > 0 && (c->set[0].type == LDNS_RR_TYPE_NSEC
+                     || c->set[0].type == LDNS_RR_TYPE_NSEC3))
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "dnssec chain: an NSEC or "
+            "NSEC3 proof of non-existence, not a record");
+    }
     for (i = 0; i < c->n; i++) {
         if (sk_dnssec_sigs_ok(&c->set[i], err) != 0) {
             return -1;
@@ -607,10 +614,6 @@ sk_dnssec_chain_check(const sk_dnssec_chain_t *c, const char *name,
     }
     same = ldns_dname_compare(owner, r->owner) == 0;
     ldns_rdf_deep_free(owner);
-    if (r->type == LDNS_RR_TYPE_NSEC || r->type == LDNS_RR_TYPE_NSEC3) {
-        return sk_err_set(err, SK_ERR_FORMAT, "dnssec chain: an NSEC or NSEC3 "
-            "proof of non-existence, not a record at %s", want);
-    }
     if (!same || r->type != LDNS_RR_TYPE_TXT) {
         sk_dnssec_what(got, sizeof(got), r->type, r->owner);
         return sk_err_set(err, SK_ERR_FORMAT, "dnssec chain: record %s, want "

@@ -5,10 +5,14 @@
 # keep-alive clients on loopback, against the crypto-bound rate of the same entries measured in the same
 # run (tl_client.c); then bytes per Bind on disk, in the log and in the
 # bzip2 chunks.  OCSP is off: the EE certificate names no responder.
+# Then the same with DNSSEC evidence (TL_BENCH_DNSSEC_N Binds of
+# n<i>.example.test, each a DNSSEC-Chain from the private root of
+# tests/unit/dnssec_zones.sh) on a fresh timeline, against the CA rate.
 set -eu
 BUILD=${BUILD:-build}
 N=${TL_BENCH_N:-20000}
 C=${TL_BENCH_CLIENTS:-32}
+ND=${TL_BENCH_DNSSEC_N:-5000}
 cd "$(dirname "$0")/../.."
 tl=$BUILD/sk-timeline
 client=$BUILD/bench/tl_client
@@ -33,26 +37,39 @@ ossl req -new -newkey rsa:2048 -nodes -keyout "$d/inter.key" -out "$d/inter.csr"
 printf 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n' >"$d/inter.ext"
 ossl x509 -req -in "$d/inter.csr" -CA "$d/root.crt" -CAkey "$d/root.key" \
     -CAcreateserial -days 30 -sha256 -extfile "$d/inter.ext" -out "$d/inter.crt"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$d/tl.conf" <<CONF
-listen = 127.0.0.1:$port
-data_dir = $d
-tid = 1
-operator_key = $d/op.pub
-ocsp = no
-reply_ms = 10000
-chunk_interval = 5
-threads = 512
-CONF
-${TL_BENCH_SERVER_WRAP:-} "$tl" -c "$d/tl.conf" 2>"$d/tl.log" &
-pid=$!
-i=0
-until python3 -c "import socket; socket.create_connection(('127.0.0.1',$port),1)" 2>/dev/null; do
-    i=$((i + 1)); [ $i -lt 100 ] || { cat "$d/tl.log"; exit 1; }; sleep 0.1
-done
 
-out=$(${TL_BENCH_WRAP:-} "$client" 127.0.0.1 "$port" "$d/op.key" "$d/sk.key" "$d/root.crt" \
-    "$d/inter.crt" "$d/inter.key" "$N" "$C")
+# start_tl DATA_DIR [CONF_LINE...]: a timeline on a free port ($port, $pid).
+start_tl() {
+    data=$1
+    shift
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    {
+        echo "listen = 127.0.0.1:$port"
+        echo "data_dir = $data"
+        echo "tid = 1"
+        echo "operator_key = $d/op.pub"
+        echo "ocsp = no"
+        echo "reply_ms = 10000"
+        echo "chunk_interval = 5"
+        echo "threads = 512"
+        for l in "$@"; do echo "$l"; done
+    } >"$data/tl.conf"
+    ${TL_BENCH_SERVER_WRAP:-} "$tl" -c "$data/tl.conf" 2>"$data/tl.log" &
+    pid=$!
+    i=0
+    until python3 -c "import socket; socket.create_connection(('127.0.0.1',$port),1)" 2>/dev/null; do
+        i=$((i + 1)); [ $i -lt 100 ] || { cat "$data/tl.log"; exit 1; }; sleep 0.1
+    done
+}
+
+# run_client N [ZONEDIR]: tl_client's output.
+run_client() {
+    ${TL_BENCH_WRAP:-} "$client" 127.0.0.1 "$port" "$d/op.key" "$d/sk.key" "$d/root.crt" \
+        "$d/inter.crt" "$d/inter.key" "$@"
+}
+
+start_tl "$d"
+out=$(run_client "$N" "$C")
 appends=$(echo "$out" | awk '$1 == "appends" { print $2 }')
 crypto=$(echo "$out" | awk '$1 == "crypto" { print $2 }')
 echo "BENCH timeline_bind_appends $appends appends/s ref=$crypto ratio=$(echo "$appends $crypto" | awk '{ printf "%.3f", $1 / $2 }') target=0.7"
@@ -72,3 +89,14 @@ chunk_per=$((chunks / (N + 1)))
 echo "BENCH timeline_bind_bytes_log $log_per bytes ref=1500 ratio=$(echo "$log_per" | awk '{ printf "%.3f", $1 / 1500 }') target=1.0"
 echo "BENCH timeline_bind_bytes_chunk $chunk_per bytes ref=$log_per ratio=$(echo "$chunk_per $log_per" | awk '{ printf "%.3f", $1 / $2 }') target=0.5"
 echo "# bytes per Bind (EE + intermediate RSA-2048 chain): in entries.log (ref: the draft's 1.5 kB estimate), and in the bzip2 chunks (ref: the log's)"
+
+# DNSSEC evidence: the zones hold a record for each name, the SK's hash.
+mkdir "$d/dns" "$d/zones"
+hex=$(openssl pkey -in "$d/sk.key" -pubout -outform DER | sha256sum | cut -c1-64)
+tests/unit/dnssec_zones.sh "$d/zones" "$hex" "$ND" >/dev/null 2>&1
+start_tl "$d/dns" "evidence = ca, dnssec" "dnssec_anchors = $d/zones/root.ds"
+dout=$(run_client "$ND" "$C" "$d/zones")
+kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+dappends=$(echo "$dout" | awk '$1 == "appends" { print $2 }')
+echo "BENCH timeline_bind_appends_dnssec $dappends appends/s ref=$appends ratio=$(echo "$dappends $appends" | awk '{ printf "%.3f", $1 / $2 }') target=0.5"
+echo "# $ND durable Binds with DNSSEC evidence (a 6-RRset chain to a private root, Ed25519) from $C clients; ref: timeline_bind_appends above, CA evidence, same run"

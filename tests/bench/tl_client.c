@@ -2,6 +2,7 @@
  * tl_client.c -- load client for tests/bench/bench_timeline.sh.
  *
  *   tl_client HOST PORT OPERATOR.key SK.key ROOT.crt INTER.crt INTER.key N C
+ *       [ZONEDIR]
  *
  * Posts the root as an Add-Root-CA (signed by the operator), builds N
  * Binds for n<i>.bench.example (CA-Cert-Chain EE + intermediate; each EE
@@ -18,6 +19,12 @@
  *      rate (each 201 is after fdatasync, shared by group commit).
  *
  * Prints "appends <rate>" and "crypto <rate>" for the script's BENCH line.
+ *
+ * With ZONEDIR (tests/unit/dnssec_zones.sh DIR HEX N): the Binds are for
+ * n<i>.example.test with DNSSEC evidence instead, each a DNSSEC-Chain of
+ * its own record's TXT RRset and RRSIG from ZONEDIR/bench.signed, then
+ * the DNSKEY/DS RRsets up to the root, shared (dnssec_fixture.h); only
+ * the append rate is measured (no "crypto" line).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -35,6 +42,13 @@
 #include <openssl/x509v3.h>
 
 #include <sk/sk.h>
+
+#include "dnssec_fixture.h"
+
+typedef struct {
+    unsigned char   *p;
+    size_t           len;
+} bench_wire_t;
 
 typedef struct {
     char        *req;       /* the whole HTTP request */
@@ -56,6 +70,8 @@ typedef struct {
     EVP_PKEY        *inter_key;
     const char      *hostport;
     const char      *inter_b64;
+    bench_wire_t    *heads;     /* DNSSEC: each name's record and RRSIG */
+    const dx_chain_t *tail;     /* DNSSEC: the rest of the chain */
 } bench_job_t;
 
 
@@ -145,6 +161,76 @@ make_ee(const bench_job_t *j, const char *name, long serial)
         die("end-entity certificate: signing", NULL);
     }
     return x;
+}
+
+
+static void
+bench_wire_add(bench_wire_t *w, const ldns_rr *rr)
+{
+    unsigned char  *grown;
+    uint8_t        *b;
+    size_t          n;
+
+    if (ldns_rr2wire(&b, rr, LDNS_SECTION_ANSWER, &n) != LDNS_STATUS_OK) {
+        die("DNSSEC chain: an RR to wire form", NULL);
+    }
+    grown = realloc(w->p, w->len + n);
+    if (grown == NULL) {
+        die("DNSSEC chain", NULL);
+    }
+    memcpy(grown + w->len, b, n);
+    w->p = grown;
+    w->len += n;
+    free(b);
+}
+
+
+/* The TXT RRset of _sovereign-key.n<i>.example.test. for i < n, then the
+ * RRSIG over it, from dir/bench.signed read once. */
+static bench_wire_t *
+bench_dnssec_heads(const char *dir, size_t n)
+{
+    bench_wire_t  *h = calloc(n, sizeof(*h));
+    ldns_zone     *z;
+    ldns_rr_list  *rrs;
+    ldns_rr       *rr;
+    char           path[512], *owner;
+    size_t         i, k, pass;
+    FILE          *f;
+    int            hit;
+
+    snprintf(path, sizeof(path), "%s/bench.signed", dir);
+    f = fopen(path, "r");
+    if (h == NULL || f == NULL || ldns_zone_new_frm_fp(&z, f, NULL, 3600,
+            LDNS_RR_CLASS_IN) != LDNS_STATUS_OK)
+    {
+        die(path, NULL);
+    }
+    fclose(f);
+    rrs = ldns_zone_rrs(z);
+    for (pass = 0; pass < 2; pass++) {
+        for (i = 0; i < ldns_rr_list_rr_count(rrs); i++) {
+            rr = ldns_rr_list_rr(rrs, i);
+            hit = pass == 0 ? ldns_rr_get_type(rr) == LDNS_RR_TYPE_TXT
+                : ldns_rr_get_type(rr) == LDNS_RR_TYPE_RRSIG
+                  && ldns_rdf2rr_type(ldns_rr_rrsig_typecovered(rr))
+                     == LDNS_RR_TYPE_TXT;
+            owner = hit ? ldns_rdf2str(ldns_rr_owner(rr)) : NULL;
+            if (owner != NULL
+                && sscanf(owner, "_sovereign-key.n%zu.", &k) == 1 && k < n)
+            {
+                bench_wire_add(&h[k], rr);
+            }
+            free(owner);
+        }
+    }
+    ldns_zone_deep_free(z);
+    for (k = 0; k < n; k++) {
+        if (h[k].len == 0) {
+            die("bench.signed: a name without its record", NULL);
+        }
+    }
+    return h;
 }
 
 
@@ -330,7 +416,46 @@ bench_set(sk_entry_t *e, const char *f, const char *v)
 }
 
 
-/* Binds [first, first + n): each with its own end-entity certificate. */
+/* CA-Cert-Chain: name's own end-entity certificate, then the
+ * intermediate. */
+static char *
+bench_ca_chain(const bench_job_t *j, bench_entry_t *be, const char *name,
+    size_t i)
+{
+    char  *eb, *chain;
+
+    be->ee = make_ee(j, name, (long) i + 2);
+    eb = cert_b64(be->ee);
+    chain = eb != NULL ? malloc(strlen(eb) + strlen(j->inter_b64) + 2)
+                       : NULL;
+    if (chain != NULL) {
+        sprintf(chain, "%s,%s", eb, j->inter_b64);
+    }
+    free(eb);
+    return chain;
+}
+
+
+/* DNSSEC-Chain: name i's record and RRSIG, then the shared rest. */
+static char *
+bench_dnssec_chain(const bench_job_t *j, size_t i)
+{
+    unsigned char  *p = malloc(j->heads[i].len + j->tail->len);
+    char           *b64;
+
+    if (p == NULL) {
+        return NULL;
+    }
+    memcpy(p, j->heads[i].p, j->heads[i].len);
+    memcpy(p + j->heads[i].len, j->tail->p, j->tail->len);
+    b64 = sk_b64_encode_alloc(p, j->heads[i].len + j->tail->len);
+    free(p);
+    return b64;
+}
+
+
+/* Binds [first, first + n): each with its own end-entity certificate, or
+ * its own DNSSEC record. */
 static void *
 bench_build(void *arg)
 {
@@ -339,27 +464,24 @@ bench_build(void *arg)
     sk_entry_t     *e;
     sk_err_t        err;
     size_t          i;
-    char            name[64], *eb, *chain;
+    char            name[64], *chain;
 
     for (i = j->first; i < j->first + j->n; i++) {
         be = &j->e[i];
-        snprintf(name, sizeof(name), "n%zu.bench.example", i);
-        be->ee = make_ee(j, name, (long) i + 2);
-        eb = cert_b64(be->ee);
-        chain = malloc(strlen(eb) + strlen(j->inter_b64) + 2);
-        if (eb == NULL || chain == NULL
-            || sk_entry_new(&e, SK_ENTRY_BIND, &err) != 0)
-        {
+        snprintf(name, sizeof(name), j->heads != NULL ? "n%zu.example.test"
+            : "n%zu.bench.example", i);
+        chain = j->heads != NULL ? bench_dnssec_chain(j, i)
+            : bench_ca_chain(j, be, name, i);
+        if (chain == NULL || sk_entry_new(&e, SK_ENTRY_BIND, &err) != 0) {
             die("bind entry", NULL);
         }
-        sprintf(chain, "%s,%s", eb, j->inter_b64);
         bench_set(e, "Name", name);
         bench_set(e, "Includes-Subdomains", "0");
         bench_set(e, "Services", "https");
         bench_set(e, "Rebinder-Names", "none");
-        bench_set(e, "CA-Cert-Chain", chain);
+        bench_set(e, j->heads != NULL ? "DNSSEC-Chain" : "CA-Cert-Chain",
+            chain);
         free(chain);
-        free(eb);
         if (sk_entry_sign(e, SK_SIG_SK, j->sk, &err) != 0
             || sk_entry_format(&be->text, &be->tlen, e, &err) != 0)
         {
@@ -376,6 +498,7 @@ bench_build(void *arg)
 int
 main(int argc, char **argv)
 {
+    static dx_chain_t  tail;
     bench_entry_t   root;
     bench_job_t     proto;
     sk_key_t       *op, *sk, *stamp;
@@ -388,9 +511,9 @@ main(int argc, char **argv)
     FILE           *f;
     int             fd;
 
-    if (argc != 10) {
+    if (argc != 10 && argc != 11) {
         fprintf(stderr, "usage: tl_client HOST PORT OPERATOR.key SK.key "
-            "ROOT.crt INTER.crt INTER.key N CLIENTS\n");
+            "ROOT.crt INTER.crt INTER.key N CLIENTS [ZONEDIR]\n");
         return 2;
     }
     n = strtoul(argv[8], NULL, 10);
@@ -445,14 +568,31 @@ main(int argc, char **argv)
     if (proto.e == NULL) {
         die("entries", NULL);
     }
+    if (argc == 11) {
+        proto.heads = bench_dnssec_heads(argv[10], n);
+        if (dx_add(&tail, argv[10], "ex", "example.test.",
+                LDNS_RR_TYPE_DNSKEY)
+            | dx_add(&tail, argv[10], "test", "example.test.", LDNS_RR_TYPE_DS)
+            | dx_add(&tail, argv[10], "test", "test.", LDNS_RR_TYPE_DNSKEY)
+            | dx_add(&tail, argv[10], "root", "test.", LDNS_RR_TYPE_DS)
+            | dx_add(&tail, argv[10], "root", ".", LDNS_RR_TYPE_DNSKEY))
+        {
+            die("DNSSEC chain: the zones' DNSKEY and DS RRsets", NULL);
+        }
+        proto.tail = &tail;
+    }
     (void) bench_run(bench_build, &proto, n, ncpu, &ok);
-    crypto = bench_run(bench_crypto, &proto, n, ncpu, &ok);
+    crypto = proto.heads == NULL
+             ? bench_run(bench_crypto, &proto, n, ncpu, &ok) : 0;
     rate = bench_run(bench_post, &proto, n, clients, &ok);
     if (ok != n) {
         fprintf(stderr, "tl_client: %zu of %zu appends got 201\n", ok, n);
         return 1;
     }
-    printf("appends %.0f\ncrypto %.0f\nentry_bytes %zu\n", rate, crypto,
-        proto.e[0].tlen);
+    printf("appends %.0f\n", rate);
+    if (proto.heads == NULL) {
+        printf("crypto %.0f\n", crypto);
+    }
+    printf("entry_bytes %zu\n", proto.e[0].tlen);
     return 0;
 }

@@ -1,15 +1,17 @@
 #!/bin/sh
-# dnssec_zones.sh DIR HEX -- the signed zones test_dnssec.c builds its
+# dnssec_zones.sh DIR HEX [N] -- the signed zones test_dnssec.c builds its
 # chains from: a private root ".", "test." and "example.test." signed with
 # fresh Ed25519 keys (ldns-keygen) and fixed validity windows
 # (ldns-signzone -i/-e), HEX the SK's SPKI SHA-256.  Variants of
 # example.test. (two records, another hash, expired signatures, signatures
-# that expire in two minutes, no record)
+# that expire in two minutes, no record, no record under NSEC3)
 # share its key; "other.root" is a second root with its own key, and
 # "test.nods" a test. whose DS names a key example.test. does not have.
-# Anchors: DIR/root.ds.
+# Anchors: DIR/root.ds.  With N, also "bench": example.test. with N more
+# records at _sovereign-key.n<i> (i < N), signed with its key, for
+# tests/bench/bench_timeline.sh's Binds of n<i>.example.test.
 set -eu
-dir=$1 hex=$2
+dir=$1 hex=$2 n=${3:-0}
 cd "$dir"
 good="-i 20200101 -e 20371231"
 old="-i 20100101 -e 20110101"
@@ -54,8 +56,16 @@ cp ex ex.old
 sign ex.old example.test. "$kex" "$old"
 cp ex ex.soon
 sign ex.soon example.test. "$kex" "-i 20200101 -e $(($(date +%s) + 120))"
+if [ "$n" -gt 0 ]; then
+    cp ex bench
+    awk -v n="$n" -v h="$hex" 'BEGIN { for (i = 0; i < n; i++)
+        printf "_sovereign-key.n%d IN TXT \"v=sk1; spki-sha256=%s\"\n", i, h }' >>bench
+    sign bench example.test. "$kex" "$good"
+fi
 zone ex.none example.test. "www IN A 192.0.2.1"
 sign ex.none example.test. "$kex" "$good"
+cp ex.none ex.nsec3
+sign ex.nsec3 example.test. "$kex" "$good -n"
 
 zone test test. "example IN NS ns.test." "$(cat "$kex.ds")"
 sign test test. "$ktest" "$good"

@@ -61,6 +61,44 @@ add(dx_chain_t *c, const char *file, const char *owner, ldns_rr_type type)
 }
 
 
+/* Every RRset of type in the signed zone file, each with its RRSIGs (for
+ * NSEC3, whose owners are hashes). */
+static void
+add_all(dx_chain_t *c, const char *file, ldns_rr_type type)
+{
+    ldns_zone     *z;
+    ldns_rr_list  *rrs;
+    ldns_rr       *rr;
+    char          *path = tu_path(dir, file), *owner;
+    size_t         i, n = 0;
+    FILE          *f;
+
+    path = realloc(path, strlen(path) + sizeof(".signed"));
+    assert_non_null(path);
+    strcat(path, ".signed");
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_int_equal(ldns_zone_new_frm_fp(&z, f, NULL, 3600,
+        LDNS_RR_CLASS_IN), LDNS_STATUS_OK);
+    fclose(f);
+    free(path);
+    rrs = ldns_zone_rrs(z);
+    for (i = 0; i < ldns_rr_list_rr_count(rrs); i++) {
+        rr = ldns_rr_list_rr(rrs, i);
+        if (ldns_rr_get_type(rr) == type) {
+            owner = ldns_rdf2str(ldns_rr_owner(rr));
+            add(c, file, owner, type);
+            free(owner);
+            n++;
+        }
+    }
+    ldns_zone_deep_free(z);
+    if (n == 0) {
+        fail_msg("%s: no %s RRset", file, ldns_rr_descript(type)->_name);
+    }
+}
+
+
 static void
 build(dx_chain_t *c, const char *rec, const char *exk, const char *tst,
     const char *root)
@@ -273,6 +311,22 @@ test_algorithm(void **state)
 }
 
 
+/* c holds a signed proof that zone file has no record: with the DNSKEY
+ * and DS RRsets up to the root it is still not evidence. */
+static void
+non_existence(dx_chain_t *c, const char *file)
+{
+    add(c, file, "example.test.", LDNS_RR_TYPE_DNSKEY);
+    add(c, "test", "example.test.", LDNS_RR_TYPE_DS);
+    add(c, "test", "test.", LDNS_RR_TYPE_DNSKEY);
+    add(c, "root", "test.", LDNS_RR_TYPE_DS);
+    add(c, "root", ".", LDNS_RR_TYPE_DNSKEY);
+    refused(c, T_AT, SK_ERR_FORMAT, "an NSEC or NSEC3 proof of "
+        "non-existence");
+    agree(c, T_AT, SK_ERR_FORMAT);
+}
+
+
 static void
 test_record(void **state)
 {
@@ -291,14 +345,10 @@ test_record(void **state)
     agree(&c, T_AT, SK_ERR_FORMAT);
     c.len = 0;
     add(&c, "ex.none", "example.test.", LDNS_RR_TYPE_NSEC);
-    add(&c, "ex.none", "example.test.", LDNS_RR_TYPE_DNSKEY);
-    add(&c, "test", "example.test.", LDNS_RR_TYPE_DS);
-    add(&c, "test", "test.", LDNS_RR_TYPE_DNSKEY);
-    add(&c, "root", "test.", LDNS_RR_TYPE_DS);
-    add(&c, "root", ".", LDNS_RR_TYPE_DNSKEY);
-    refused(&c, T_AT, SK_ERR_FORMAT, "an NSEC or NSEC3 proof of "
-        "non-existence");
-    agree(&c, T_AT, SK_ERR_FORMAT);
+    non_existence(&c, "ex.none");
+    c.len = 0;
+    add_all(&c, "ex.nsec3", LDNS_RR_TYPE_NSEC3);
+    non_existence(&c, "ex.nsec3");
 
     assert_int_equal(sk_dnssec_record(&line, "example.test", sk, &err), 0);
     sk_key_fingerprint(fp, sk);
