@@ -26,12 +26,30 @@ gnutls-bin libgnutls28-dev curl python3 perl libio-socket-ssl-perl libtest-simpl
 valgrind groff-base golang-go golang-golang-x-mod-dev
 dpkg-dev debhelper fakeroot lintian systemd prometheus"
 
+# apt-get refuses to do anything after a dpkg run was cut short ("dpkg was
+# interrupted"), and packages left unpacked but unconfigured look installed
+# to nobody: finish that work first, answering any question with the default.
+finish_dpkg() {
+    [ -n "$(dpkg --audit 2>/dev/null)$(ls -A /var/lib/dpkg/updates 2>/dev/null)" ] \
+        || return 0
+    if [ "$(id -u)" != 0 ]; then
+        echo "install-deps: dpkg has unfinished work; run as root: dpkg --configure -a" >&2
+        exit 1
+    fi
+    echo "install-deps: dpkg was interrupted earlier; finishing with dpkg --configure -a" >&2
+    DEBIAN_FRONTEND=noninteractive dpkg --force-confdef --force-confold \
+        --configure -a
+}
+
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
         || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
+if [ -z "$missing" ]; then
+    finish_dpkg
+    exit 0
+fi
 
 if [ "$(id -u)" != 0 ]; then
     echo "install-deps: need root to install:$missing" >&2
@@ -43,8 +61,12 @@ export DEBIAN_FRONTEND=noninteractive
 echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
 echo "postfix postfix/mailname string localhost" | debconf-set-selections
 
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends $missing >/dev/null
+finish_dpkg
+# Wait for another apt or dpkg to let go of its lock rather than fail at once.
+APT="apt-get -qq -o DPkg::Lock::Timeout=600"
+$APT update
+$APT install -y --no-install-recommends -o Dpkg::Options::=--force-confdef \
+    -o Dpkg::Options::=--force-confold $missing >/dev/null
 # The packaged daemons must not run: tests start private instances.
 for s in nginx redis-server tor postfix prometheus nsd unbound; do
     (systemctl disable --now "$s" || service "$s" stop) >/dev/null 2>&1 || true
