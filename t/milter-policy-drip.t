@@ -117,8 +117,29 @@ for my $c ([$hop, 'its SK in the TrustFile'],
     close $s if $s;
 }
 
-# Six lookups take every slot; their clients hang up after a second.
+# Connections the milter holds on the policy port (established, or
+# hung up by the client and not yet closed by the milter), from
+# /proc/net/tcp: local port $pport, state 01 or 08.
+sub held_by_milter {
+    my $n = 0;
+    open(my $fh, '<', '/proc/net/tcp') or return -1;
+    while (<$fh>) {
+        my @f = split;
+        $n++ if ($f[1] // '') =~ /:([0-9A-F]{4})$/ && hex($1) == $pport
+            && $f[3] =~ /^0[18]$/;
+    }
+    return $n;
+}
+
+# Six lookups take every slot; their clients hang up after a second.  The
+# two connections above must be gone first: a thread that has not yet
+# seen its client's close still holds a slot, and the sixth would be
+# turned away in its place.
+ok(wait_until(sub { held_by_milter() == 0 }, 5),
+    'the milter has closed the connections above');
 my @held = map { ask($hop) } 1 .. 6;
+ok(wait_until(sub { held_by_milter() == 6 }, 5),
+    'six connections open on the policy port') or diag(held_by_milter() . ' held');
 is(scalar(grep { defined } @held), 6, 'six lookups of the dripping hop');
 sleep 1;
 my $s = ask('[127.0.0.1]');
