@@ -80,6 +80,10 @@ expect($missing, 400, qr/^entry: .*CA-Serial/m, 'a missing field');
 expect($badint, 400, qr/^entry: .*CA-Serial/m, 'a leading zero');
 expect("Frobnicate: 1\n\n", 400, qr/^entry: /m, 'an unknown entry type');
 expect("Add-Root-CA: 2\n\n", 400, qr/^entry: /m, 'an unknown version');
+expect("Map-Root: 1\nMap-Hash: " . ('A' x 43) . "\nMap-Names: 0\nSN: N/A\n"
+    . "Signature: N/A\nTID: N/A\nTimestamp: N/A\n\n", 403,
+    qr/^map-root: only the timeline makes Map-Root entries$/m,
+    'a Map-Root from outside');
 like(http('GET', "$url/status")->{body}, qr/^Tree-Size: 1$/m,
     'none of it stored');
 

@@ -229,6 +229,10 @@ tl_validate_static(tl_timeline_t *tl, const sk_entry_t *e, int64_t now,
     case SK_ENTRY_ADD_ROOT_CA:
     case SK_ENTRY_REMOVE_ROOT_CA:
         return tl_validate_operator(tl, e, err);
+    case SK_ENTRY_MAP_ROOT:
+        sk_err_set(err, SK_ERR_PERM,
+            "only the timeline makes Map-Root entries");
+        return tl_forbid(err, "map-root");
     default:
         return TL_OK;
     }

@@ -195,7 +195,7 @@ sk_entry_verify_cmd(int argc, char **argv)
     }
     rc = 0;
     if (type != SK_ENTRY_ADD_ROOT_CA && type != SK_ENTRY_REMOVE_ROOT_CA
-        && type != SK_ENTRY_INCORPORATE)
+        && type != SK_ENTRY_INCORPORATE && type != SK_ENTRY_MAP_ROOT)
     {
         rc = sk_entry_check(e, SK_SIG_SK, "SK-Signature", pub, own, json,
             &first, &err);

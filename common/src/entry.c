@@ -78,6 +78,8 @@ enum {
     SK_F_KEY,
     SK_F_KEY_TYPE,
     SK_F_LAST_SECURE_TIMESTAMP,
+    SK_F_MAP_HASH,
+    SK_F_MAP_NAMES,
     SK_F_NAME,
     SK_F_OPERATOR_SIGNATURE,
     SK_F_REBINDER_NAME,
@@ -123,6 +125,10 @@ static const sk_field_def_t sk_fields[SK_F_NFIELDS] = {
         { "Key-Type", SK_VAL_KEY_TYPE, 0, -1, SK_COV_ALL },
     [SK_F_LAST_SECURE_TIMESTAMP] =
         { "Last-Secure-Timestamp", SK_VAL_TIME, 0, -1, SK_COV_ALL },
+    [SK_F_MAP_HASH] =
+        { "Map-Hash", SK_VAL_HASH, 0, -1, SK_COV_ALL },
+    [SK_F_MAP_NAMES] =
+        { "Map-Names", SK_VAL_UINT, 0, -1, SK_COV_ALL },
     [SK_F_NAME] =
         { "Name", SK_VAL_NAME, 0, -1, SK_COV_ALL },
     [SK_F_OPERATOR_SIGNATURE] =
@@ -181,6 +187,9 @@ static const sk_entry_schema_t sk_schemas[SK_ENTRY_NTYPES] = {
     [SK_ENTRY_INCORPORATE] = { "Incorporate", 7, {
         SK_F_INCORPORATED_HASH, SK_F_INCORPORATED_SN, SK_F_INCORPORATED_TID,
         SK_F_SN, SK_F_SIGNATURE, SK_F_TID, SK_F_TIMESTAMP } },
+    [SK_ENTRY_MAP_ROOT] = { "Map-Root", 6, {
+        SK_F_MAP_HASH, SK_F_MAP_NAMES, SK_F_SN, SK_F_SIGNATURE, SK_F_TID,
+        SK_F_TIMESTAMP } },
 };
 
 struct sk_entry_s {
@@ -1278,7 +1287,7 @@ sk_entry_type_parse(sk_entry_type_t *type, const char *s, sk_err_t *err)
     }
     return sk_err_set(err, SK_ERR_FORMAT, "unknown entry type \"%.40s\" "
         "(bind, unbind, rebind, change-services, add-root-ca, "
-        "remove-root-ca, incorporate)", s);
+        "remove-root-ca, incorporate, map-root)", s);
 }
 
 

@@ -14,7 +14,6 @@
 
 #define SK_CHECKPOINT_SIGS_MAX  64
 #define SK_EMDASH               "\xe2\x80\x94"
-#define SK_B64STD_HASH_LEN      44      /* 32 bytes, padded */
 
 static EVP_MD          *sk_merkle_md;
 static pthread_once_t   sk_merkle_md_once = PTHREAD_ONCE_INIT;
@@ -59,6 +58,17 @@ sk_merkle_leaf_hash(sk_merkle_hash_t out, const void *data, size_t len,
 
 
 void
+sk_merkle_digest(sk_merkle_hash_t out, const void *buf, size_t len)
+{
+    /* Fails only without memory for its context: then SHA256(), whose
+     * context is on the stack. */
+    if (EVP_Digest(buf, len, out, NULL, sk_merkle_sha256(), NULL) != 1) {
+        SHA256(buf, len, out);
+    }
+}
+
+
+void
 sk_merkle_node_hash(sk_merkle_hash_t out, const sk_merkle_hash_t left,
     const sk_merkle_hash_t right)
 {
@@ -67,13 +77,7 @@ sk_merkle_node_hash(sk_merkle_hash_t out, const sk_merkle_hash_t left,
     buf[0] = 0x01;
     memcpy(buf + 1, left, SK_MERKLE_HASH_BYTES);
     memcpy(buf + 1 + SK_MERKLE_HASH_BYTES, right, SK_MERKLE_HASH_BYTES);
-    /* Fails only without memory for its context: then SHA256(), whose
-     * context is on the stack. */
-    if (EVP_Digest(buf, sizeof(buf), out, NULL, sk_merkle_sha256(), NULL)
-        != 1)
-    {
-        SHA256(buf, sizeof(buf), out);
-    }
+    sk_merkle_digest(out, buf, sizeof(buf));
 }
 
 
@@ -551,14 +555,14 @@ sk_b64std_decode(unsigned char *out, size_t *outlen, size_t max,
 }
 
 
-static void
+void
 sk_b64std_hash(char out[SK_B64STD_HASH_LEN + 1], const sk_merkle_hash_t h)
 {
     EVP_EncodeBlock((unsigned char *) out, h, SK_MERKLE_HASH_BYTES);
 }
 
 
-static int
+int
 sk_b64std_decode_hash(sk_merkle_hash_t out, const char *in, size_t len,
     const char *what, sk_err_t *err)
 {

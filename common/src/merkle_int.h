@@ -9,6 +9,7 @@
 #include <sk/merkle.h>
 
 #define SK_MERKLE_LEVELS        64
+#define SK_B64STD_HASH_LEN      44      /* 32 bytes, padded */
 
 /* Complete subtrees of 2^k leaves, left to right (in-memory trees). */
 typedef struct {
@@ -24,6 +25,17 @@ struct sk_merkle_tree_s {
     sk_merkle_level_t   level[SK_MERKLE_LEVELS];   /* unused with tiles */
     sk_merkle_tiles_t  *tiles;                     /* NULL: in memory */
 };
+
+/* merkle.c: SHA-256 of buf[0..len), through a digest fetched once (map.c
+ * hashes with it too). */
+void sk_merkle_digest(sk_merkle_hash_t out, const void *buf, size_t len);
+/* merkle.c: a hash in standard base64 with padding, as proof lines are
+ * (SK_B64STD_HASH_LEN characters and a NUL), and its strict decoding
+ * (SK_ERR_FORMAT naming what). */
+void sk_b64std_hash(char out[SK_B64STD_HASH_LEN + 1],
+    const sk_merkle_hash_t h);
+int sk_b64std_decode_hash(sk_merkle_hash_t out, const char *in, size_t len,
+    const char *what, sk_err_t *err);
 
 /* merkle_tiles.c: the hash of the complete subtree idx at tree level lg
  * (2^lg leaves from idx << lg), idx << lg + 2^lg <= t->size. */

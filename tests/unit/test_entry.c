@@ -167,6 +167,18 @@
     "Timestamp: 1700000900\n" \
     "\n"
 
+#define DOC_MAP_ROOT \
+    "Map-Root: 1\n" \
+    "Map-Hash: 93Qspusi-hw126gotbf1UqVwdMp9TlHWqUMpiEZoOkc\n" \
+    "Map-Names: 1\n" \
+    "SN: 46\n" \
+    "Signature: " \
+    "wNxQlifrqpOzN9bMw6j9X-ERjoloPAZSxgxg9tvqd468g5_dSOi8XXX3IM-ic96IoYXK" \
+    "ukora2VrInMGM-JsBQ" "\n" \
+    "TID: 1\n" \
+    "Timestamp: 1700100000\n" \
+    "\n"
+
 
 #define HASH_ZERO  "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 #define HASH_ONE   "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
@@ -347,6 +359,7 @@ test_docs_examples(void **state)
         { DOC_ADD_ROOT_CA, SK_ENTRY_ADD_ROOT_CA, 0, 0, 0x55, 0x44 },
         { DOC_REMOVE_ROOT_CA, SK_ENTRY_REMOVE_ROOT_CA, 0, 0, 0x55, 0x44 },
         { DOC_INCORPORATE, SK_ENTRY_INCORPORATE, 0, 0, 0, 0x77 },
+        { DOC_MAP_ROOT, SK_ENTRY_MAP_ROOT, 0, 0, 0, 0x44 },
     };
     const sk_sig_field_t  sigs[4] = {
         SK_SIG_SK, SK_SIG_REBINDER, SK_SIG_OPERATOR, SK_SIG_TIMELINE
@@ -407,6 +420,48 @@ test_hash_incorporated(void **state)
 }
 
 
+/* The Map-Root example's Map-Hash is the map of example.com's history
+ * in the examples (SN 41 to 44), and the type has no name. */
+static void
+test_map_root_example(void **state)
+{
+    static const char *const  hist[] = {
+        DOC_BIND, DOC_CHANGE_SERVICES, DOC_UNBIND, DOC_REBIND
+    };
+    sk_entry_t        *m = parse_ok(DOC_MAP_ROOT), *e;
+    sk_map_value_t     v;
+    sk_merkle_hash_t   leaf, value, root;
+    unsigned char      key[1][SK_MAP_KEY_BYTES];
+    char               b64[64];
+    uint64_t           sn;
+    size_t             i;
+    sk_err_t           err;
+
+    (void) state;
+    sk_map_value_init(&v);
+    for (i = 0; i < 4; i++) {
+        e = parse_ok(hist[i]);
+        tu_assert_ok(sk_merkle_leaf_hash(leaf, hist[i], strlen(hist[i]),
+            &err), &err);
+        tu_assert_ok(sk_entry_sn(e, &sn, &err), &err);
+        sk_map_value_add(&v, sn, leaf);
+        sk_entry_free(e);
+    }
+    assert_int_equal(v.count, 4);
+    assert_int_equal(v.newest_sn, 44);
+    tu_assert_ok(sk_map_key(key[0], "example.com", &err), &err);
+    sk_map_value_hash(value, &v);
+    tu_assert_ok(sk_map_root_sorted(root,
+        (const unsigned char (*)[SK_MAP_KEY_BYTES]) key,
+        (const sk_merkle_hash_t *) &value, 1, &err), &err);
+    sk_b64_encode(b64, root, sizeof(root));
+    assert_string_equal(sk_entry_get(m, "Map-Hash"), b64);
+    assert_null(sk_entry_name(m));
+    assert_string_equal(sk_entry_type_name(SK_ENTRY_MAP_ROOT), "Map-Root");
+    sk_entry_free(m);
+}
+
+
 /* A small entry's signed bytes, literally. */
 static void
 test_signed_bytes_literal(void **state)
@@ -458,6 +513,8 @@ static const struct {
     { "Incorporated-SN", "5", "6" },
     { "Incorporated-TID", "2", "3" },
     { "Last-Secure-Timestamp", "1700000000", "1700000001" },
+    { "Map-Hash", HASH_ZERO, HASH_ONE },
+    { "Map-Names", "0", "1" },
     { "Name", "example.com", "example.org" },
     { "Rebinder-Name", "example.net", "example.org" },
     { "Rebinder-Names", "example.net", "none" },
@@ -1095,6 +1152,7 @@ main(void)
         cmocka_unit_test(test_docs_bind_rebuilt),
         cmocka_unit_test(test_docs_examples),
         cmocka_unit_test(test_hash_incorporated),
+        cmocka_unit_test(test_map_root_example),
         cmocka_unit_test(test_signed_bytes_literal),
         cmocka_unit_test(test_round_trip_every_type),
         cmocka_unit_test(test_signature_coverage),

@@ -34,6 +34,7 @@ typedef enum {
     SK_ENTRY_ADD_ROOT_CA,
     SK_ENTRY_REMOVE_ROOT_CA,
     SK_ENTRY_INCORPORATE,
+    SK_ENTRY_MAP_ROOT,      /* the timeline's own: its name map's root */
     SK_ENTRY_NTYPES
 } sk_entry_type_t;
 
@@ -84,8 +85,8 @@ int sk_entry_tid(const sk_entry_t *e, uint64_t *tid, sk_err_t *err) SK_WUR;
 int sk_entry_timestamp(const sk_entry_t *e, int64_t *t, sk_err_t *err)
     SK_WUR;
 
-/* Name field, or NULL for types without one (root-CA, incorporation) and
- * while it is not set. */
+/* Name field, or NULL for types without one (root-CA, incorporation,
+ * map root) and while it is not set. */
 const char *sk_entry_name(const sk_entry_t *e);
 
 /* The SK of a Bind or Rebind (its Key field). */
