@@ -33,7 +33,7 @@ my %milter = $metrics ? ('sk' => [$skm, 'inet'], 'sk-metrics' => [$skm, 'inet'])
     'sk-unix' => [$skm, 'unix'],
 );
 my %setup = $metrics ? () : (none => '');
-my $mport = free_port();
+my $mport = $metrics ? free_port() : 0;
 my @pids;
 
 # The sockets must be reachable by Postfix's smtpd (user postfix): the
@@ -82,7 +82,7 @@ for my $round (1 .. $rounds) {
 }
 $pf->stop;
 
-# Every message through sk-metrics (warm-up none: rounds x messages) was
+# Every message through sk-metrics (no warm-up round: rounds x messages) was
 # counted by its verdict.
 my $counted = 0;
 if ($metrics) {

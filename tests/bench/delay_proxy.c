@@ -180,7 +180,8 @@ dir_read(dp_dir_t *d)
 }
 
 
-/* Write the chunks that are due; -1 on an error. */
+/* Write the chunks that are due; -1 on an error.  A full socket is tried
+ * again at once (no POLLOUT): the benchmarks send a few kB at a time. */
 static int
 dir_write(dp_dir_t *d, double t)
 {
