@@ -274,14 +274,19 @@ $(BUILD)/bench/mirror_gen: tests/bench/mirror_gen.c $(LIBSK)
 bench-scale: $(TL_BIN) $(MR_BIN) $(MR_BENCH)
 	BUILD=$(BUILD) tests/bench/bench_scale.sh
 
-# The first-contact client of tests/bench/bench_staple.pl.
-STAPLE_BENCH = $(BUILD)/bench/staple_client
+# The first-contact client of tests/bench/bench_staple.pl and the proxy
+# that puts a round trip on its mirror path.
+STAPLE_BENCH = $(BUILD)/bench/staple_client $(BUILD)/bench/delay_proxy
 all: $(STAPLE_BENCH)
 bench: $(STAPLE_BENCH)
 
-$(STAPLE_BENCH): tests/bench/staple_client.c $(LIBSK)
+$(BUILD)/bench/staple_client: tests/bench/staple_client.c $(LIBSK)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS) -lcurl
+
+$(BUILD)/bench/delay_proxy: tests/bench/delay_proxy.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $<
 
 # The socketmap parser's fuzz target links the milter's I/O-free parser.
 $(FUZZ_BUILD)/fuzz_socketmap: tests/fuzz/fuzz_socketmap.c $(FUZZ_BUILD)/sk_milter/skm_netstring.o $(FUZZ_OBJS)

@@ -8,6 +8,10 @@
 # away turns Stuck there, and the alert rules loaded into that Prometheus
 # see it (pending).  dist/prometheus/: `promtool check rules` and
 # `promtool test rules` (each alert fired from synthetic series).
+# dist/grafana/sk-dashboard.json: a row per part, a panel on each
+# alert's metric, and the timeline's and mirror's queries run on that
+# Prometheus over names their /metrics answers have (nginx-metrics.t and
+# milter-metrics.t check the other two rows).
 
 use strict;
 use warnings;
@@ -35,6 +39,15 @@ $r = run_cmd(['sh', '-c', 'cd "$0" && exec promtool test rules '
     . 'sk-alerts.test.yml', $dist]);
 is($r->{rc}, 0, 'promtool test rules: every alert fires from its series')
     or diag($r->{out}, $r->{err});
+# The Grafana dashboard: one row per part, and a panel on every quantity
+# an alert watches.
+my $dash = dashboard_exprs();
+is_deeply([sort keys %$dash], [qw(nginx sk-milter sk-mirror sk-timeline)],
+    'dist/grafana/sk-dashboard.json: one row per part');
+my %shown = map { $_ => 1 } map { /\b(sk_\w+)/g } map { @$_ } values %$dash;
+my @unshown = grep { !$shown{$_} } map { /\b(sk_\w+)/g }
+    grep { /^\s+expr:/ } split /\n/, slurp("$dist/sk-alerts.yml");
+is_deeply(\@unshown, [], '... a panel for each alert\'s metric');
 
 # A bad metrics_listen is a configuration error naming the key.
 spew("$d/bad-tl.conf", "listen = 127.0.0.1:1\ndata_dir = $d/x\ntid = 7\n"
@@ -122,6 +135,15 @@ ok(prom_wait($p, "count(up == 1)", sub { $_[0] == 3 }, 15),
     'Prometheus scrapes all three') or diag(slurp($p->{log}));
 
 sub val { return prom_value($p, $_[0]) // 'none' }
+
+# Every query of the dashboard's rows for them is one Prometheus takes, on
+# metrics the daemons export.
+is_deeply([dashboard_check($p, 'sk-timeline',
+    scrape("http://127.0.0.1:$mport{7}/metrics")->{body})], [],
+    'dashboard: the sk-timeline queries run, on sk-timeline\'s metrics');
+is_deeply([dashboard_check($p, 'sk-mirror',
+    scrape("http://127.0.0.1:$mp/metrics")->{body})], [],
+    'dashboard: the sk-mirror queries run, on sk-mirror\'s metrics');
 
 is(val("sk_timeline_appends_total{$i7,result=\"created\"}"), 2,
     'timeline 7: 2 appends created');

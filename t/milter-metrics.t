@@ -4,7 +4,8 @@
 # temperror and a key cache error, the Probe a STARTTLS handshake with the
 # served chain (no carrier in it), policy lookups over the PolicySocket
 # (postmap) their answers by result and their times; each answer passes
-# `promtool check metrics`, and a real Prometheus scrapes the same values.
+# `promtool check metrics`, and a real Prometheus scrapes the same values
+# and runs the Grafana dashboard's sk-milter queries.
 # A bad MetricsListen fails `sk-milter -n`, one in use refuses to start,
 # both naming the setting.
 
@@ -128,6 +129,10 @@ ok(prom_wait($p, 'sk_milter_messages_total{verdict="pass"}',
     sub { $_[0] == 1 }, 15), 'Prometheus reads sk=pass once');
 ok(prom_wait($p, 'sum(sk_milter_policy_answers_total)',
     sub { $_[0] == 4 }, 15), 'Prometheus reads four policy answers');
+# (Their names: milter-staple.t, where the staple's and the carrier's
+# gauges exist.)
+is_deeply([dashboard_check($p, 'sk-milter', undef)], [],
+    'dashboard: the sk-milter queries run');
 stop_daemon($p->{pid});
 
 is(stop_daemon($mpid), 0, 'SIGTERM: clean exit');

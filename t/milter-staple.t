@@ -8,6 +8,8 @@
 # is down until staple_max_age, then writes the chain without it.  The
 # outbound policy learns a next hop's SK from the staple its host serves
 # (no TrustFile, no KeyCache record, no mirror) and pins delivery to it.
+# Its /metrics has every series the Grafana dashboard's sk-milter row
+# names.
 
 use strict;
 use warnings;
@@ -19,6 +21,7 @@ use Test::More;
 use SKTest;
 use SKSite;
 use SKPostfix qw(make_cert private_hosts_reexec private_hosts);
+use SKPrometheus qw(dashboard_check);
 use SKTimeline ();
 use SKMirror ();
 
@@ -174,6 +177,9 @@ cmp_ok($mv{'sk_milter_staple_age_seconds{name="example.com"}'} // -1, '>=', 0,
     '... its age');
 cmp_ok($mv{sk_milter_staple_refresh_failures_total} // 0, '>=', 1,
     '... the refresh failing with the mirror down');
+is_deeply([dashboard_check(undef, 'sk-milter', run_cmd(['curl', '-s',
+    "http://127.0.0.1:$xport/metrics"])->{out})], [],
+    'the Grafana dashboard\'s sk-milter row: only metrics sk-milter has');
 is(scalar @{starttls_chain()}, 3, '... and Postfix still serves it');
 ok(wait_until(sub { mlog() =~ /staple example\.com: dropped the answer .* beyond staple_max_age \(20 s\).*; the chain files get no staple/ }, 30),
     'beyond staple_max_age: dropped, saying why') or diag(mlog());

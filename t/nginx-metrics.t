@@ -9,7 +9,8 @@
 #     expiry and staple age gauges;
 #   connections spread over both workers (reuseport), and every answer,
 #     whichever worker gives it, holds the sum of both;
-#   `promtool check metrics` on the answer; a real Prometheus scrapes it;
+#   `promtool check metrics` on the answer; a real Prometheus scrapes it
+#   and runs the Grafana dashboard's nginx queries on it;
 #   a reload keeps the counts.
 
 use strict;
@@ -201,6 +202,8 @@ ok(prom_wait($p, 'sk_nginx_carrier_handshakes_total', sub { $_[0] >= $hs },
     15), 'Prometheus scraped the handshakes');
 ok(prom_wait($p, 'sk_nginx_carrier_expiry_seconds{name="example.com"}',
     sub { abs($_[0] - $left) < 30 }, 5), '... and the carrier expiry');
+is_deeply([dashboard_check($p, 'nginx', (metrics())[0]{body})], [],
+    'dashboard: the nginx queries run, on the module\'s metrics');
 kill 'TERM', $p->{pid};
 
 # A reload keeps the zone and its counts; the new workers count on.

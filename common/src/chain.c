@@ -1,13 +1,169 @@
 /*
  * chain.c -- a Bind's CA-Cert-Chain against the roots of claim time.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/core_dispatch.h>
+#include <openssl/err.h>
+#include <openssl/provider.h>
 #include <openssl/x509v3.h>
 
 #include "sk/b64.h"
 #include "sk/chain.h"
+
+
+/*
+ * OpenSSL 3.0 decodes a certificate's public key while it decodes the
+ * certificate, through the decoder framework, which for each key lists and
+ * matches by name every key manager and every decoder of every provider:
+ * ~0.1 ms a certificate, the largest part of an append.  An end-entity
+ * certificate's key must be the SK (Ed25519, P-256 or RSA), so it is
+ * decoded in a library context of its own whose one provider ("sk-lean")
+ * is the default provider with only those three key managers and their
+ * SubjectPublicKeyInfo decoders listed (every other operation passed
+ * through): about a third of the time.  A key of another type is left
+ * undecoded and the chain check refuses the certificate.
+ */
+#define SK_CHAIN_LEAN_MAX  8
+
+static const char *const  sk_chain_lean_types[] = { "ED25519", "EC", "RSA",
+    NULL };
+
+static struct {
+    pthread_once_t       once;
+    OSSL_PROVIDER       *deflt;          /* in a library context of its own */
+    OSSL_LIB_CTX        *ctx;            /* NULL: no lean context, use 0's */
+    OSSL_ALGORITHM       keymgmt[SK_CHAIN_LEAN_MAX + 1];
+    OSSL_ALGORITHM       decoder[SK_CHAIN_LEAN_MAX + 1];
+} sk_chain_lean = { PTHREAD_ONCE_INIT, NULL, NULL, { { 0 } }, { { 0 } } };
+
+
+/* "ED25519:1.3.101.112" is ED25519's; "EC:id-ecPublicKey:..." is EC's. */
+static int
+sk_chain_lean_type(const char *names)
+{
+    size_t  i, n;
+
+    for (i = 0; sk_chain_lean_types[i] != NULL; i++) {
+        n = strlen(sk_chain_lean_types[i]);
+        if (strncmp(names, sk_chain_lean_types[i], n) == 0
+            && (names[n] == ':' || names[n] == '\0'))
+        {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+
+/* The default provider's algorithms of operation op for the lean types
+ * (decoders: DER SubjectPublicKeyInfo only) into out; 0 if none. */
+static int
+sk_chain_lean_pick(int op, OSSL_ALGORITHM *out)
+{
+    const OSSL_ALGORITHM  *a;
+    const char            *prop;
+    size_t                 n = 0;
+    int                    no_cache;
+
+    a = OSSL_PROVIDER_query_operation(sk_chain_lean.deflt, op, &no_cache);
+    for (; a != NULL && a->algorithm_names != NULL; a++) {
+        prop = a->property_definition != NULL ? a->property_definition : "";
+        if (!sk_chain_lean_type(a->algorithm_names)
+            || (op == OSSL_OP_DECODER
+                && (strstr(prop, "input=der") == NULL
+                    || strstr(prop, "structure=SubjectPublicKeyInfo")
+                       == NULL)))
+        {
+            continue;
+        }
+        if (n == SK_CHAIN_LEAN_MAX) {
+            return 0;
+        }
+        out[n++] = *a;
+    }
+    return n > 0;
+}
+
+
+static const OSSL_ALGORITHM *
+sk_chain_lean_query(void *provctx, int op, int *no_cache)
+{
+    (void) provctx;
+    switch (op) {
+    case OSSL_OP_KEYMGMT:
+        *no_cache = 0;
+        return sk_chain_lean.keymgmt;
+    case OSSL_OP_DECODER:
+        *no_cache = 0;
+        return sk_chain_lean.decoder;
+    default:
+        return OSSL_PROVIDER_query_operation(sk_chain_lean.deflt, op,
+            no_cache);
+    }
+}
+
+
+static const OSSL_DISPATCH  sk_chain_lean_dispatch[] = {
+    { OSSL_FUNC_PROVIDER_QUERY_OPERATION,
+      (void (*)(void)) sk_chain_lean_query },
+    { 0, NULL }
+};
+
+
+/* The algorithms are the default provider's: they get its context. */
+static int
+sk_chain_lean_provider(const OSSL_CORE_HANDLE *handle,
+    const OSSL_DISPATCH *in, const OSSL_DISPATCH **out, void **provctx)
+{
+    (void) handle;
+    (void) in;
+    *out = sk_chain_lean_dispatch;
+    *provctx = OSSL_PROVIDER_get0_provider_ctx(sk_chain_lean.deflt);
+    return 1;
+}
+
+
+/* Made once; on any failure the end-entity certificates are decoded in
+ * the default context as before. */
+static void
+sk_chain_lean_init(void)
+{
+    OSSL_LIB_CTX  *inner = OSSL_LIB_CTX_new(), *ctx = OSSL_LIB_CTX_new();
+
+    sk_chain_lean.deflt = inner != NULL
+        ? OSSL_PROVIDER_load(inner, "default") : NULL;
+    if (sk_chain_lean.deflt == NULL || ctx == NULL
+        || !sk_chain_lean_pick(OSSL_OP_KEYMGMT, sk_chain_lean.keymgmt)
+        || !sk_chain_lean_pick(OSSL_OP_DECODER, sk_chain_lean.decoder)
+        || OSSL_PROVIDER_add_builtin(ctx, "sk-lean",
+               sk_chain_lean_provider) != 1
+        || OSSL_PROVIDER_load(ctx, "sk-lean") == NULL)
+    {
+        OSSL_LIB_CTX_free(ctx);
+        if (sk_chain_lean.deflt != NULL) {
+            OSSL_PROVIDER_unload(sk_chain_lean.deflt);
+            sk_chain_lean.deflt = NULL;
+        }
+        OSSL_LIB_CTX_free(inner);
+        ERR_clear_error();
+        return;
+    }
+    sk_chain_lean.ctx = ctx;
+}
+
+
+X509 *
+sk_chain_d2i_ee(const unsigned char **pp, long len)
+{
+    X509  *x;
+
+    pthread_once(&sk_chain_lean.once, sk_chain_lean_init);
+    x = X509_new_ex(sk_chain_lean.ctx, NULL);
+    return x != NULL ? d2i_X509(&x, pp, len) : NULL;
+}
 
 
 int

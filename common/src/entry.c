@@ -518,7 +518,8 @@ sk_entry_decode_cert(const char *s, size_t len, X509 **keep, sk_err_t *err)
         return 0;
     }
     p = der;
-    x = d2i_X509(NULL, &p, (long) n);
+    x = keep != NULL ? sk_chain_d2i_ee(&p, (long) n)
+                     : d2i_X509(NULL, &p, (long) n);
     if (x == NULL) {
         free(der);
         sk_err_crypto(err, "not a DER certificate");

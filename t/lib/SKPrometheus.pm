@@ -14,6 +14,13 @@ package SKPrometheus;
 #   scrape(URL)                     { code, type, body } of a GET /metrics
 #   promtool(ARGS...)               run_cmd(['promtool', ARGS...]); with
 #                                   { stdin => TEXT } first, fed TEXT
+#   dashboard_exprs()               dist/grafana/sk-dashboard.json's
+#                                   queries: { ROW TITLE => [EXPR, ...] }
+#   dashboard_check(P, ROW, BODY)   what is wrong with ROW's queries: each
+#                                   one Prometheus P refuses, each metric
+#                                   name without a "# TYPE" line in BODY
+#                                   (a /metrics answer); () if nothing.
+#                                   P or BODY undef: that check not made
 
 use strict;
 use warnings;
@@ -23,7 +30,7 @@ use JSON::PP;
 use SKTest;
 
 our @EXPORT = qw(start_prometheus prom_query prom_value prom_wait scrape
-    promtool have_prometheus);
+    promtool have_prometheus dashboard_exprs dashboard_check);
 
 sub have_prometheus {
     return has_cmd('prometheus') && has_cmd('promtool') && has_cmd('curl');
@@ -101,6 +108,38 @@ sub promtool {
     my $r = run_cmd(['sh', '-c', 'exec promtool "$@" < "$0"', $f, @_]);
     unlink $f;
     return $r;
+}
+
+# Panels follow the row panel they are under (rows not collapsed).
+sub dashboard_exprs {
+    my $j = decode_json(slurp("$SKTest::ROOT/dist/grafana/sk-dashboard.json"));
+    my ($row, %exprs);
+    for my $panel (@{$j->{panels}}) {
+        if ($panel->{type} eq 'row') {
+            $row = $panel->{title};
+            next;
+        }
+        push @{$exprs{$row}}, map { $_->{expr} } @{$panel->{targets}};
+    }
+    return \%exprs;
+}
+
+sub dashboard_check {
+    my ($p, $row, $body) = @_;
+    my %family = map { $_ => 1 } ($body // '') =~ /^# TYPE (\S+) /mg;
+    my @bad;
+
+    for my $expr (@{dashboard_exprs()->{$row} // ['(no such row)']}) {
+        # Grafana's interval variable, as Prometheus would get it.
+        (my $q = $expr) =~ s/\$__rate_interval/1m/g;
+        push @bad, "Prometheus refuses: $expr" if $p && !prom_query($p, $q);
+        for my $name (defined $body ? $expr =~ /\b(sk_\w+)/g : ()) {
+            (my $f = $name) =~ s/_(?:bucket|sum|count)$//;
+            push @bad, "no metric $name: $expr"
+                unless $family{$name} || $family{$f};
+        }
+    }
+    return @bad;
 }
 
 1;

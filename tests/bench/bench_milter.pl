@@ -4,6 +4,11 @@
 # milter, the no-op milter and sk-milter, each milter on a loopback TCP
 # socket and on a unix socket.  They take turns over several rounds and
 # each keeps its best round, so every reference is from this same run.
+#
+# With a second argument "metrics" (bench_milter_metrics.sh) the setups
+# are sk-milter on TCP without and with MetricsListen, and the line is
+#   milter-metrics-cost  msg/s with metrics on vs off          target 0.98
+# after a scrape shows every message of the metrics setup was counted.
 use strict;
 use warnings;
 use Time::HiRes qw(time sleep);
@@ -11,19 +16,24 @@ use SKTest;
 use SKPostfix;
 
 my $build = shift // 'build';
+my $metrics = (shift // '') eq 'metrics';
 # BENCH_MILTER="messages sessions rounds" overrides the defaults.
-my ($msgs, $sess, $rounds) = split ' ', ($ENV{BENCH_MILTER} // '1000 20 3');
+my ($msgs, $sess, $rounds) = split ' ', ($ENV{BENCH_MILTER}
+    // ($metrics ? '1000 20 5' : '1000 20 3'));
 my $dir = tmpdir();
 spew("$dir/trust", "example.com smtp\n");
 
 # name => [milter command (with MILTER for the socket), socket kind]
-my %milter = (
+my $skm = ["$build/sk-milter", '-f', '-c', 'CONF'];
+my %milter = $metrics ? ('sk' => [$skm, 'inet'], 'sk-metrics' => [$skm, 'inet'])
+    : (
     'noop' => [["$build/bench/noop_milter", 'MILTER'], 'inet'],
     'noop-unix' => [["$build/bench/noop_milter", 'MILTER'], 'unix'],
-    'sk' => [["$build/sk-milter", '-f', '-c', 'CONF'], 'inet'],
-    'sk-unix' => [["$build/sk-milter", '-f', '-c', 'CONF'], 'unix'],
+    'sk' => [$skm, 'inet'],
+    'sk-unix' => [$skm, 'unix'],
 );
-my %setup = (none => '');
+my %setup = $metrics ? () : (none => '');
+my $mport = $metrics ? free_port() : 0;
 my @pids;
 
 # The sockets must be reachable by Postfix's smtpd (user postfix): the
@@ -40,7 +50,8 @@ for my $name (sort keys %milter) {
     }
     spew("$dir/$name.conf", "Socket $lib\nName mx.example.org\n"
         . "TrustFile $dir/trust\nSyslog no\n"
-        . ($kind eq 'unix' ? "SocketMode 0666\n" : ''));
+        . ($kind eq 'unix' ? "SocketMode 0666\n" : '')
+        . ($name eq 'sk-metrics' ? "MetricsListen 127.0.0.1:$mport\n" : ''));
     my @argv = map { $_ eq 'MILTER' ? $lib : $_ eq 'CONF'
         ? "$dir/$name.conf" : $_ } @$cmd;
     push @pids, run_daemon(\@argv, "$dir/$name.log");
@@ -53,10 +64,10 @@ umask $oldmask;
 
 my $pf = SKPostfix->new(dir => $dir, main => { smtpd_milters => '' },
     nodump => 1)->start;
-my @order = ('none', sort keys %milter);
+my @order = sort keys %setup;
 my %best;
 for my $round (1 .. $rounds) {
-    for my $name (@order) {
+    for my $name ($round % 2 ? @order : reverse @order) {
         $pf->postconf('-e', "smtpd_milters=$setup{$name}");
         $pf->postfix('reload');
         sleep 1.5;
@@ -70,6 +81,16 @@ for my $round (1 .. $rounds) {
     }
 }
 $pf->stop;
+
+# Every message through sk-metrics (no warm-up round: rounds x messages) was
+# counted by its verdict.
+my $counted = 0;
+if ($metrics) {
+    my $r = run_cmd(['curl', '-s', "http://127.0.0.1:$mport/metrics"]);
+    $counted += $1 while $r->{out} =~ /^sk_milter_messages_total\{[^}]*\} (\d+)$/mg;
+    die "bench_milter: metrics counted $counted of "
+        . $rounds * $msgs . " messages\n" if $counted < $rounds * $msgs;
+}
 stop_daemon($_) for @pids;
 
 sub line {
@@ -77,8 +98,14 @@ sub line {
     printf "BENCH %s %.0f msg/s ref=%.0f ratio=%.2f target=%.2f\n", $label,
         $best{$name}, $best{$ref}, $best{$name} / $best{$ref}, $target;
 }
-line('milter-vs-noop', 'sk', 'noop', 0.95);
-line('milter-vs-none', 'sk', 'none', 0.80);
-line('milter-unix-vs-noop-unix', 'sk-unix', 'noop-unix', 0.95);
-line('milter-unix-vs-none', 'sk-unix', 'none', 0.80);
+if ($metrics) {
+    printf "sk_milter_messages_total %d after %d messages\n", $counted,
+        $rounds * $msgs;
+    line('milter-metrics-cost', 'sk-metrics', 'sk', 0.98);
+} else {
+    line('milter-vs-noop', 'sk', 'noop', 0.95);
+    line('milter-vs-none', 'sk', 'none', 0.80);
+    line('milter-unix-vs-noop-unix', 'sk-unix', 'noop-unix', 0.95);
+    line('milter-unix-vs-none', 'sk-unix', 'none', 0.80);
+}
 printf "# %s: %.0f msg/s\n", $_, $best{$_} for @order;

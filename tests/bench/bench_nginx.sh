@@ -13,6 +13,13 @@
 #   nginx-carrier-bytes          bytes the server sent per handshake, A-B,
 #                                against the carrier's DER size
 #
+# With NGINX_BENCH=metrics (bench_nginx_metrics.sh) it compares A with
+# the same nginx serving sovereign_key_metrics on a second port (M), M B,
+# B M, ..., OpenSSL client only, and checks M counted every handshake:
+#
+#   nginx-metrics-cost           handshakes per server-CPU-second, M vs A
+#                                (ratio: median of the pair ratios)
+#
 # Environment: BUILD (build dir), PAIRS (10), WINDOW (seconds, 2),
 # RATE (offered handshakes/s, 600), THREADS (4).
 set -euo pipefail
@@ -22,6 +29,7 @@ PAIRS=${PAIRS:-10}
 WINDOW=${WINDOW:-2}
 RATE=${RATE:-600}
 THREADS=${THREADS:-4}
+MODE=${NGINX_BENCH:-module}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 case $BUILD in /*) ;; *) BUILD=$top/$BUILD ;; esac
 MOD=$BUILD/ngx/ngx_http_sk_module.so
@@ -37,7 +45,7 @@ CLIENT=$BUILD/bench/nginx_client
 tmp=$(mktemp -d /tmp/bench-nginx.XXXXXX)
 chmod 0755 "$tmp"
 cleanup() {
-    for v in a b; do
+    for v in a b m; do
         [ -f "$tmp/$v/nginx.pid" ] && kill -QUIT "$(cat "$tmp/$v/nginx.pid")" 2>/dev/null
     done
     sleep 0.3
@@ -60,13 +68,17 @@ q "$SK" carrier -k sk.key -c leaf.pem -n a.test -o carrier.pem
 chmod 0644 carrier.pem
 carrier_bytes=$(openssl x509 -in carrier.pem -outform DER | wc -c)
 
-# $1 = a (module) or b (no module), $2 = port
+# $1 = a (module), b (no module) or m (module, metrics on port $3),
+# $2 = port
 start_nginx() {
-    local v=$1 port=$2 load='' sk=''
+    local v=$1 port=$2 load='' sk='' metrics=''
     mkdir -p "$tmp/$v"
-    if [ "$v" = a ]; then
+    if [ "$v" != b ]; then
         load="load_module $MOD;"
         sk="sovereign_key_public $tmp/sk.key.pub; sovereign_key_carrier $tmp/carrier.pem;"
+    fi
+    if [ "$v" = m ]; then
+        metrics="server { listen 127.0.0.1:$3; location = /metrics { sovereign_key_metrics; } }"
     fi
     cat >"$tmp/$v/nginx.conf" <<EOF
 $load
@@ -88,6 +100,7 @@ http {
         ssl_certificate_key $tmp/leaf.key;
         $sk
     }
+    $metrics
 }
 EOF
     /usr/sbin/nginx -p "$tmp/$v" -c "$tmp/$v/nginx.conf" -e "$tmp/$v/error.log"
@@ -96,22 +109,27 @@ EOF
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
-pa=$(free_port); start_nginx a "$pa"
-pb=$(free_port); start_nginx b "$pb"
+# The two variants compared: X (measured) and Y (its reference).
+declare -A port worker
+if [ "$MODE" = metrics ]; then X=m Y=a; else X=a Y=b; fi
+for v in $X $Y; do
+    port[$v]=$(free_port)
+    [ "$v" != m ] || mport=$(free_port)
+    start_nginx "$v" "${port[$v]}" "${mport:-}"
+done
 sleep 0.5
 
 worker_of() { pgrep -P "$(cat "$tmp/$1/nginx.pid")" | head -1; }
-wa=$(worker_of a); wb=$(worker_of b)
+for v in $X $Y; do worker[$v]=$(worker_of "$v"); done
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 
 # window VARIANT CLIENT: "handshakes server_cpu client_cpu bytes errors"
 window() {
-    local v=$1 client=$2 port w t0 t1 out
-    if [ "$v" = a ]; then port=$pa w=$wa; else port=$pb w=$wb; fi
-    t0=$(ticks "$w")
-    out=$("$client" 127.0.0.1 "$port" a.test "$tmp/ca.pem" "$THREADS" "$WINDOW" "$RATE")
-    t1=$(ticks "$w")
+    local v=$1 client=$2 t0 t1 out
+    t0=$(ticks "${worker[$v]}")
+    out=$("$client" 127.0.0.1 "${port[$v]}" a.test "$tmp/ca.pem" "$THREADS" "$WINDOW" "$RATE")
+    t1=$(ticks "${worker[$v]}")
     echo "$out" | awk -v s="$(( t1 - t0 ))" -v hz="$hz" '{
         for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
         print f["handshakes"], s / hz, f["cpu"], f["bytes_in"], f["errors"] }'
@@ -120,18 +138,18 @@ window() {
 # run CLIENT: interleaved pairs; prints one line per window: V hs scpu ccpu bytes err
 run() {
     local client=$1 i
-    window a "$client" >/dev/null       # warm up both
-    window b "$client" >/dev/null
+    window $X "$client" >/dev/null       # warm up both
+    window $Y "$client" >/dev/null
     for i in $(seq 1 "$PAIRS"); do
         if [ $((i % 2)) = 1 ]; then
-            echo "a $(window a "$client")"; echo "b $(window b "$client")"
+            echo "a $(window $X "$client")"; echo "b $(window $Y "$client")"
         else
-            echo "b $(window b "$client")"; echo "a $(window a "$client")"
+            echo "b $(window $Y "$client")"; echo "a $(window $X "$client")"
         fi
     done
 }
 
-# A table of windows -> per-pair ratios and totals.
+# A table of windows (a: X, b: Y) -> per-pair ratios and totals.
 summarise() {
     awk -v want="$1" '
         function median(arr, n,   i, j, t) {
@@ -157,6 +175,22 @@ summarise() {
 }
 
 run "$CLIENT" >"$tmp/openssl.txt"
+if [ "$MODE" = metrics ]; then
+    read -r sa sb sr ra rb errs < <(summarise server <"$tmp/openssl.txt")
+    # Every handshake M took (the windows, the warm-up) must be counted.
+    taken=$(awk '$1 == "a" { n += $2 } END { print n }' "$tmp/openssl.txt")
+    counted=$(curl -s "http://127.0.0.1:$mport/metrics" \
+        | awk '$1 == "sk_nginx_carrier_handshakes_total" { print $2 }')
+    echo "pairs=$PAIRS window=${WINDOW}s offered=$RATE/s threads=$THREADS errors=$errs"
+    echo "sk_nginx_carrier_handshakes_total $counted after $taken handshakes in the measured windows"
+    if [ -z "$counted" ] || [ "$counted" -lt "$taken" ]; then
+        echo "bench_nginx: the metrics did not count the handshakes" >&2
+        exit 1
+    fi
+    awk -v a="$sa" -v b="$sb" -v r="$sr" 'BEGIN {
+        printf "BENCH nginx-metrics-cost %s hs/cpu-s ref=%s ratio=%s target=0.98\n", a, b, r }'
+    exit 0
+fi
 run "$CLIENT"_gnutls >"$tmp/gnutls.txt"
 
 read -r sa sb sr ra rb errs < <(summarise server <"$tmp/openssl.txt")

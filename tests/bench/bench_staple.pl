@@ -16,13 +16,21 @@
 #                         connecting (staple_client mirror); medians of
 #                         interleaved windows, lower is better, the target
 #                         an upper bound                         target 0.5
+#   staple-first-contact-rtt40
+#                         the same with a network's round trip (RTT ms,
+#                         40) between the client and the mirror: the
+#                         mirror is reached through delay_proxy, which
+#                         holds each direction's bytes RTT/2 and a new
+#                         connection's first bytes one round trip more
+#                         (its TCP handshake); the staple path asks no
+#                         mirror                                 target 0.5
 #   staple-bytes          bytes the staple adds to a handshake (S, asked
 #                         vs not asked), for 3 timelines; ref = the
 #                         staple's own size
 #
 # Environment: BUILD, PAIRS (8), WINDOW (seconds, 2), RATE (offered
 # handshakes/s, 600), THREADS (4), CONTACTS (per window, 20), FIRSTS
-# (windows per mode, 5).
+# (windows per mode, 5), RTT (ms, 40).
 
 use strict;
 use warnings;
@@ -39,10 +47,11 @@ my $rate = $ENV{RATE} // 600;
 my $threads = $ENV{THREADS} // 4;
 my $contacts = $ENV{CONTACTS} // 20;
 my $firsts = $ENV{FIRSTS} // 5;
+my $rtt = $ENV{RTT} // 40;
 my $bench = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/bench';
 
 for my $need ($SKTimeline::TL, $SKMirror::MR, $SKTest::SK,
-    "$bench/nginx_client", "$bench/staple_client")
+    "$bench/nginx_client", "$bench/staple_client", "$bench/delay_proxy")
 {
     if (!-x $need) { print "bench_staple: $need not built: skipped\n"; exit 0 }
 }
@@ -144,18 +153,35 @@ for my $i (1 .. $pairs) {
 my (undef, undef, $asked) = window($ps, $ws, 'staple');
 my (undef, undef, $plain) = window($ps, $ws);
 
-# staple-first-contact: staple_client, staple and mirror windows.
+# The mirror behind a round trip: a second trust file naming it through
+# delay_proxy.
+my $pp = free_port();
+my $proxy = run_daemon(["$bench/delay_proxy", $pp, '127.0.0.1',
+    $w->{mirror}{port}, $rtt / 2], "$d/delay_proxy.log");
+die "bench_staple: delay_proxy did not start: " . slurp("$d/delay_proxy.log")
+    unless wait_for_port($pp);
+(my $trust_rtt = slurp($w->{trust}))
+    =~ s{^(mirror = http://127\.0\.0\.1:)\d+}{$1$pp}m or die;
+spew("$d/trust-rtt.conf", $trust_rtt);
+
+# staple-first-contact: staple_client, staple and mirror windows, on
+# loopback and with the round trip, interleaved.
 my (%ms, %fbytes);
+my %trust = (staple => $w->{trust}, mirror => $w->{trust},
+    'staple-rtt' => "$d/trust-rtt.conf", 'mirror-rtt' => "$d/trust-rtt.conf");
+my @modes = sort keys %trust;
 for my $i (1 .. $firsts) {
-    for my $mode ($i % 2 ? ('staple', 'mirror') : ('mirror', 'staple')) {
-        my $r = run_cmd(["$bench/staple_client", $w->{trust}, 'example.com',
+    for my $v ($i % 2 ? @modes : reverse @modes) {
+        (my $mode = $v) =~ s/-rtt$//;
+        my $r = run_cmd(["$bench/staple_client", $trust{$v}, 'example.com',
             $ps, '127.0.0.1', $contacts, $mode]);
-        die "bench_staple: staple_client $mode: $r->{err}" if $r->{rc};
+        die "bench_staple: staple_client $v: $r->{err}" if $r->{rc};
         my %f = $r->{out} =~ /(\w+)=(\S+)/g;
-        push @{$ms{$mode}}, $f{ms};
-        $fbytes{$mode} = $f{bytes_in};
+        push @{$ms{$v}}, $f{ms};
+        $fbytes{$v} = $f{bytes_in};
     }
 }
+stop_daemon($proxy);
 
 my $rs = $hs{s} / $cpu{s};
 my $rn = $hs{n} / $cpu{n};
@@ -167,9 +193,20 @@ printf "first contact bytes in: staple %d, mirror %d\n", $fbytes{staple},
     $fbytes{mirror};
 printf "BENCH nginx-staple-cpu %.1f hs/cpu-s ref=%.1f ratio=%.4f "
     . "target=0.97\n", $rs, $rn, median(@ratio);
-my ($a, $b) = (median(@{$ms{staple}}), median(@{$ms{mirror}}));
-printf "BENCH staple-first-contact %.3f ms ref=%.3f ratio=%.4f "
-    . "target=0.5\n", $a, $b, $a / $b;
+my %med = map { $_ => median(@{$ms{$_}}) } @modes;
+# A mirror query over a new connection takes two round trips (TCP, then
+# the HTTP request): what the proxy added, in round trips, shows it works.
+printf "round trip %d ms added: mirror path +%.1f ms (%.2f round trips), "
+    . "staple path %+.1f ms\n", $rtt, $med{'mirror-rtt'} - $med{mirror},
+    ($med{'mirror-rtt'} - $med{mirror}) / $rtt,
+    $med{'staple-rtt'} - $med{staple};
+die "bench_staple: the proxy added less than one round trip\n"
+    if $med{'mirror-rtt'} - $med{mirror} < $rtt;
+for my $v ('', '-rtt') {
+    printf "BENCH staple-first-contact%s %.3f ms ref=%.3f ratio=%.4f "
+        . "target=0.5\n", $v && "-rtt$rtt", $med{"staple$v"},
+        $med{"mirror$v"}, $med{"staple$v"} / $med{"mirror$v"};
+}
 printf "BENCH staple-bytes %.1f bytes ref=%d ratio=%.4f target=1.05\n",
     $asked - $plain, $served, ($asked - $plain) / $served;
 

@@ -7,5 +7,6 @@ BUILD=${BUILD:-build}
 # its clients: nginx_client (with the module) and staple_client
 [ ! -f /usr/share/nginx/src/conf_flags ] \
     || make -s -C "$top" BUILD="${BUILD#$top/}" ngx \
-        "${BUILD#$top/}/bench/staple_client" >/dev/null
+        "${BUILD#$top/}/bench/staple_client" \
+        "${BUILD#$top/}/bench/delay_proxy" >/dev/null
 exec perl -I "$top/t/lib" "$top/tests/bench/bench_staple.pl" "$@"
