@@ -275,6 +275,15 @@ sk_chain_check_by(STACK_OF(X509) **verified, const sk_entry_t *e,
         goto done;
     }
     ee = sk_X509_value(chain, 0);
+    /* Decoded knowing only the key types an SK can be (sk_chain_d2i_ee):
+     * any other type leaves no key, and the verifier would fail with a
+     * bare "internal error".  Such a key is not the SK either way. */
+    if (X509_get0_pubkey(ee) == NULL) {
+        ERR_clear_error();
+        sk_err_set(err, SK_ERR_KEY_MISMATCH, "key: end-entity certificate's "
+            "key is not the SK (not an Ed25519, ECDSA or RSA key)");
+        goto done;
+    }
     ctx = X509_STORE_CTX_new();
     if (ctx == NULL || X509_STORE_CTX_init(ctx, roots, ee, chain) != 1) {
         sk_err_crypto(err, "chain: verifier");
