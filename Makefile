@@ -66,6 +66,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIBSK)
 
 # bench_carrier.c's dnssec-validate builds its chain as test_dnssec.c does.
 $(BUILD)/bench/bench_carrier: ALL_CFLAGS += -Itests/unit
+# bench_client.c's client-decide-absent builds answers as the client tests.
+$(BUILD)/bench/bench_client: ALL_CFLAGS += -Itests/unit
+$(BUILD)/bench/bench_client: LIBS += -lcmocka
+$(BUILD)/bench/bench_client: tests/unit/test_client_fixture.h
 
 # test_dnssec.c checks each verdict against a second validator, getdns.
 $(BUILD)/tests/test_dnssec: LIBS += -lgetdns
