@@ -361,6 +361,51 @@ test_view_text(void **state)
 }
 
 
+/* A staple is mirror answers: one that leaves the newest entry out is
+ * refused by the same rule, the honest one taken. */
+static void
+test_staple(void **state)
+{
+    sk_client_trust_t          t = tw.trust;
+    const sk_client_mirror_t  *m;
+    sk_staple_answer_t         a;
+    sk_client_view_t           v;
+    unsigned char             *buf;
+    sk_staple_t                s;
+    sk_err_t                   err;
+    size_t                     len;
+    char                      *ans;
+    int                        lie;
+
+    (void) state;
+    tu_assert_ok(sk_client_trust_add_mirror(&t, "http://m0.test", tw.mirror,
+        &err), &err);
+    for (lie = 1; lie >= 0; lie--) {
+        snprintf(a.name, sizeof(a.name), "%s", NAME);
+        sk_key_fingerprint(a.mirror, tw.mirror);
+        ans = fx_answer_omit(&tw, NAME, lie ? 1 : 0, newest_sn, &a.len);
+        a.answer = ans;
+        tu_assert_ok(sk_staple_format(&buf, &len, &a, 1, &err), &err);
+        free(ans);
+        tu_assert_ok(sk_staple_parse(&s, buf, len, &err), &err);
+        if (lie) {
+            tu_assert_err(sk_client_staple_view(&v, &m, &s, NAME, &t, FX_NOW,
+                &err), &err, SK_ERR_SIGNATURE, "answer: timeline 1: map "
+                "proof: the 2 entries given");
+        } else {
+            tu_assert_ok(sk_client_staple_view(&v, &m, &s, NAME, &t, FX_NOW,
+                &err), &err);
+            assert_int_equal(sk_client_view_cp(&v, 1)->map,
+                SK_CLIENT_MAP_PRESENT);
+            sk_client_view_free(&v);
+        }
+        sk_staple_free(&s);
+        free(buf);
+    }
+    sk_key_free(t.mirrors[t.nmirrors - 1].key);
+}
+
+
 int
 main(void)
 {
@@ -371,6 +416,7 @@ main(void)
         cmocka_unit_test(test_each_byte),
         cmocka_unit_test(test_unmapped),
         cmocka_unit_test(test_view_text),
+        cmocka_unit_test(test_staple),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
