@@ -49,8 +49,10 @@ TLS_DRIVE = $(BUILD)/tests/tls_drive
 DNSSEC_CHAIN = $(BUILD)/tests/dnssec_chain
 # t/mirror-map.t's check of map proofs and evidence with libsk.
 MAP_CHECK = $(BUILD)/tests/map_check
+# t/timeline-map.t's map of a log, recomputed whole (tests/unit/map_replay.c).
+MAP_REPLAY = $(BUILD)/tests/map_replay
 all: $(LIBSK) $(SK) $(UNIT_BINS) $(BENCH_BINS) $(TLS_DRIVE) $(DNSSEC_CHAIN) \
-    $(MAP_CHECK)
+    $(MAP_CHECK) $(MAP_REPLAY)
 
 $(BUILD)/%.o: %.c $(LIB_HDRS) $(wildcard common/cli/*.h)
 	@mkdir -p $(dir $@)
@@ -86,6 +88,10 @@ $(MAP_CHECK): tests/unit/map_check.c $(LIBSK)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS)
 
 $(DNSSEC_CHAIN): tests/unit/dnssec_chain.c tests/unit/dnssec_fixture.h $(LIBSK)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS)
+
+$(MAP_REPLAY): tests/unit/map_replay.c $(LIBSK)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS)
 
