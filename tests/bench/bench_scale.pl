@@ -9,9 +9,9 @@
 # in SK_BENCH_CACHE/scale-<sizes> so the next run starts from there.
 #
 # Then, size by size (ascending), on one port: the timeline of that size
-# starts (and publishes its chunks), stops, and is restarted (timed); the
-# mirror (its data kept from the size before) catches up with it (timed:
-# the sync rate of the new entries), stops, and is restarted (timed);
+# starts (and publishes its chunks), stops, and is restarted (timed); a
+# fresh mirror syncs it (timed: the sync rate), stops, and is restarted
+# (timed);
 # VmRSS and VmHWM of both are read from /proc once each has answered; the
 # query latency of existing, absent and cached names is measured; disk
 # bytes are counted.  Printed, each next to the same figure at the
@@ -223,14 +223,16 @@ for my $n (@sizes) {
     $fig{$n}{tl_rss} = proc_kb($tpid, 'VmRSS');
     $fig{$n}{tl_hwm} = proc_kb($tpid, 'VmHWM');
 
-    # The mirror catches up with the entries it does not hold yet: timed
-    # from when its status first answers (what it held is loaded) to when
-    # it holds all n, over the entries it fetched in between.
+    # The mirror syncs the timeline: timed from when its status first
+    # answers to when it holds all of it.  A fresh mirror at each size:
+    # a timeline with a name map ends what it holds with a Map-Root entry,
+    # so a smaller size's log is no longer a prefix of a larger one's.
     if (!$m) {
         $m = start_mirror("$work/m", [[1, $url, "$d/timeline.pub"],
             [2, $side->{url}, "$set/side/timeline.pub"]],
             poll_interval => 1, fetch_timeout_ms => 120000);
     } else {
+        remove_tree("$work/m/data");
         restart_mirror($m);
     }
     my ($t0, $from);
@@ -367,8 +369,8 @@ printf "#   disk:         mirror %.0f B/entry -> %.0f GiB; timeline %.0f "
 printf "#   restart:      mirror %.3f us/entry -> %.0f s; timeline %.3f "
     . "us/entry -> %.0f s\n", $rsb * 1e6, at('mr_restart', $proj_names),
     $tsb * 1e6, at('tl_restart', $per_tl);
-printf "#   first sync:   %.0f entries/s (one timeline, %d to %d) -> %.1f h;"
+printf "#   first sync:   %.0f entries/s (one timeline of %d) -> %.1f h;"
     . " one worker per timeline on %d cores, if it scales (mirror-sync):"
-    . " %.1f h\n", $sync, $sizes[-2], $sizes[-1], $proj_names / $sync / 3600,
+    . " %.1f h\n", $sync, $sizes[-1], $proj_names / $sync / 3600,
     min($proj_tls, $cores), $proj_names / $sync / min($proj_tls, $cores)
     / 3600;
