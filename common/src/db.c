@@ -431,9 +431,11 @@ sk_db_iter_close(sk_db_iter_t *it)
 }
 
 
-int
-sk_db_last(sk_db_txn_t *t, sk_db_table_t tab, const void **key, size_t *klen,
-    const void **val, size_t *vlen, sk_err_t *err)
+/* One row by a cursor op: MDB_LAST, or MDB_SET_RANGE from key. */
+static int
+sk_db_cursor_one(sk_db_txn_t *t, sk_db_table_t tab, MDB_cursor_op op,
+    const char *what, const void **key, size_t *klen, const void **val,
+    size_t *vlen, sk_err_t *err)
 {
     MDB_cursor *cur;
     MDB_val     k, v;
@@ -442,19 +444,44 @@ sk_db_last(sk_db_txn_t *t, sk_db_table_t tab, const void **key, size_t *klen,
     if ((rc = mdb_cursor_open(t->txn, tab, &cur)) != 0) {
         return sk_db_fail(t->db, rc, err, "cursor");
     }
-    rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
+    k.mv_data = (void *) *key;
+    k.mv_size = *klen;
+    rc = mdb_cursor_get(cur, &k, &v, op);
     mdb_cursor_close(cur);
     if (rc == MDB_NOTFOUND) {
         return 1;
     }
     if (rc != 0) {
-        return sk_db_fail(t->db, rc, err, "last");
+        return sk_db_fail(t->db, rc, err, what);
     }
     *key = k.mv_data;
     *klen = k.mv_size;
     *val = v.mv_data;
     *vlen = v.mv_size;
     return 0;
+}
+
+
+int
+sk_db_last(sk_db_txn_t *t, sk_db_table_t tab, const void **key, size_t *klen,
+    const void **val, size_t *vlen, sk_err_t *err)
+{
+    *key = NULL;
+    *klen = 0;
+    return sk_db_cursor_one(t, tab, MDB_LAST, "last", key, klen, val, vlen,
+        err);
+}
+
+
+int
+sk_db_seek(sk_db_txn_t *t, sk_db_table_t tab, const void *from,
+    size_t fromlen, const void **key, size_t *klen, const void **val,
+    size_t *vlen, sk_err_t *err)
+{
+    *key = from;
+    *klen = fromlen;
+    return sk_db_cursor_one(t, tab, MDB_SET_RANGE, "seek", key, klen, val,
+        vlen, err);
 }
 
 

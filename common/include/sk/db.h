@@ -99,6 +99,12 @@ void sk_db_iter_close(sk_db_iter_t *it);
 /* The row with the greatest key: 0, 1 if the table is empty, -1. */
 int sk_db_last(sk_db_txn_t *txn, sk_db_table_t t, const void **key,
     size_t *klen, const void **val, size_t *vlen, sk_err_t *err) SK_WUR;
+/* The first row whose key is at or after from (bytewise), whatever it
+ * starts with: 0, 1 if there is none, -1.  For lookups a prefix does not
+ * express (sk_map: the one key under a bit prefix). */
+int sk_db_seek(sk_db_txn_t *txn, sk_db_table_t t, const void *from,
+    size_t fromlen, const void **key, size_t *klen, const void **val,
+    size_t *vlen, sk_err_t *err) SK_WUR;
 
 /*
  * How far an index has got in the log it derives from, committed in the

@@ -1,0 +1,561 @@
+/*
+ * map_store.c -- the name map kept in an sk_db environment, one map per
+ * space (docs/protocol.md, "The name map": "On disk").
+ *
+ *   map.leaf  be64(space) | key                  -> be64(count) |
+ *                                                   be64(newest SN) | chain
+ *   map.node  be64(space) | depth | prefix       -> left hash | right hash
+ *   map.node  be64(space)                        -> root | be64(names)
+ *
+ * A map.node row exists for each subtree of two keys or more: the node
+ * at depth (0..255) whose path is the prefix's first depth bits (packed,
+ * most significant first, unused bits 0).  It holds its two halves'
+ * hashes, so a put reads and rewrites one row a level, and a node's own
+ * hash (SHA-256(0x11 | row)) is the one its parent's row holds.  A
+ * subtree of one key has no row: its key is the first map.leaf row at or
+ * after the subtree's prefix.  Puts are eager: each rewrites the path to
+ * the root and the space's root record, in the caller's transaction, so
+ * an aborted transaction leaves nothing behind.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sk/map.h>
+
+#define SK_MAP_HASH      SK_MERKLE_HASH_BYTES
+#define SK_MAP_ROW       (2 * SK_MAP_HASH)             /* a node row */
+#define SK_MAP_LEAF_VAL  (8 + 8 + SK_MAP_HASH)
+#define SK_MAP_REC_VAL   (SK_MAP_HASH + 8)
+#define SK_MAP_LEAF_KEY  (8 + SK_MAP_KEY_BYTES)
+#define SK_MAP_NODE_KEY  (8 + 1 + SK_MAP_KEY_BYTES)
+#define SK_MAP_NODES_MAX (SK_MAP_DEPTH_MAX - 1)         /* deepest: 255 */
+
+struct sk_map_s {
+    sk_db_table_t  leaf;
+    sk_db_table_t  node;
+};
+
+/* The rows on a key's path from the root, while there are any. */
+typedef struct {
+    unsigned          depth;                    /* rows read */
+    unsigned char     row[SK_MAP_DEPTH_MAX][SK_MAP_ROW];
+    sk_merkle_hash_t  root;                     /* the space's record */
+    uint64_t          names;
+} sk_map_path_t;
+
+/* The subtree a walk ends at (its tip): its one key, if any. */
+typedef struct {
+    int               found;
+    unsigned char     key[SK_MAP_KEY_BYTES];
+    sk_map_value_t    value;
+    sk_merkle_hash_t  leaf;                     /* its leaf hash */
+} sk_map_tip_t;
+
+static const sk_merkle_hash_t  sk_map_zero;
+
+
+static unsigned
+sk_map_bit(const unsigned char *key, unsigned i)
+{
+    return (key[i / 8] >> (7 - i % 8)) & 1;
+}
+
+
+static unsigned
+sk_map_first_diff(const unsigned char *a, const unsigned char *b,
+    unsigned from)
+{
+    while (from < SK_MAP_DEPTH_MAX && sk_map_bit(a, from) == sk_map_bit(b,
+               from))
+    {
+        from++;
+    }
+    return from;
+}
+
+
+static void
+sk_map_leaf_row_key(unsigned char out[SK_MAP_LEAF_KEY], uint64_t space,
+    const unsigned char *key)
+{
+    sk_db_u64_put(out, space);
+    memcpy(out + 8, key, SK_MAP_KEY_BYTES);
+}
+
+
+/* The map.node key of the node at depth on key's path; its length. */
+static size_t
+sk_map_node_row_key(unsigned char out[SK_MAP_NODE_KEY], uint64_t space,
+    const unsigned char *key, unsigned depth)
+{
+    size_t  n = (depth + 7) / 8;
+
+    sk_db_u64_put(out, space);
+    out[8] = (unsigned char) depth;
+    memcpy(out + 9, key, n);
+    if (depth % 8 != 0) {
+        out[9 + n - 1] &= (unsigned char) (0xff << (8 - depth % 8));
+    }
+    return 9 + n;
+}
+
+
+static void
+sk_map_value_put(unsigned char out[SK_MAP_LEAF_VAL], const sk_map_value_t *v)
+{
+    sk_db_u64_put(out, v->count);
+    sk_db_u64_put(out + 8, v->newest_sn);
+    memcpy(out + 16, v->chain, SK_MAP_HASH);
+}
+
+
+static void
+sk_map_value_get(sk_map_value_t *v, const unsigned char *in)
+{
+    v->count = sk_db_u64_get(in);
+    v->newest_sn = sk_db_u64_get(in + 8);
+    memcpy(v->chain, in + 16, SK_MAP_HASH);
+}
+
+
+static void
+sk_map_leaf_of(sk_merkle_hash_t out, const unsigned char *key,
+    const sk_map_value_t *v)
+{
+    sk_merkle_hash_t  vh;
+
+    sk_map_value_hash(vh, v);
+    sk_map_leaf_hash(out, key, vh);
+}
+
+
+int
+sk_map_open(sk_map_t **m, sk_db_t *db, sk_err_t *err)
+{
+    sk_map_t  *map = calloc(1, sizeof(*map));
+
+    if (map == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "map");
+    }
+    if (sk_db_table(db, "map.leaf", 1, &map->leaf, err) != 0
+        || sk_db_table(db, "map.node", 1, &map->node, err) != 0)
+    {
+        free(map);
+        return -1;
+    }
+    *m = map;
+    return 0;
+}
+
+
+void
+sk_map_close(sk_map_t *m)
+{
+    free(m);
+}
+
+
+/* The space's root record: an absent one is the empty map. */
+static int
+sk_map_record(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    sk_map_path_t *p, sk_err_t *err)
+{
+    unsigned char  k[8];
+    const void    *val;
+    size_t         vlen;
+    int            rc;
+
+    sk_db_u64_put(k, space);
+    rc = sk_db_get(txn, m->node, k, sizeof(k), &val, &vlen, err);
+    if (rc < 0) {
+        return -1;
+    }
+    if (rc == 1) {
+        memset(p->root, 0, SK_MAP_HASH);
+        p->names = 0;
+        return 0;
+    }
+    if (vlen != SK_MAP_REC_VAL) {
+        return sk_err_set(err, SK_ERR_FORMAT, "map.node: the root record of "
+            "space %" PRIu64 " is %zu bytes, not %d", space, vlen,
+            SK_MAP_REC_VAL);
+    }
+    memcpy(p->root, val, SK_MAP_HASH);
+    p->names = sk_db_u64_get((const unsigned char *) val + SK_MAP_HASH);
+    return 0;
+}
+
+
+/* The root record and the node rows on key's path. */
+static int
+sk_map_walk(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char *key, sk_map_path_t *p, sk_err_t *err)
+{
+    unsigned char  k[SK_MAP_NODE_KEY];
+    const void    *val;
+    size_t         klen, vlen;
+    int            rc = 0;
+
+    if (sk_map_record(txn, m, space, p, err) != 0) {
+        return -1;
+    }
+    for (p->depth = 0; p->depth <= SK_MAP_NODES_MAX; p->depth++) {
+        klen = sk_map_node_row_key(k, space, key, p->depth);
+        rc = sk_db_get(txn, m->node, k, klen, &val, &vlen, err);
+        if (rc != 0) {
+            break;
+        }
+        if (vlen != SK_MAP_ROW) {
+            return sk_err_set(err, SK_ERR_FORMAT, "map.node row (space %"
+                PRIu64 ", depth %u): %zu bytes, not %d", space, p->depth,
+                vlen, SK_MAP_ROW);
+        }
+        memcpy(p->row[p->depth], val, SK_MAP_ROW);
+    }
+    return rc < 0 ? -1 : 0;
+}
+
+
+/* The hash the path's last row (or the root record) holds for the
+ * subtree below it on key's path. */
+static const unsigned char *
+sk_map_tip_hash(const sk_map_path_t *p, const unsigned char *key)
+{
+    if (p->depth == 0) {
+        return p->root;
+    }
+    return p->row[p->depth - 1] + SK_MAP_HASH
+           * sk_map_bit(key, p->depth - 1);
+}
+
+
+/* The first key under key's first depth bits (the subtree's only one,
+ * if it holds one), its value and leaf hash. */
+static int
+sk_map_tip(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char *key, unsigned depth, sk_map_tip_t *tip,
+    sk_err_t *err)
+{
+    unsigned char        k[SK_MAP_LEAF_KEY];
+    const unsigned char *fk;
+    const void          *fkv, *val;
+    size_t               fklen, vlen;
+    unsigned             i;
+    int                  rc;
+
+    sk_map_leaf_row_key(k, space, key);
+    for (i = depth; i < SK_MAP_DEPTH_MAX; i++) {
+        k[8 + i / 8] &= (unsigned char) ~(0x80 >> (i % 8));
+    }
+    tip->found = 0;
+    rc = sk_db_seek(txn, m->leaf, k, sizeof(k), &fkv, &fklen, &val, &vlen,
+        err);
+    fk = fkv;
+    if (rc != 0 || fklen != SK_MAP_LEAF_KEY || memcmp(fk, k, 8) != 0
+        || sk_map_first_diff(fk + 8, key, 0) < depth)
+    {
+        return rc < 0 ? -1 : 0;
+    }
+    if (vlen != SK_MAP_LEAF_VAL) {
+        return sk_err_set(err, SK_ERR_FORMAT, "map.leaf row (space %" PRIu64
+            ", depth %u): %zu bytes, not %d", space, depth, vlen,
+            SK_MAP_LEAF_VAL);
+    }
+    tip->found = 1;
+    memcpy(tip->key, fk + 8, SK_MAP_KEY_BYTES);
+    sk_map_value_get(&tip->value, val);
+    sk_map_leaf_of(tip->leaf, tip->key, &tip->value);
+    return 0;
+}
+
+
+int
+sk_map_get(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char key[SK_MAP_KEY_BYTES], sk_map_value_t *v,
+    sk_err_t *err)
+{
+    unsigned char  k[SK_MAP_LEAF_KEY];
+    const void    *val;
+    size_t         vlen;
+    int            rc;
+
+    sk_map_leaf_row_key(k, space, key);
+    rc = sk_db_get(txn, m->leaf, k, sizeof(k), &val, &vlen, err);
+    if (rc != 0) {
+        return rc;
+    }
+    if (vlen != SK_MAP_LEAF_VAL) {
+        return sk_err_set(err, SK_ERR_FORMAT, "map.leaf row (space %" PRIu64
+            "): %zu bytes, not %d", space, vlen, SK_MAP_LEAF_VAL);
+    }
+    sk_map_value_get(v, val);
+    return 0;
+}
+
+
+static int
+sk_map_put_row(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char *key, unsigned depth, const unsigned char *row,
+    sk_err_t *err)
+{
+    unsigned char  k[SK_MAP_NODE_KEY];
+    size_t         klen = sk_map_node_row_key(k, space, key, depth);
+
+    return sk_db_put(txn, m->node, k, klen, row, SK_MAP_ROW, err);
+}
+
+
+/* A new key meets the one key (other, its leaf hash other_leaf) of the
+ * subtree at depth on its path: rows for every node from the one where
+ * they part up to depth; h is the subtree's new hash. */
+static int
+sk_map_split(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char *key, const sk_merkle_hash_t leaf,
+    const sk_map_tip_t *other, unsigned depth, sk_merkle_hash_t h,
+    sk_err_t *err)
+{
+    unsigned char  row[SK_MAP_ROW];
+    unsigned       t = sk_map_first_diff(key, other->key, depth), b;
+
+    b = sk_map_bit(key, t);
+    memcpy(row + SK_MAP_HASH * b, leaf, SK_MAP_HASH);
+    memcpy(row + SK_MAP_HASH * !b, other->leaf, SK_MAP_HASH);
+    for (;;) {
+        if (sk_map_put_row(txn, m, space, key, t, row, err) != 0) {
+            return -1;
+        }
+        sk_map_node_hash(h, row, row + SK_MAP_HASH);
+        if (t-- == depth) {
+            return 0;
+        }
+        b = sk_map_bit(key, t);
+        memcpy(row + SK_MAP_HASH * b, h, SK_MAP_HASH);
+        memset(row + SK_MAP_HASH * !b, 0, SK_MAP_HASH);
+    }
+}
+
+
+/* The path's rows, h set in each on key's side from the bottom up, and
+ * the root record. */
+static int
+sk_map_put_path(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char *key, sk_map_path_t *p, sk_merkle_hash_t h,
+    sk_err_t *err)
+{
+    unsigned char  k[8], rec[SK_MAP_REC_VAL];
+    unsigned       t;
+
+    for (t = p->depth; t-- > 0; ) {
+        memcpy(p->row[t] + SK_MAP_HASH * sk_map_bit(key, t), h, SK_MAP_HASH);
+        if (sk_map_put_row(txn, m, space, key, t, p->row[t], err) != 0) {
+            return -1;
+        }
+        sk_map_node_hash(h, p->row[t], p->row[t] + SK_MAP_HASH);
+    }
+    sk_db_u64_put(k, space);
+    memcpy(rec, h, SK_MAP_HASH);
+    sk_db_u64_put(rec + SK_MAP_HASH, p->names);
+    return sk_db_put(txn, m->node, k, sizeof(k), rec, sizeof(rec), err);
+}
+
+
+int
+sk_map_put(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char key[SK_MAP_KEY_BYTES], const sk_map_value_t *v,
+    sk_err_t *err)
+{
+    sk_map_path_t     *p;
+    sk_map_tip_t       tip;
+    sk_merkle_hash_t   leaf, h;
+    unsigned char      k[SK_MAP_LEAF_KEY], val[SK_MAP_LEAF_VAL];
+    int                rc;
+
+    p = malloc(sizeof(*p));
+    if (p == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "map path");
+    }
+    sk_map_leaf_of(leaf, key, v);
+    memcpy(h, leaf, SK_MAP_HASH);
+    rc = sk_map_walk(txn, m, space, key, p, err);
+    if (rc == 0) {
+        rc = sk_map_tip(txn, m, space, key, p->depth, &tip, err);
+    }
+    if (rc == 0 && !(tip.found
+                     && memcmp(tip.key, key, SK_MAP_KEY_BYTES) == 0))
+    {
+        p->names++;
+        if (tip.found) {
+            rc = sk_map_split(txn, m, space, key, leaf, &tip, p->depth, h,
+                err);
+        }
+    }
+    sk_map_leaf_row_key(k, space, key);
+    sk_map_value_put(val, v);
+    if (rc == 0) {
+        rc = sk_db_put(txn, m->leaf, k, sizeof(k), val, sizeof(val), err);
+    }
+    if (rc == 0) {
+        rc = sk_map_put_path(txn, m, space, key, p, h, err);
+    }
+    free(p);
+    return rc;
+}
+
+
+int
+sk_map_root(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    sk_merkle_hash_t root, uint64_t *names, sk_err_t *err)
+{
+    sk_map_path_t  rec;
+
+    if (sk_map_record(txn, m, space, &rec, err) != 0) {
+        return -1;
+    }
+    memcpy(root, rec.root, SK_MAP_HASH);
+    *names = rec.names;
+    return 0;
+}
+
+
+/* The walk for key and the subtree it ends at, every row held against
+ * the hash above it from root (NULL: the space's record) down, the end
+ * too, so a changed byte on the path is found. */
+static int
+sk_map_descend(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char *key, const unsigned char *root, sk_map_path_t *p,
+    sk_map_tip_t *tip, sk_err_t *err)
+{
+    sk_merkle_hash_t      h;
+    const unsigned char  *above;
+    unsigned              t;
+
+    if (sk_map_walk(txn, m, space, key, p, err) != 0
+        || sk_map_tip(txn, m, space, key, p->depth, tip, err) != 0)
+    {
+        return -1;
+    }
+    if (root != NULL) {
+        memcpy(p->root, root, SK_MAP_HASH);
+    }
+    for (t = 0; t < p->depth; t++) {
+        above = t == 0 ? p->root : p->row[t - 1] + SK_MAP_HASH
+                                   * sk_map_bit(key, t - 1);
+        sk_map_node_hash(h, p->row[t], p->row[t] + SK_MAP_HASH);
+        if (memcmp(h, above, SK_MAP_HASH) != 0) {
+            return sk_err_set(err, SK_ERR_FORMAT, "map.node row (space %"
+                PRIu64 ", depth %u): its hashes do not give the hash above "
+                "it", space, t);
+        }
+    }
+    above = sk_map_tip_hash(p, key);
+    if (memcmp(above, sk_map_zero, SK_MAP_HASH) == 0) {
+        tip->found = 0;         /* the tree says: no key here */
+    } else if (!tip->found || memcmp(tip->leaf, above, SK_MAP_HASH) != 0) {
+        return sk_err_set(err, SK_ERR_FORMAT, "map.leaf row (space %" PRIu64
+            ", depth %u): %s", space, p->depth, tip->found
+            ? "its key and value do not give the hash above it"
+            : "missing (or a map.node row is), for the hash above it");
+    }
+    return 0;
+}
+
+
+int
+sk_map_prove(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char key[SK_MAP_KEY_BYTES], sk_map_proof_t *pr,
+    sk_err_t *err)
+{
+    sk_map_path_t        *p;
+    sk_map_tip_t          tip;
+    const unsigned char  *sib;
+    unsigned              t;
+
+    p = malloc(sizeof(*p));
+    if (p == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "map path");
+    }
+    if (sk_map_descend(txn, m, space, key, NULL, p, &tip, err) != 0) {
+        free(p);
+        return -1;
+    }
+    memset(pr, 0, sizeof(*pr));
+    pr->depth = p->depth;
+    for (t = 0; t < p->depth; t++) {
+        sib = p->row[t] + SK_MAP_HASH * !sk_map_bit(key, t);
+        if (memcmp(sib, sk_map_zero, SK_MAP_HASH) != 0) {
+            pr->bitmap[t / 8] |= (unsigned char) (0x80 >> (t % 8));
+            memcpy(pr->siblings[pr->nsiblings++], sib, SK_MAP_HASH);
+        }
+    }
+    pr->end = tip.found ? SK_MAP_END_LEAF : SK_MAP_END_EMPTY;
+    if (tip.found) {
+        memcpy(pr->leaf_key, tip.key, SK_MAP_KEY_BYTES);
+        sk_map_value_hash(pr->leaf_value, &tip.value);
+    }
+    free(p);
+    return 0;
+}
+
+
+int
+sk_map_get_proven(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char key[SK_MAP_KEY_BYTES], const sk_merkle_hash_t root,
+    sk_map_value_t *v, sk_err_t *err)
+{
+    sk_map_path_t  *p;
+    sk_map_tip_t    tip;
+    int             rc;
+
+    p = malloc(sizeof(*p));
+    if (p == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "map path");
+    }
+    rc = sk_map_descend(txn, m, space, key, root, p, &tip, err);
+    free(p);
+    if (rc != 0) {
+        return -1;
+    }
+    if (!tip.found || memcmp(tip.key, key, SK_MAP_KEY_BYTES) != 0) {
+        return 1;
+    }
+    *v = tip.value;
+    return 0;
+}
+
+
+/* Every row of table t whose key starts with space's 8 bytes. */
+static int
+sk_map_clear_table(sk_db_txn_t *txn, sk_db_table_t t, uint64_t space,
+    sk_err_t *err)
+{
+    unsigned char  pre[8], k[511];      /* LMDB's longest key */
+    const void    *fk, *val;
+    size_t         fklen, vlen;
+    int            rc;
+
+    sk_db_u64_put(pre, space);
+    while ((rc = sk_db_seek(txn, t, pre, sizeof(pre), &fk, &fklen, &val,
+                &vlen, err)) == 0
+           && fklen >= sizeof(pre) && fklen <= sizeof(k)
+           && memcmp(fk, pre, sizeof(pre)) == 0)
+    {
+        memcpy(k, fk, fklen);
+        if (sk_db_del(txn, t, k, fklen, err) < 0) {
+            return -1;
+        }
+    }
+    return rc < 0 ? -1 : 0;
+}
+
+
+int
+sk_map_clear(sk_db_txn_t *txn, sk_map_t *m, uint64_t space, sk_err_t *err)
+{
+    if (sk_map_clear_table(txn, m->leaf, space, err) != 0
+        || sk_map_clear_table(txn, m->node, space, err) != 0)
+    {
+        return -1;
+    }
+    return 0;
+}
