@@ -56,8 +56,10 @@ sub published {
             =~ /^Max-Published-SN: $want$/m }, 10);
 }
 
-# Eleven entries, each published by its own tick: a binary counter with
-# fanout 2 leaves 0-7 (level 3, final), 8-9 (level 1), 10 (level 0).
+# Eleven appends, each a batch of its own (the entry and the Map-Root
+# entry that ends it: SN 2i and 2i + 1), each published by its own tick:
+# a binary counter with fanout 2 leaves 0-15 (level 3, final), 16-19
+# (level 1), 20-21 (level 0).
 my @entries = (root_entry(cert => "$ca.crt", key => $op),
     bind_entry(name => 'example.com', key => $sk, chain => [$crt]),
     map { cs_entry(name => 'example.com', services => "https:$_", key => $sk) }
@@ -65,7 +67,7 @@ my @entries = (root_entry(cert => "$ca.crt", key => $op),
 my $ok = 1;
 for my $i (0 .. $#entries) {
     $r = append($t, $entries[$i]);
-    $ok &&= $r->{code} == 201 && published($i);
+    $ok &&= $r->{code} == 201 && published(2 * $i + 1);
     diag("entry $i: $r->{code} $r->{body}") if !$ok;
 }
 ok($ok, 'eleven entries appended, each published in a chunk');
@@ -73,9 +75,9 @@ ok($ok, 'eleven entries appended, each published in a chunk');
 $r = http('GET', "$t->{url}/chunks");
 my @lines = split /\n/, $r->{body};
 my @ranges = map { [(split / /)[1, 2]] } @lines;
-is_deeply(\@ranges, [[0, 7], [8, 9], [10, 10]],
+is_deeply(\@ranges, [[0, 15], [16, 19], [20, 21]],
     'old chunks merged, the newest small') or diag($r->{body});
-like($lines[0], qr{^/chunks/0-7\.bz2 0 7 [A-Za-z0-9_-]{86}$},
+like($lines[0], qr{^/chunks/0-15\.bz2 0 15 [A-Za-z0-9_-]{86}$},
     'listing line: uri first last signature');
 
 # Fetch, check the signature over the .bz2 bytes, unpack, check entries.
@@ -122,13 +124,13 @@ ok($tfm_ok, 'every chunk TFM is signed and its root is the entries\' root');
 is(join('', @all), read_log($d), 'chunks hold the whole log');
 
 # Since and between.
-$r = http('GET', "$t->{url}/chunks/since/7");
+$r = http('GET', "$t->{url}/chunks/since/15");
 is(join(',', map { (split / /)[0] } split /\n/, $r->{body}),
-    '/chunks/8-9.bz2,/chunks/10-10.bz2', 'since/7: the two newer chunks');
-$r = http('GET', "$t->{url}/chunks/since/8");
-like($r->{body}, qr{^/chunks/8-9\.bz2 }, 'since/8: the chunk holding SN 9');
-$r = http('GET', "$t->{url}/chunks/since/10");
-is($r->{code}, 304, 'since/10 (the newest): 304');
+    '/chunks/16-19.bz2,/chunks/20-21.bz2', 'since/15: the two newer chunks');
+$r = http('GET', "$t->{url}/chunks/since/16");
+like($r->{body}, qr{^/chunks/16-19\.bz2 }, 'since/16: the chunk holding SN 17');
+$r = http('GET', "$t->{url}/chunks/since/21");
+is($r->{code}, 304, 'since/21 (the newest): 304');
 is($r->{body}, '', '... with no body');
 $r = http('GET', "$t->{url}/chunks/since/99");
 is($r->{code}, 304, 'since a future SN: 304');
@@ -137,16 +139,16 @@ for my $bad (qw(abc 01 -1 99999999999999999999), '') {
     is($r->{code}, 400, "since/'$bad': 400");
 }
 like($r->{body}, qr/^chunks: bad SN/, '... saying why');
-$r = http('GET', "$t->{url}/chunks/between/3/and/8");
+$r = http('GET', "$t->{url}/chunks/between/3/and/16");
 is(join(',', map { (split / /)[0] } split /\n/, $r->{body}),
-    '/chunks/0-7.bz2,/chunks/8-9.bz2', 'between/3/and/8');
-$r = http('GET', "$t->{url}/chunks/between/10/and/10");
-like($r->{body}, qr{^/chunks/10-10\.bz2 10 10 \S+\n\z}, 'between/10/and/10');
+    '/chunks/0-15.bz2,/chunks/16-19.bz2', 'between/3/and/16');
+$r = http('GET', "$t->{url}/chunks/between/20/and/20");
+like($r->{body}, qr{^/chunks/20-21\.bz2 20 21 \S+\n\z}, 'between/20/and/20');
 $r = http('GET', "$t->{url}/chunks/between/9/and/3");
 is($r->{code}, 400, 'between, SN1 > SN2: 400');
 $r = http('GET', "$t->{url}/chunks/between/x/and/3");
 is($r->{code}, 400, 'between, bad SN: 400');
-$r = http('GET', "$t->{url}/chunks/between/11/and/20");
+$r = http('GET', "$t->{url}/chunks/between/22/and/30");
 is($r->{code}, 404, 'between past the published: 404');
 $r = http('GET', "$t->{url}/chunks/0-3.bz2");
 is($r->{code}, 404, 'a merged-away chunk: 404');
@@ -160,21 +162,21 @@ stop_daemon($t->{pid});
 restart_timeline($t);
 ok($t->{up}, 'restarts');
 is(http('GET', "$t->{url}/chunks")->{body}, $before, 'same chunks after restart');
-like(slurp($t->{log}), qr/3 chunks, 11 entries published/, 'logged');
+like(slurp($t->{log}), qr/3 chunks, 22 entries published/, 'logged');
 $r = append($t, cs_entry(name => 'example.com', services => 'imaps',
     key => $sk));
-ok($r->{code} == 201 && published(11), 'a new entry is published');
+ok($r->{code} == 201 && published(23), 'a new entry is published');
 $r = http('GET', "$t->{url}/chunks");
 is(join(',', map { join '-', (split / /)[1, 2] } split /\n/, $r->{body}),
-    '0-7,8-11', 'and merges on: 8-9 + (10 + 11)');
+    '0-15,16-23', 'and merges on: 16-19 + (20-21 + 22-23)');
 
 # A broken index refuses to start, naming the line.
 stop_daemon($t->{pid});
 my $idx = slurp("$d/chunks/index");
-spew("$d/chunks/index", $idx =~ s/^8 /9 /mr);
+spew("$d/chunks/index", $idx =~ s/^16 /17 /mr);
 restart_timeline($t);
 ok(!$t->{up}, 'a gap in the chunk index refuses to start');
-like(slurp($t->{log}), qr/chunks\/index: line 2: chunk starts at 9, not 8/,
+like(slurp($t->{log}), qr/chunks\/index: line 2: chunk starts at 17, not 16/,
     'index error named');
 stop_daemon($t->{pid});
 unlike(slurp($t->{log}), qr/Sanitizer|runtime error/, 'no sanitizer reports');

@@ -60,13 +60,14 @@ is($r->{code}, 413, 'Bind of ' . length($big) . ' bytes: 413')
 like($r->{body}, qr/^entry: \d+ bytes once stamped, more than 65535 \(the (?#
     )most an entry bundle, \/tile\/entries\/, carries\)$/m,
     '... naming the limit');
-$r = http('GET', "$t->{url}/tile/entries/000.p/2");
-is($r->{code}, 200, 'the bundle of the two entries serves');
-like(http('GET', "$t->{url}/checkpoint")->{body}, qr/\A[^\n]+\n2\n/,
-    '... and the checkpoint holds 2: nothing stored');
+$r = http('GET', "$t->{url}/tile/entries/000.p/4");
+is($r->{code}, 200, 'the bundle of the four entries (two Map-Roots) serves');
+like(http('GET', "$t->{url}/checkpoint")->{body}, qr/\A[^\n]+\n4\n/,
+    '... and the checkpoint holds 4: nothing stored');
 
 # The log a timeline without the limit made, on a timeline of its own
-# (9): the Bind as SN 2.
+# (9): the Bind as SN 4, after two appends and their Map-Root entries;
+# the start appends a Map-Root entry after it (SN 5).
 mkdir "$d/tl9";
 my $t9 = start_timeline("$d/tl9", tid => 9, operator_key => "$d/operator.pub",
     chunk_interval => 1);
@@ -77,16 +78,16 @@ is(append($t9, bind_entry(name => 'small.example', key => $sk{small},
     chain => [$crt]))->{code}, 201, 'timeline 9: Bind small.example');
 stop_daemon($t9->{pid});
 open(my $fh, '>>', "$d/tl9/entries.log") or die "entries.log: $!";
-print $fh stamp($big, 9, 2, time, "$d/tl9/timeline.key");
+print $fh stamp($big, 9, 4, time, "$d/tl9/timeline.key");
 close $fh;
 restart_timeline($t9);
 ok($t9->{up}, 'timeline 9 starts with the long entry in its log')
     or BAIL_OUT(slurp($t9->{log}));
 ok(wait_until(sub { http('GET', "$t9->{url}/checkpoint")->{body}
-    =~ /\A[^\n]+\n3\n/ }, 10), '... its checkpoint holds 3');
-$r = http('GET', "$t9->{url}/tile/entries/000.p/3");
+    =~ /\A[^\n]+\n6\n/ }, 10), '... its checkpoint holds 6');
+$r = http('GET', "$t9->{url}/tile/entries/000.p/6");
 is($r->{code}, 500, '... its bundle cannot be served');
-ok(wait_until(sub { http('GET', "$t9->{url}/chunks")->{body} =~ /\b2\b/ },
+ok(wait_until(sub { http('GET', "$t9->{url}/chunks")->{body} =~ /\b5\b/ },
     10), '... a chunk holds it');
 
 # A mirror of both (it answers only with two).
@@ -99,14 +100,14 @@ ok(wait_state($m, 9, 'Idle', 20), 'the mirror syncs timeline 9: Idle')
     or diag(slurp($m->{log}));
 ok(wait_state($m, 7, 'Idle', 20), '... and timeline 7');
 my ($st) = grep { $_->{tid} == 9 } @{mirror_status($m)->{timelines}};
-is($st->{entries}, 3, '... every entry, the long one too');
+is($st->{entries}, 6, '... every entry, the long one too');
 like(slurp($m->{log}), qr/timeline 9: source chunks: GET \S+\/tile\/entries(?#
-    )\/000\.p\/3: HTTP 500/, '... through the chunks, saying why');
+    )\/000\.p\/6: HTTP 500/, '... through the chunks, saying why');
 $r = query($m, 'big.example');
 is($r->{code}, 200, 'query big.example: 200') or diag($r->{body});
 my $a = check_answer($r->{body}, $m->{pub}, \%keys);
 ok($a->{ok}, '... the answer verifies') or diag($a->{err});
-is(join(',', map { $_->{sn} } @{$a->{timelines}{9}{entries}}), '2',
-    '... with the long Bind, SN 2 of timeline 9');
+is(join(',', map { $_->{sn} } @{$a->{timelines}{9}{entries}}), '4',
+    '... with the long Bind, SN 4 of timeline 9');
 
 done_testing();

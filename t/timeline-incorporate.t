@@ -82,9 +82,13 @@ expect($b, incorporate_entry($bind), $forged, 403,
 expect($b, incorporate_entry($forged), $forged, 403,
     qr/^incorporate: ref: timeline 7's Signature/,
     'a copy the peer did not sign');
-(my $other_sn = incorporate_entry($bind)) =~ s/^Incorporated-SN: 2$/Incorporated-SN: 3/m;
+# Timeline 7's SNs: a Map-Root entry ends each batch (each append here).
+my ($bind_sn) = $bind =~ /^SN: (\d+)$/m;
+is($bind_sn, 4, "the Bind is timeline 7's SN 4 (0 and 2 roots, 1 and 3 "
+    . 'Map-Roots)');
+(my $other_sn = incorporate_entry($bind)) =~ s/^Incorporated-SN: 4$/Incorporated-SN: 5/m;
 expect($b, $other_sn, $bind, 403,
-    qr/^incorporate: ref is TID 7 SN 2, not the Incorporated-TID/,
+    qr/^incorporate: ref is TID 7 SN 4, not the Incorporated-TID/,
     'the reference names another SN');
 my $root = http('GET', "$a->{url}/entry/0")->{body};
 expect($b, incorporate_entry($root), $root, 403,
@@ -110,7 +114,7 @@ expect($b, bind_entry(name => 'example.com', key => $sk{example},
     qr/^bind: example.com already has a Bind on this timeline/,
     'the incorporated Bind binds the name here');
 expect($b, incorporate_entry($bind), $bind, 403,
-    qr/^incorporate: timeline 7 SN 2 is not after the last one incorporated/,
+    qr/^incorporate: timeline 7 SN 4 is not after the last one incorporated/,
     'the same copy twice');
 expect($b, incorporate_entry($cs), $cs, 201, undef,
     "timeline 7's Change-Services");

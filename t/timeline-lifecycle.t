@@ -52,7 +52,7 @@ expect(root_entry(cert => "$ca.crt", key => $op), 201, qr/^SN: 0$/m,
     'Add-Root-CA by the operator');
 
 expect(bind_entry(name => 'example.com', key => $sk{example},
-    chain => [$crt{example}], rebinders => 'heir.com'), 201, qr/^SN: 1$/m,
+    chain => [$crt{example}], rebinders => 'heir.com'), 201, qr/^SN: 2$/m,
     'Bind with a chain from a trusted root');
 expect(bind_entry(name => 'example.com', key => $sk{example},
     chain => [$crt{example}]), 403,
@@ -109,8 +109,9 @@ expect(cs_entry(name => 'heir.com', services => "https:$_", key => $sk{heir}),
 expect(cs_entry(name => 'heir.com', services => 'https:3', key => $sk{heir}),
     503, qr/^rate limit: change-services: budget of 2/, 'budget spent');
 
-# Bad input: 400/413, nothing stored.
-my $size = 8;
+# Bad input: 400/413, nothing stored.  Eight appends, each a batch ended
+# by its Map-Root entry.
+my $size = 16;
 $r = http('GET', "$t->{url}/status");
 like($r->{body}, qr/^Tree-Size: $size$/m, "tree size $size");
 expect("Bind: 1\nName: caf\xc3\xa9.com\n\n", 400, qr/not printable ascii/,
@@ -127,7 +128,7 @@ $r = http('GET', "$t->{url}/status/abc");
 is($r->{code}, 410, "/status/<token>: 410 for a token never issued");
 $r = http('GET', "$t->{url}/status");
 like($r->{body}, qr/^Tree-Size: $size$/m, 'bad input stored nothing');
-like($r->{body}, qr/^Max-SN: 7$/m, 'TFM Max-SN');
+like($r->{body}, qr/^Max-SN: 15$/m, 'TFM Max-SN');
 
 # Checkpoint and proofs against a model computed from the log on disk.
 my @entries = parse_entries(read_log("$d"));
@@ -150,12 +151,14 @@ for my $n (1 .. $size) {
     }
 }
 ok($ok, 'every inclusion proof verifies against the model');
-$r = http('GET', "$t->{url}/proof/inclusion?sn=8&size=8");
+$r = http('GET', "$t->{url}/proof/inclusion?sn=16&size=16");
 is($r->{code}, 400, 'inclusion proof beyond the tree: 400');
-$r = http('GET', "$t->{url}/proof/consistency?from=3&to=8");
+$r = http('GET', "$t->{url}/proof/consistency?from=3&to=16");
 is($r->{code}, 200, 'consistency proof');
-$r = http('GET', "$t->{url}/entry/1");
-is($r->{body}, $entries[1], '/entry/1 is the stored entry');
+$r = http('GET', "$t->{url}/entry/2");
+is($r->{body}, $entries[2], '/entry/2 is the stored entry');
+like($entries[$_], qr/\AMap-Root: 1\n/, "SN $_ is a Map-Root entry")
+    for grep { $_ % 2 } 0 .. $#entries;
 
 # The clock goes back: 503, and no earlier stamp.
 my ($last_ts) = $entries[-1] =~ /^Timestamp: (\d+)$/m;
@@ -180,7 +183,7 @@ like(slurp($t->{log}), qr/truncating a torn tail of 200 bytes/,
     'torn tail logged');
 is(-s "$d/entries.log", $whole, 'torn tail truncated');
 $r = http('GET', "$t->{url}/status");
-like($r->{body}, qr/^Tree-Size: 9$/m, "all 9 entries back");
+like($r->{body}, qr/^Tree-Size: 18$/m, "all 18 entries back");
 stop_daemon($t->{pid});
 (my $bad = $log) =~ s/^SN: 4$/SN: 5/m;
 spew("$d/entries.log", $bad);

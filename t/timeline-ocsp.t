@@ -93,7 +93,8 @@ expect('down', 408, qr/^bind: ocsp: no definite answer: responder .*: (Couldn't 
     'responder down: 408');
 
 my $st = http('GET', "$t->{url}/status");
-like($st->{body}, qr/^Tree-Size: 3$/m, 'only the root, good and plain stored');
+like($st->{body}, qr/^Tree-Size: 6$/m,
+    'only the root, good and plain stored (each with its Map-Root entry)');
 
 # ocsp_require: a certificate naming no responder is refused.
 stop_daemon($t->{pid});

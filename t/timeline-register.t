@@ -40,7 +40,9 @@ is($r->{rc}, 0, 'sk entry bind -o') or diag($r->{err});
 
 $r = sk('register', '-i', "$d/bind.e", '-t', $urls[0], '-t', "$urls[1]/");
 is($r->{rc}, 0, 'register with two timelines: exit 0') or diag($r->{err});
-is($r->{out}, "$urls[0]: 201 accepted, SN 1\n$urls[1]/: 201 accepted, SN 1\n",
+# Each append is a batch ended by a Map-Root entry: the root is SN 0, its
+# Map-Root SN 1, the Bind SN 2.
+is($r->{out}, "$urls[0]: 201 accepted, SN 2\n$urls[1]/: 201 accepted, SN 2\n",
     'one line per timeline, with the SN');
 like(slurp("$d/tl7/entries.log"), qr/^Name: example.com$/m,
     'the entry is in the first log');
@@ -66,7 +68,7 @@ is($r->{rc}, 0, 'sk entry change-services -o') or diag($r->{err});
 $r = sk('register', '-i', "$d/cs.e", '-t', $urls[0], '-t', $down, '-t',
     $urls[1], '--timeout', '5');
 is($r->{rc}, 1, 'one timeline down: exit 1');
-like($r->{out}, qr/^\Q$urls[0]\E: 201 accepted, SN 2\n\Q$down\E: unreachable: .+\n\Q$urls[1]\E: 201 accepted, SN 2\n\z/,
+like($r->{out}, qr/^\Q$urls[0]\E: 201 accepted, SN 4\n\Q$down\E: unreachable: .+\n\Q$urls[1]\E: 201 accepted, SN 4\n\z/,
     'each timeline reported, the down one unreachable') or diag($r->{out});
 like($r->{err}, qr/accepted by 2 of 3 timelines/, 'sums up 2 of 3');
 
@@ -77,7 +79,7 @@ $r = sk('entry', 'change-services', '-k', $key, '-n', 'example.com', '-s',
     'https', '-o', "$d/cs2.e");
 $r = sk('register', '-i', "$d/cs2.e", '-t', $urls[0], '--json');
 $j = eval { decode_json($r->{out}) };
-ok($j && $j->{timelines}[0]{accepted} && $j->{timelines}[0]{sn} == 3,
+ok($j && $j->{timelines}[0]{accepted} && $j->{timelines}[0]{sn} == 6,
     'json: accepted, with its SN') or diag($r->{out});
 is($r->{rc}, 0, 'exit 0');
 
@@ -85,7 +87,7 @@ is($r->{rc}, 0, 'exit 0');
 $r = sk('entry', 'unbind', '-k', $key, '-n', 'example.com', '-o', "$d/ub.e");
 $r = sk('register', '-i', "$d/ub.e", '-t', $urls[1]);
 is($r->{rc}, 0, 'unbind registered');
-like($r->{out}, qr/: 201 accepted, SN 3$/, 'unbind SN');
+like($r->{out}, qr/: 201 accepted, SN 6$/, 'unbind SN');
 $r = sk('register', '-i', "$d/ub.e", '-t', $urls[1]);
 like($r->{out}, qr/: 403 rejected: unbind: example.com is not bound$/,
     '403 line names the rule');
@@ -103,8 +105,8 @@ is($r->{rc}, 2, 'not http(s): usage');
 $r = sk('register', '-i', "$d/none.e", '-t', $urls[0]);
 is($r->{rc}, 1, 'missing file: exit 1');
 
-is(http('GET', "$urls[0]/status")->{body} =~ /^Tree-Size: (\d+)$/m && $1, 4,
-    'first timeline: root, bind, two change-services');
+is(http('GET', "$urls[0]/status")->{body} =~ /^Tree-Size: (\d+)$/m && $1, 8,
+    'first timeline: root, bind, two change-services, each with its Map-Root');
 stop_daemon($_->{pid}) for @t;
 unlike(slurp($_->{log}), qr/Sanitizer|runtime error/, 'no sanitizer reports')
     for @t;

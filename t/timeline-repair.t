@@ -58,22 +58,24 @@ my $nk = ed25519_key($d, 'n');
 add(bind_entry(name => 'n.example', key => $nk,
     chain => [issue($d, $inter, $nk, 'n.example', "$d/n"), "$inter.crt"]));
 add(cs($_)) for 1 .. 3;
+# Six appends, each a batch ended by its Map-Root entry: twelve entries.
 ok(wait_until(sub { http('GET', "$t->{url}/status")->{body}
-    =~ /^Max-Published-SN: 5$/m }, 10), 'all six published');
+    =~ /^Max-Published-SN: 11$/m }, 10), 'all twelve published');
 my $head = checkpoint();
 stop_daemon($t->{pid});
 
 my $r = tl('--check');
 is($r->{rc}, 0, '--check: a healthy data_dir passes');
-like($r->{out}, qr/: ok: 6 entries, signed head 6, 6 entries in \d+ chunks$/m,
+like($r->{out}, qr/: ok: 12 entries, signed head 12, 12 entries in \d+ chunks$/m,
     '... saying what it holds');
 my $sh = slurp("$d/tl/signed-head");
 ok(length($sh) == 256
-    && $sh =~ /^signed-head 1 7 6 [A-Za-z0-9_-]{43} [0-9a-f]{16} +$/m,
-    'signed-head holds the tree of six');
+    && $sh =~ /^signed-head 1 7 12 [A-Za-z0-9_-]{43} [0-9a-f]{16} +$/m,
+    'signed-head holds the tree of twelve');
 
 # The issue's probe: cut a few bytes off the end of entries.log.  The old
-# daemon started, served five entries and stamped SN 5 again: a fork.
+# daemon started, served the entries before and stamped the last SN (here
+# SN 11, a Map-Root entry) again: a fork.
 my $log = slurp("$d/tl/entries.log");
 my $cut = substr($log, 0, length($log) - 5);
 my $lastoff = length($log) - length((parse_entries($log))[-1]);
@@ -81,20 +83,20 @@ spew("$d/tl/entries.log", $cut);
 restart_timeline($t);
 ok(!$t->{up}, 'an acknowledged entry cut short: refuses to start');
 is(stop_daemon($t->{pid}) >> 8, 78, '... exit 78');
-like(slurp($t->{log}), qr/entries\.log: offset $lastoff \(SN 5\): the log ends here, yet signed-head says SN 0\.\.5 were signed/,
+like(slurp($t->{log}), qr/entries\.log: offset $lastoff \(SN 11\): the log ends here, yet signed-head says SN 0\.\.11 were signed/,
     '... naming the file, the offset and the SN');
 is(slurp("$d/tl/entries.log"), $cut, '... nothing truncated');
 
 $r = tl('--check');
 is($r->{rc}, 1, '--check fails');
-like($r->{out}, qr/entries\.log: offset $lastoff \(SN 5\)/, '... naming the log');
-like($r->{out}, qr/chunks\/index: line \d+: chunk ends at SN 5, past the log's 5 entries/,
+like($r->{out}, qr/entries\.log: offset $lastoff \(SN 11\)/, '... naming the log');
+like($r->{out}, qr/chunks\/index: line \d+: chunk ends at SN 11, past the log's 11 entries/,
     '... and the chunk that holds what it lacks');
 like($r->{out}, qr/: \d+ problems?$/m, '... and counting');
 
 $r = tl('--repair');
 is($r->{rc}, 0, '--repair from the chunks') or diag($r->{out}, $r->{err});
-like($r->{out}, qr/entries\.log: SN 5\.\.5 restored/, '... restores SN 5');
+like($r->{out}, qr/entries\.log: SN 11\.\.11 restored/, '... restores SN 11');
 my $piece = length($cut) - $lastoff;
 like($r->{out}, qr/repair-\d+\/entries\.log\.from-$lastoff: $piece bytes kept there/,
     '... keeping the cut piece aside');
@@ -103,13 +105,13 @@ is(tl('--check')->{rc}, 0, '--check passes again');
 restart_timeline($t);
 ok($t->{up}, 'starts again') or diag(slurp($t->{log}));
 is(checkpoint(), $head, 'the same tree as before the damage');
-like(add(cs(4)), qr/^SN: 6$/m, 'the next entry is SN 6: no SN reused');
+like(add(cs(4)), qr/^SN: 12$/m, 'the next entry is SN 12: no SN reused');
 
 # An entry in no chunk yet, and the chunks lost too: a real mirror's copy.
 my $m = start_mirror("$d/m", [[7, $t->{url}, "$d/tl/timeline.pub"]]);
 ok($m->{up}, 'sk-mirror listens') or diag(slurp($m->{log}));
 ok(wait_until(sub { my $s = mirror_status($m);
-    $s && $s->{timelines}[0]{entries} == 7 }, 20), 'the mirror has all seven');
+    $s && $s->{timelines}[0]{entries} == 14 }, 20), 'the mirror has all 14');
 stop_daemon($m->{pid});
 stop_daemon($t->{pid});
 $log = slurp("$d/tl/entries.log");
@@ -117,8 +119,8 @@ my @e = parse_entries($log);
 spew("$d/tl/entries.log", substr($log, 0, length($log) - length($e[-1])));
 remove_tree("$d/tl/chunks");
 $r = tl('--repair');
-is($r->{rc}, 1, 'no source holds SN 6: --repair refuses');
-like($r->{out}, qr/SN 6 is in no source, yet signed-head says entries up to SN 6 were signed: give a mirror's copy as FROM; nothing changed/,
+is($r->{rc}, 1, 'no source holds SN 13: --repair refuses');
+like($r->{out}, qr/SN 13 is in no source, yet signed-head says entries up to SN 13 were signed: give a mirror's copy as FROM; nothing changed/,
     '... saying what to give it');
 $r = tl('--repair', "$d/m/data/tl-7/entries");
 is($r->{rc}, 0, "--repair from the mirror's copy") or diag($r->{out});
@@ -127,36 +129,37 @@ is(tl('--check')->{rc}, 0, '--check passes');
 restart_timeline($t);
 ok($t->{up}, 'starts again');
 ok(wait_until(sub { http('GET', "$t->{url}/status")->{body}
-    =~ /^Max-Published-SN: 6$/m }, 10), '... and publishes the chunks anew');
+    =~ /^Max-Published-SN: 13$/m }, 10), '... and publishes the chunks anew');
 
 # Not yet published at all: a dump of /entry/<sn> answers does it.
 $t->{conf}{chunk_interval} = 3600;
 stop_daemon($t->{pid});
 restart_timeline($t);
-my $e7 = add(cs(5));
-my $dump = join '', map { http('GET', "$t->{url}/entry/$_")->{body} } 0 .. 7;
+add(cs(5));
+my $e7 = http('GET', "$t->{url}/entry/15")->{body};     # its Map-Root entry
+my $dump = join '', map { http('GET', "$t->{url}/entry/$_")->{body} } 0 .. 15;
 spew("$d/dump", $dump);
 $head = checkpoint();
 stop_daemon($t->{pid});
 $log = slurp("$d/tl/entries.log");
 spew("$d/tl/entries.log", substr($log, 0, length($log) - 1));
 restart_timeline($t);
-ok(!$t->{up}, 'SN 7 lost before any chunk: refuses');
+ok(!$t->{up}, 'SN 15 lost before any chunk: refuses');
 stop_daemon($t->{pid});
 
-# A source with another entry signed by this timeline for SN 7 is a fork
+# A source with another entry signed by this timeline for SN 15 is a fork
 # that already happened: evidence, not material.
 my %f = map { /^([^:]+): (.*)$/ ? ($1 => $2) : () } split /\n/, $e7;
-$f{Services} = 'https:666';
+$f{'Map-Names'} = 666;
 $f{Signature} = 'N/A';
-my $text = canon('Change-Services', { map { $_ => $f{$_} }
-    grep { $_ ne 'Change-Services' } keys %f });
+my $text = canon('Map-Root', { map { $_ => $f{$_} }
+    grep { $_ ne 'Map-Root' } keys %f });
 $f{Signature} = b64url(ed_sign("$d/tl/timeline.key", $text));
-spew("$d/fork", canon('Change-Services', { map { $_ => $f{$_} }
-    grep { $_ ne 'Change-Services' } keys %f }));
+spew("$d/fork", canon('Map-Root', { map { $_ => $f{$_} }
+    grep { $_ ne 'Map-Root' } keys %f }));
 $r = tl('--repair', "$d/fork", "$d/dump");
 is($r->{rc}, 1, 'a forking source: --repair refuses');
-like($r->{out}, qr/SN 7: \S+ and \S+ hold different entries, both signed by this timeline's key: it forked already/,
+like($r->{out}, qr/SN 15: \S+ and \S+ hold different entries, both signed by this timeline's key: it forked already/,
     '... naming both');
 is(slurp("$d/tl/entries.log"), substr($log, 0, length($log) - 1),
     '... and changes nothing');
@@ -172,13 +175,13 @@ stop_daemon($t->{pid});
 $t->{conf}{chunk_interval} = 1;
 restart_timeline($t);
 ok(wait_until(sub { http('GET', "$t->{url}/status")->{body}
-    =~ /^Max-Published-SN: 7$/m }, 10), 'published again');
+    =~ /^Max-Published-SN: 15$/m }, 10), 'published again');
 stop_daemon($t->{pid});
 my $certs = slurp("$d/tl/certs.log");
 spew("$d/tl/certs.log", substr($certs, 0, 100));
 restart_timeline($t);
 ok(!$t->{up}, 'a certificate line cut short: refuses');
-like(slurp($t->{log}), qr/entries\.log: offset \d+ \(SN 2\): certificate \@\S+ is not in certs\.log/,
+like(slurp($t->{log}), qr/entries\.log: offset \d+ \(SN 4\): certificate \@\S+ is not in certs\.log/,
     '... naming the entry');
 is(slurp("$d/tl/certs.log"), substr($certs, 0, 100), '... certs.log untouched');
 stop_daemon($t->{pid});

@@ -78,7 +78,9 @@ sub headers {
 }
 
 # Past two full level-0 tiles, with a partial level-1 tile: RSA-2048
-# chains, one EE per name, as tests/bench/tl_client posts them.
+# chains, one EE per name, as tests/bench/tl_client posts them, one client
+# at a time so that each append is a batch of its own, ended by its
+# Map-Root entry: 300 appends, 600 entries.
 for my $c (['genpkey', '-algorithm', 'rsa', '-pkeyopt', 'rsa_keygen_bits:2048',
             '-out', "$d/root.key"],
            ['req', '-x509', '-key', "$d/root.key", '-out', "$d/root.crt",
@@ -94,34 +96,37 @@ SKTimeline::ossl('x509', '-req', '-in', "$d/inter.csr", '-CA', "$d/root.crt",
     '-CAkey', "$d/root.key", '-CAcreateserial', '-days', 30, '-sha256',
     '-extfile', "$d/inter.ext", '-out', "$d/inter.crt");
 my $r = run_cmd([$client, '127.0.0.1', $t->{port}, "$d/operator.key", $sk,
-    "$d/root.crt", "$d/inter.crt", "$d/inter.key", 600, 4]);
-like($r->{out}, qr/^appends /m, "601 entries") or diag($r->{out}, $r->{err}, slurp($t->{log}));
-is(checkpoint('cp1'), 601, 'a first checkpoint at size 601');
+    "$d/root.crt", "$d/inter.crt", "$d/inter.key", 299, 1]);
+like($r->{out}, qr/^appends /m, "300 appends") or diag($r->{out}, $r->{err}, slurp($t->{log}));
+is(checkpoint('cp1'), 600, 'a first checkpoint at size 600');
 is(append($t, root_entry(cert => "$ca.crt", key => $op, serial => 2))->{code},
     201, 'a root');
 is(append($t, bind_entry(name => 'example.com', key => $sk,
     chain => [$crt, "$ca.crt"]))->{code}, 201, 'a bind');
-is(checkpoint('cp2'), 603, 'a second checkpoint at size 603');
-tlogcheck('cp1', 'cp2', 'every entry proved, 601 -> 603 consistent');
+is(checkpoint('cp2'), 604, 'a second checkpoint at size 604');
+tlogcheck('cp1', 'cp2', 'every entry proved, 600 -> 604 consistent');
+my $last = http('GET', "$t->{url}/entry/603")->{body};
+like($last, qr/\AMap-Root: 1\n/, 'the checkpoint\'s last entry is a Map-Root '
+    . 'entry, proved like any other');
 
 # Caching: full tiles and bundles forever, partial ones briefly.
 like(headers('tile/0/000'), qr/^Cache-Control: public, max-age=31536000, immutable\r$/mi,
     'a full tile is immutable');
 like(headers('tile/entries/001'), qr/^Cache-Control: public, max-age=31536000, immutable\r$/mi,
     'a full entry bundle is immutable');
-my $h = headers('tile/0/002.p/91');
+my $h = headers('tile/0/002.p/92');
 like($h, qr/^Cache-Control: public, max-age=5\r$/mi, 'a partial tile is cached briefly');
-like($h, qr/^Content-Length: 2912\r$/mi, '... 91 hashes');
+like($h, qr/^Content-Length: 2944\r$/mi, '... 92 hashes');
 like(headers('tile/1/000.p/2'), qr/200$/, 'the partial level-1 tile');
 like(headers('tile/0/000.p/7'), qr/200$/, 'a narrower view of a full tile');
 like(headers("tile/$_"), qr/404$/, "tile/$_: 404")
-    for qw(0/002.p/92 0/002 0/003 entries/002.p/92 1/000 2/000.p/1 8/000
+    for qw(0/002.p/93 0/002 0/003 entries/002.p/93 1/000 2/000.p/1 8/000
            0/02 0/x000/001 0/002.p/091 0/000.p/256 ../signed-head);
 my $e0 = http('GET', "$t->{url}/entry/0")->{body};
 my $b0 = run_cmd(['curl', '-s', "$t->{url}/tile/entries/000.p/1"])->{out};
 is($b0, pack('n', length $e0) . $e0, 'bundle: a uint16 length, then /entry/0');
 
-# A restart reads the tiles: only the right edge (91 leaves) is hashed.
+# A restart reads the tiles: only the right edge (92 leaves) is hashed.
 stop_daemon($t->{pid});
 ok(-s "$d/tl/tile/0/000" == 8192 && -s "$d/tl/tile/0/001" == 8192
     && !-e "$d/tl/tile/0/002" && !-e "$d/tl/tile/1/000",
@@ -130,7 +135,7 @@ my $mark = -s $t->{log};
 restart_timeline($t);
 ok($t->{up}, 'restarts over its tiles');
 unlike(substr(slurp($t->{log}), $mark), qr/rebuil|no tiles/, '... quietly');
-is(checkpoint('cp3'), 603, '... same size');
+is(checkpoint('cp3'), 604, '... same size');
 tlogcheck('cp1', 'cp3', 'after a restart');
 
 # A damaged tile under the right edge: the root is not the signed one,
@@ -154,7 +159,7 @@ ok($t->{up}, 'starts with a damaged tile');
 like(substr(slurp($t->{log}), $mark),
     qr/are not those signed.*rebuilding \S+tile from the log to tell whether the tiles or the log are damaged/,
     '... rebuilding the tiles from the log');
-is(checkpoint('cp4'), 603, '... same size');
+is(checkpoint('cp4'), 604, '... same size');
 tlogcheck('cp1', 'cp4', 'after a damaged tile');
 
 # A missing one: rebuilt as the right edge is read.
@@ -177,7 +182,7 @@ spew("$d/tl/signed-head", $head0);
 flip("$d/tl/tile/0/000");
 restart_timeline($t);
 ok($t->{up}, 'starts with entries past signed-head and a damaged tile');
-is(checkpoint('cp4b'), 603, '... signs them all again');
+is(checkpoint('cp4b'), 604, '... signs them all again');
 tlogcheck('cp1', 'cp4b', '... with the right root');
 
 # --repair rebuilds every tile; --check then passes.
@@ -194,7 +199,7 @@ like(tl('--check')->{out}, qr/no tiles yet/, '--check: no tiles yet is no proble
 $mark = -s $t->{log};
 restart_timeline($t);
 ok($t->{up}, 'starts without tiles');
-like(substr(slurp($t->{log}), $mark), qr/no tiles yet: building them from 603 entries/,
+like(substr(slurp($t->{log}), $mark), qr/no tiles yet: building them from 604 entries/,
     '... and builds them');
 tlogcheck('cp1', 'cp4', 'tiles built at start');
 
@@ -202,8 +207,8 @@ tlogcheck('cp1', 'cp4', 'tiles built at start');
 my $crt2 = issue($d, $ca, $sk, 'example.org', "$d/example2");
 is(append($t, bind_entry(name => 'example.org', key => $sk,
     chain => [$crt2, "$ca.crt"]))->{code}, 201, 'one more entry');
-is(checkpoint('cp5'), 604, '... size 604');
-tlogcheck('cp2', 'cp5', '603 -> 604');
+is(checkpoint('cp5'), 606, '... size 606 (with its Map-Root entry)');
+tlogcheck('cp2', 'cp5', '604 -> 606');
 
 # The origin: a schema-less URL (c2sp.org/tlog-checkpoint), also the
 # signed-note key name the Go client verifies with.
@@ -218,7 +223,7 @@ $t->{conf}{origin} = 'tl.example/sk/7';
 restart_timeline($t);
 ok($t->{up}, 'starts with origin tl.example/sk/7');
 checkpoint('cp6');
-like(slurp("$d/cp6"), qr{\Atl\.example/sk/7\n604\n.*\n\n\x{e2}\x{80}\x{94} tl\.example/sk/7 }s,
+like(slurp("$d/cp6"), qr{\Atl\.example/sk/7\n606\n.*\n\n\x{e2}\x{80}\x{94} tl\.example/sk/7 }s,
     '... the checkpoint names it, signed under it');
 tlogcheck('cp6', 'cp6', 'with a URL origin');
 
@@ -229,10 +234,10 @@ my $m = start_mirror("$d/m", [[7, $t->{url}, "$d/tl/timeline.pub",
 ok($m->{up}, 'sk-mirror listens') or diag(slurp($m->{log}));
 sub copied {
     my $s = mirror_status($m) or return 0;
-    return $s->{timelines}[0]{entries} == 604
-        && $s->{timelines}[0]{checkpoint_size} == 604;
+    return $s->{timelines}[0]{entries} == 606
+        && $s->{timelines}[0]{checkpoint_size} == 606;
 }
-ok(wait_until(\&copied, 60), 'the mirror copies all 604 entries')
+ok(wait_until(\&copied, 60), 'the mirror copies all 606 entries')
     or diag(slurp($m->{log}));
 stop_daemon($m->{pid});
 my $mt = "$d/m/data/tl-7/tile";
@@ -243,7 +248,7 @@ $mark = -s $m->{log};
 restart_mirror($m);
 ok($m->{up}, 'the mirror restarts with a damaged tile');
 like(substr(slurp($m->{log}), $mark),
-    qr{\S+/tile: the root of 604 entries is not the index's; rebuilding the tiles from the index},
+    qr{\S+/tile: the root of 606 entries is not the index's; rebuilding the tiles from the index},
     '... rebuilding its tiles from the index of the copy');
 ok(wait_until(\&copied, 20), '... and serves the copy');
 is(slurp("$mt/0/000"), slurp("$d/tl/tile/0/000"), '... tile 0/000 mended');

@@ -22,6 +22,7 @@
 #include <sk/dnssec.h>
 #include <sk/httpd.h>
 #include <sk/metrics.h>
+#include <sk/map.h>
 #include <sk/sk.h>
 
 #define TL_PROG        "sk-timeline"
@@ -79,6 +80,10 @@ typedef struct {
     uint64_t   index_batch;     /* entries held in memory between index
                                    flushes */
     uint64_t   index_map_size;  /* bytes of address space for the index */
+    int        name_map;        /* keep the name map, a Map-Root entry per
+                                   batch; "no" for measurement only */
+    int        map_lie;         /* tests only: every Map-Root written says
+                                   a wrong Map-Hash (a lying timeline) */
     tl_conf_list_t peers;       /* "TID PUBKEY": timelines to incorporate */
 } tl_conf_t;
 
@@ -107,6 +112,8 @@ typedef struct {
                                        ones: the index's "seen" table): a
                                        replay is refused */
     size_t            nseen;
+    sk_map_value_t    mval;         /* its value in the name map */
+    int               mdirty;       /* mval changed since the map has it */
 } tl_name_t;
 
 /* An entry written since the last index flush (tl_index.c). */
@@ -314,6 +321,13 @@ struct tl_timeline_s {
     uint64_t          reindexed;    /* times it ran (a reader that found
                                        damage rebuilds only once) */
     uint64_t          reindexed_ms; /* when it last ran (tl_ms) */
+    /* The name map (tl_map.c), in the index's environment: NULL with
+     * name_map off.  map_root is its root as of the last flush, the one
+     * the last Map-Root entry signed; names are read through it. */
+    sk_map_t         *map;
+    sk_merkle_hash_t  map_root;
+    uint64_t          map_names;
+    int               map_seal;     /* the next flush appends a Map-Root */
     sk_merkle_tree_t *tree;
     unsigned long     tiles_noted;  /* tree's rebuilt/unwritten tiles logged */
     int64_t           last_ts;      /* newest stamp */
@@ -396,6 +410,10 @@ void tl_signed_close(tl_timeline_t *tl);
 
 /* tl_store.c: open and check the log, append durably, read back. */
 int tl_store_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* Under tl->lock: entry sn checked against the tree's leaf hash, nothing
+ * rebuilt on damage (the caller marks the index damaged). */
+int tl_store_read_tree(tl_timeline_t *tl, char **out, size_t *len,
+    uint64_t sn, sk_err_t *err) SK_WUR;
 /* tl_tree.c: tl->tree over the log's tl->size entries (after the replay):
  * data_dir/tile/ opened (built if absent, rebuilt by --repair), in memory
  * for --check; for a run, a root that is not signed-head's rebuilds the
@@ -537,6 +555,33 @@ int tl_index_copy_get(tl_timeline_t *tl, const unsigned char *h,
     tl_copy_t *c, sk_err_t *err) SK_WUR;
 /* Where incorporated.log's unindexed copies start. */
 off_t tl_index_inc_from(const tl_timeline_t *tl);
+/* tl_map.c: the name map, in the index's environment (space 0). */
+/* Open its tables (with the index's; nothing with name_map off). */
+int tl_map_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+void tl_map_close(tl_timeline_t *tl);
+/* Index open: the stored map's root must be the Map-Hash of last, the
+ * last entry indexed (NULL: none); sets tl->map_root. */
+int tl_map_agrees(tl_timeline_t *tl, sk_db_txn_t *t, const sk_entry_t *last,
+    sk_err_t *err) SK_WUR;
+/* In the flush's write transaction t: put each changed name's value into
+ * the map, *root its root; serving with tl->map_seal, append the Map-Root
+ * entry of that root. */
+int tl_map_flush(tl_timeline_t *tl, sk_db_txn_t *t, sk_merkle_hash_t root,
+    sk_err_t *err) SK_WUR;
+/* Name's value into n->mval, read through the map against tl->map_root,
+ * its newest entry checked against the log; indexed: the names table has
+ * a row for it.  0 present, 1 absent, -1 (SK_ERR_FORMAT: damage). */
+int tl_map_name(tl_timeline_t *tl, const char *name, tl_name_t *n,
+    int indexed, sk_err_t *err) SK_WUR;
+/* One more entry e (of this timeline) of n's: its value moves on. */
+int tl_map_note(tl_timeline_t *tl, tl_name_t *n, const sk_entry_t *e,
+    sk_err_t *err) SK_WUR;
+/* After the replay: a last entry that is a Map-Root must give the map's
+ * root (else -1 naming the log); otherwise a Map-Root is due at start. */
+int tl_map_check_end(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* After tl_store_settle: append the Map-Root due, synced and signed. */
+int tl_map_start(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+
 /* tl_index_check.c, --check: data_dir/index/ against the log just
  * replayed into the scratch index, a line each (tl_say); the number of
  * problems. */

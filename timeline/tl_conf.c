@@ -76,6 +76,8 @@ static const sk_conf_def_t  tl_confdefs[] = {
     TL_U("sync_delay_ms", sync_delay_ms, "0"),
     TL_U("index_batch", index_batch, "4096"),
     TL_U("index_map_size", index_map_size, "1099511627776"),
+    TL_B("name_map", name_map, "yes"),
+    TL_B("map_lie", map_lie, "no"),
     { NULL, SK_CONF_STR, 0, 0, 0, NULL }
 };
 

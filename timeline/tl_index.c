@@ -97,7 +97,8 @@ tl_index_env(tl_timeline_t *tl, sk_err_t *err)
     if (sk_db_open(&tl->db, tl->db_dir, &o, err) != 0) {
         return -1;
     }
-    if (tl_index_tables(tl, err) != 0) {
+    if (tl_index_tables(tl, err) != 0 || tl_map_open(tl, err) != 0) {
+        tl_map_close(tl);
         sk_db_close(tl->db);
         tl->db = NULL;
         return -1;
@@ -129,6 +130,7 @@ static int
 tl_index_fresh(tl_timeline_t *tl, sk_err_t *err)
 {
     tl->index_bad = 0;
+    tl_map_close(tl);
     sk_db_close(tl->db);
     tl->db = NULL;
     if (tl_index_unlink(tl->db_dir, err) != 0) {
@@ -235,11 +237,11 @@ tl_index_row(tl_timeline_t *tl, sk_db_txn_t *t, uint64_t sn,
 }
 
 
-/* Read the stored entry [a, b) back from the log: its leaf hash and
- * stamp. */
+/* Read the stored entry [a, b) back from the log: its leaf hash, stamp
+ * and the entry itself (*ep, the caller's to free). */
 static int
 tl_index_leaf_at(tl_timeline_t *tl, off_t a, off_t b, sk_merkle_hash_t leaf,
-    int64_t *ts, sk_err_t *err)
+    int64_t *ts, sk_entry_t **ep, sk_err_t *err)
 {
     size_t       slen = (size_t) (b - a);
     char        *stored, *text;
@@ -267,8 +269,12 @@ tl_index_leaf_at(tl_timeline_t *tl, off_t a, off_t b, sk_merkle_hash_t leaf,
         rc = sk_merkle_leaf_hash(leaf, text, len, err) != 0
              || sk_entry_parse(&e, text, len, err) != 0
              || sk_entry_timestamp(e, ts, err) != 0 ? -1 : 0;
-        sk_entry_free(e);
         free(text);
+    }
+    if (rc == 0) {
+        *ep = e;
+    } else {
+        sk_entry_free(e);
     }
     return rc;
 }
@@ -320,6 +326,7 @@ tl_index_agrees(tl_timeline_t *tl, sk_db_txn_t *t, sk_db_meta_t *m,
 {
     const unsigned char  *row;
     sk_merkle_hash_t      leaf;
+    sk_entry_t           *last = NULL;
     uint64_t              v, n;
     int64_t               ts;
     int                   rc;
@@ -375,7 +382,7 @@ tl_index_agrees(tl_timeline_t *tl, sk_db_txn_t *t, sk_db_meta_t *m,
             return -1;
         }
         if (tl_index_leaf_at(tl, (off_t) sk_db_u64_get(row),
-                (off_t) m->log_end, leaf, &ts, err) != 0)
+                (off_t) m->log_end, leaf, &ts, &last, err) != 0)
         {
             return sk_err_prefix(err, "SN %" PRIu64, m->next_sn - 1);
         }
@@ -384,8 +391,14 @@ tl_index_agrees(tl_timeline_t *tl, sk_db_txn_t *t, sk_db_meta_t *m,
             || memcmp(leaf, m->tag, sizeof(leaf)) != 0
             || (int64_t) sk_db_u64_get(row + 8) != ts)
         {
+            sk_entry_free(last);
             return sk_err_set(err, SK_ERR_FORMAT, "SN %" PRIu64 " in %s is "
                 "not the entry it indexed", m->next_sn - 1, tl->log.path);
+        }
+        rc = tl_map_agrees(tl, t, last, err);
+        sk_entry_free(last);
+        if (rc != 0) {
+            return -1;
         }
     }
     rc = sk_db_meta_get(t, TL_META_INC, inc, err);
@@ -1154,7 +1167,7 @@ tl_index_dirty(const tl_timeline_t *tl)
     size_t  i;
 
     if (tl->npend > 0 || tl->ncopies > 0 || tl->roots_dirty
-        || tl->stat_stale)
+        || tl->stat_stale || (tl->map != NULL && tl->map_seal))
     {
         return 1;
     }
@@ -1170,7 +1183,8 @@ tl_index_dirty(const tl_timeline_t *tl)
 int
 tl_index_flush(tl_timeline_t *tl, sk_err_t *err)
 {
-    sk_db_txn_t  *t;
+    sk_merkle_hash_t  root;
+    sk_db_txn_t      *t;
 
     if (tl->db == NULL) {
         return 0;
@@ -1179,23 +1193,31 @@ tl_index_flush(tl_timeline_t *tl, sk_err_t *err)
         tl_state_forget(tl);
         return 0;
     }
+    if (sk_db_begin(tl->db, 1, &t, err) != 0) {
+        return -1;
+    }
+    /* The map first: it may end the batch with a Map-Root entry. */
+    if ((tl->map != NULL && tl_map_flush(tl, t, root, err) != 0)
+        || tl_index_write(tl, t, err) != 0)
+    {
+        sk_db_abort(t);
+        return -1;
+    }
     /* Never index what the log might still lose: an index ahead of the
      * log would be thrown away at the next start. */
     if (tl->mode != TL_CHECK
         && ((tl->log.fd >= 0 && fdatasync(tl->log.fd) != 0)
             || (tl->inc.fd >= 0 && fdatasync(tl->inc.fd) != 0)))
     {
-        return sk_err_sys(err, "%s: sync before indexing", tl->log.path);
-    }
-    if (sk_db_begin(tl->db, 1, &t, err) != 0) {
-        return -1;
-    }
-    if (tl_index_write(tl, t, err) != 0) {
+        sk_err_sys(err, "%s: sync before indexing", tl->log.path);
         sk_db_abort(t);
         return -1;
     }
     if (sk_db_commit(t, err) != 0) {
         return -1;
+    }
+    if (tl->map != NULL) {
+        memcpy(tl->map_root, root, sizeof(root));
     }
     tl->indexed = tl->size;
     tl->npend = 0;
@@ -1243,6 +1265,7 @@ tl_index_close(tl_timeline_t *tl)
         tl_log("%s: flush: %s (a start catches up from the log)",
             tl->db_dir, err.msg);
     }
+    tl_map_close(tl);
     sk_db_close(tl->db);
     tl->db = NULL;
     if (tl->db_scratch) {

@@ -167,6 +167,9 @@ tl_open(tl_timeline_t *tl, sk_err_t *err)
         return -1;
     }
     tl->db_ready = 1;
+    if (tl_map_start(tl, err) != 0) {
+        return -1;
+    }
     /* The log is the truth and is whole: an index that cannot be written
      * now (a full disk) only lags, and the next flush or start catches up. */
     if (tl_index_flush(tl, err) != 0) {

@@ -112,6 +112,9 @@ tl_state_name(tl_timeline_t *tl, const char *name)
         return NULL;
     }
     rc = tl_index_name_get(tl, name, n, &err);
+    if (rc >= 0) {
+        rc = tl_map_name(tl, name, n, rc == 0, &err);
+    }
     if (rc == 0 && (n->name = strdup(name)) == NULL) {
         rc = sk_err_set(&err, SK_ERR_NOMEM, "name table");
     }
@@ -177,6 +180,7 @@ tl_state_bind(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
             tl_state_name_free(n);
             return sk_err_set(err, SK_ERR_NOMEM, "name table");
         }
+        sk_map_value_init(&n->mval);
     }
     if (tl_state_strset(&n->key, sk_entry_get(e, "Key"), err) != 0
         || tl_state_strset(&n->rebinders, sk_entry_get(e, "Rebinder-Names"),
@@ -442,7 +446,7 @@ tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
     n = tl_state_name(tl, sk_entry_name(e));
     n->last = sk_entry_type(e);
     n->dirty = 1;
-    return 0;
+    return tl_map_note(tl, n, e, err);
 }
 
 

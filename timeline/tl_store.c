@@ -287,7 +287,8 @@ tl_store_load(tl_timeline_t *tl, sk_err_t *err)
     tl_log("%s: %" PRIu64 " entries (%" PRIu64 " from %s, %" PRIu64
         " read)", tl->log.path, tl->size, from, tl->db_dir,
         tl->size - from);
-    return tl->mode == TL_REPAIR ? 0 : tl_signed_verify(tl, err);
+    return tl->mode == TL_REPAIR ? 0
+        : tl_signed_verify(tl, err) != 0 ? -1 : tl_map_check_end(tl, err);
 }
 
 
@@ -378,6 +379,7 @@ tl_store_write(tl_timeline_t *tl, const char *buf, size_t len, int64_t ts,
     if (tl->failed) {
         return sk_err_set(err, SK_ERR_SYSTEM, "%s", tl->failed_msg);
     }
+    tl->map_seal = 1;
     if (tl_calog_pack(tl, &stored, &slen, buf, len, err) != 0) {
         return -1;
     }
@@ -395,11 +397,15 @@ tl_store_write(tl_timeline_t *tl, const char *buf, size_t len, int64_t ts,
 }
 
 
-/* Lead one fdatasync of the log for everything written so far. */
+/* Lead one fdatasync of the log for everything written so far.  With
+ * the name map, the batch ends in its Map-Root entry: the index's flush
+ * appends it and syncs the log before it commits (tl_map.c), the lock
+ * held. */
 static void
 tl_store_sync_log(tl_timeline_t *tl)
 {
-    uint64_t  target = tl->size, us;
+    uint64_t  target, us;
+    sk_err_t  err;
     int       rc;
 
     tl->log_syncing = 1;
@@ -408,16 +414,23 @@ tl_store_sync_log(tl_timeline_t *tl)
         usleep((useconds_t) (tl->conf.sync_delay_ms * 1000));
     }
     us = tl_us();
-    rc = fdatasync(tl->log.fd);
-    tl_metrics_fsync(tl, tl_us() - us);
     pthread_mutex_lock(&tl->lock);
+    if (tl->map != NULL && tl->map_seal) {
+        rc = tl_index_flush(tl, &err);
+        target = tl->size;
+    } else {
+        target = tl->size;
+        pthread_mutex_unlock(&tl->lock);
+        rc = fdatasync(tl->log.fd) != 0 ? sk_err_sys(&err, "fdatasync") : 0;
+        pthread_mutex_lock(&tl->lock);
+    }
+    tl_metrics_fsync(tl, tl_us() - us);
     tl->log_syncing = 0;
     if (rc != 0) {
         /* Linux may have dropped the pages it could not write and will
          * not say so twice: only a fresh read tells what is on disk. */
-        tl_store_fail(tl, "%s: fdatasync: %s; appends refused until a "
-            "restart reads back what is on disk", tl->log.path,
-            strerror(errno));
+        tl_store_fail(tl, "%s: %s; appends refused until a restart reads "
+            "back what is on disk", tl->log.path, err.msg);
     } else if (target > tl->logged) {
         tl->logged = target;
     }
@@ -670,6 +683,16 @@ tl_store_read_leaf(tl_timeline_t *tl, char **out, size_t *len, uint64_t sn,
     uint64_t  gen;
 
     return tl_store_try(tl, out, len, sn, sn, 1, 0, &gen, err);
+}
+
+
+int
+tl_store_read_tree(tl_timeline_t *tl, char **out, size_t *len, uint64_t sn,
+    sk_err_t *err)
+{
+    uint64_t  gen;
+
+    return tl_store_try(tl, out, len, sn, sn, 1, 1, &gen, err);
 }
 
 

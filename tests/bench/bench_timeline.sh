@@ -5,6 +5,9 @@
 # keep-alive clients on loopback, against the crypto-bound rate of the same entries measured in the same
 # run (tl_client.c); then bytes per Bind on disk, in the log and in the
 # bzip2 chunks.  OCSP is off: the EE certificate names no responder.
+# The append rate is measured twice on fresh timelines, with the name map
+# off (name_map = no) and on, in that order: issue 23 allows the map to
+# cost at most 10 %.
 # Then the same with DNSSEC evidence (TL_BENCH_DNSSEC_N Binds of
 # n<i>.example.test, each a DNSSEC-Chain from the private root of
 # tests/unit/dnssec_zones.sh) on a fresh timeline, against the CA rate.
@@ -68,16 +71,27 @@ run_client() {
         "$d/inter.crt" "$d/inter.key" "$@"
 }
 
+# The same Binds with the name map off ("name_map = no", for measurement
+# only), then on (the default), on fresh timelines: the map's cost.
+mkdir "$d/nomap"
+start_tl "$d/nomap" "name_map = no"
+off=$(run_client "$N" "$C" | awk '$1 == "appends" { print $2 }')
+kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+
 start_tl "$d"
 out=$(run_client "$N" "$C")
 appends=$(echo "$out" | awk '$1 == "appends" { print $2 }')
 crypto=$(echo "$out" | awk '$1 == "crypto" { print $2 }')
 echo "BENCH timeline_bind_appends $appends appends/s ref=$crypto ratio=$(echo "$appends $crypto" | awk '{ printf "%.3f", $1 / $2 }') target=0.7"
 echo "# $N durable Binds from $C clients; ref: the same entries' SK-Signature verify, 2 RSA-2048 chain verifies and 1 Ed25519 sign on $(nproc) threads"
+echo "BENCH timeline_bind_appends_map_off $off appends/s ref=$appends ratio=$(echo "$appends $off" | awk '{ printf "%.3f", $1 / $2 }') target=0.9"
+echo "# the same Binds on a timeline with name_map = no (no map, no Map-Root entries); ratio: map on / map off, same run"
 
-# Bytes per Bind: the log, then the chunks once all is published.
+# Bytes per Bind: the log (Map-Root entries included), then the chunks
+# once all is published: up to the newest entry, a Map-Root entry.
+size=$(curl -s "http://127.0.0.1:$port/checkpoint" | sed -n 2p)
 i=0
-until curl -s "http://127.0.0.1:$port/status" | grep -q "^Max-Published-SN: $N\$"; do
+until curl -s "http://127.0.0.1:$port/status" | grep -q "^Max-Published-SN: $((size - 1))\$"; do
     i=$((i + 1)); [ $i -lt 100 ] || { echo "bench_timeline: chunks not published" >&2; exit 1; }; sleep 0.2
 done
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
