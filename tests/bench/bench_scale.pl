@@ -25,6 +25,12 @@
 #   scale-timeline-restart@N      exec to the first answered /checkpoint
 #   scale-query-p99-{existing,absent,cached}@N  us; target 1 ms / ref
 #   scale-{mirror,timeline}-disk-per-entry@N    bytes per entry
+#   absence-proof-bytes@N         bytes of the big timeline's block in an
+#                                 answer for an absent name (checkpoint,
+#                                 last entry, its proof, the map proof);
+#                                 target 2048; ref = a present name's
+#                                 proof bytes (checkpoint + one entry's
+#                                 Proof lines), as answers were before maps
 #
 # and an extrapolation to PROJECT_NAMES (200 million) names on
 # PROJECT_TIMELINES (10) timelines from linear fits of the measured
@@ -164,6 +170,21 @@ sub timed_start {
     die "bench_scale: $cmd->[0]: no answer at $probe in $limit s\n";
 }
 
+# Bytes of timeline 1's block in the answer for an absent name, and of
+# the proof a present name's answer carried before maps (checkpoint and
+# one entry's Proof lines).
+sub proof_bytes {
+    my ($m) = @_;
+    my $a = $ua->get("$m->{url}/query/a1.absent.example")->{content};
+    my ($block) = $a =~ /^(Timeline: 1 .*?)^Timeline: 2 /ms;
+    my $p = $ua->get("$m->{url}/query/n1.bench.example")->{content};
+    my ($cp) = $p =~ /^Timeline: 1 \w+\nCheckpoint: (\d+)\n/m;
+    my ($np) = $p =~ /^Timeline: 1 .*?^Entry: .*?^Proof: (\d+)$/ms;
+    die "bench_scale: no block for timeline 1 in $a$p"
+        unless $block && $cp && defined $np;
+    return (length $block, $cp + length("Proof: $np\n") + 45 * $np);
+}
+
 sub load {
     my ($path, @range) = @_;
     my $r = run_cmd([$client, '127.0.0.1', $m->{port}, $path, $window,
@@ -185,10 +206,15 @@ for my $n (@sizes) {
 
     # First start (it may build what it keeps), every chunk published.
     my ($tpid) = timed_start(\@tcmd, $tconf->{log}, "$url/checkpoint", 3600);
-    my $last = $n - 1;
-    wait_until(sub { $ua->get("$url/status")->{content}
-        =~ /^Max-Published-SN: $last$/m }, 3600)
-        or die "bench_scale: $n: not published: " . slurp($tconf->{log});
+    # A timeline with a name map appends a Map-Root entry to what it
+    # holds: the tree is n entries and those.
+    my $size = $n;
+    wait_until(sub {
+        $size = (split /\n/, $ua->get("$url/checkpoint")->{content})[1]
+            // $n;
+        my $last = $size - 1;
+        $ua->get("$url/status")->{content} =~ /^Max-Published-SN: $last$/m },
+        3600) or die "bench_scale: $n: not published: " . slurp($tconf->{log});
     stop_daemon($tpid, 300);
     my $secs;
     ($tpid, $secs) = timed_start(\@tcmd, $tconf->{log}, "$url/checkpoint",
@@ -212,7 +238,7 @@ for my $n (@sizes) {
         my $s = mirror_status($m) or return 0;
         my ($t1) = grep { $_->{tid} == 1 } @{$s->{timelines}};
         ($t0, $from) = (time, $t1->{entries}) if !defined $t0;
-        return $t1->{entries} == $n && $t1->{state} eq 'Idle' }, 7200)
+        return $t1->{entries} == $size && $t1->{state} eq 'Idle' }, 7200)
         or die "bench_scale: $n: mirror did not catch up: "
             . slurp($m->{log});
     $fig{$n}{sync_rate} = ($n - $from) / ((time - $t0) || 0.001);
@@ -228,6 +254,7 @@ for my $n (@sizes) {
     $fig{$n}{p99_absent} = load('/query/a%lu.absent.example', 1e9);
     $fig{$n}{p99_cached} = load('/query/n1.bench.example');
     $fig{$n}{mr_rss_after} = proc_kb($m->{pid}, 'VmRSS');
+    ($fig{$n}{absent_bytes}, $fig{$n}{present_bytes}) = proof_bytes($m);
     stop_daemon($m->{pid}, 300);
     stop_daemon($tpid, 300);
     $fig{$n}{mr_disk} = du("$m->{dir}/data");
@@ -284,6 +311,11 @@ for my $k (qw(mirror timeline)) {
         line("scale-$k-disk-per-entry", $n, $fig{$n}{$key} / $n,
             'bytes/entry', $f0->{$key} / $s0, 1, '%.0f');
     }
+}
+for my $n (@sizes) {
+    line('absence-proof-bytes', $n, $fig{$n}{absent_bytes}, 'bytes',
+        $fig{$n}{present_bytes}, 2048 / ($fig{$n}{present_bytes} || 1),
+        '%d');
 }
 print "# rss-per-name: VmRSS once restarted and answering, slope from the "
     . "smallest size (target <= 32 B/entry); restart: target <= 5 s at every "
