@@ -161,8 +161,8 @@ run_all('honest proxy', 'example.com', trust('h', 1), $empty, 'reject',
     'fresh');
 
 my @lies = (
-    ['drop-newest', 'example.com', 'map proof: the 0 entries given'],
-    ['absent', 'example.com', 'map proof: the 0 entries given'],
+    ['drop-newest', 'example.com', 'map proof: the name is in the map of'],
+    ['absent', 'example.com', 'map proof: the name is in the map of'],
     ['absent-fake', 'example.com', 'map proof: '],
     ['swap', 'example.com', 'map proof: '],
     ['drop-unbind', 'gone.example', 'map proof: the 1 entries given'],
