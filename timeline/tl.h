@@ -328,6 +328,13 @@ struct tl_timeline_s {
     sk_merkle_hash_t  map_root;
     uint64_t          map_names;
     int               map_seal;     /* the next flush appends a Map-Root */
+    int               flush_sync;   /* the last flush's log sync: 0 not
+                                       reached, 1 done, -1 failed */
+    uint64_t          seal_fails;   /* batches whose Map-Root could not be
+                                       written: their waiters get 500 and
+                                       the next batch's Map-Root covers
+                                       them */
+    char              seal_msg[SK_ERR_MSG_MAX];     /* the last one's why */
     sk_merkle_tree_t *tree;
     unsigned long     tiles_noted;  /* tree's rebuilt/unwritten tiles logged */
     int64_t           last_ts;      /* newest stamp */

@@ -1193,6 +1193,7 @@ tl_index_flush(tl_timeline_t *tl, sk_err_t *err)
         tl_state_forget(tl);
         return 0;
     }
+    tl->flush_sync = 0;
     if (sk_db_begin(tl->db, 1, &t, err) != 0) {
         return -1;
     }
@@ -1211,8 +1212,10 @@ tl_index_flush(tl_timeline_t *tl, sk_err_t *err)
     {
         sk_err_sys(err, "%s: sync before indexing", tl->log.path);
         sk_db_abort(t);
+        tl->flush_sync = -1;
         return -1;
     }
+    tl->flush_sync = 1;
     if (sk_db_commit(t, err) != 0) {
         return -1;
     }

@@ -230,7 +230,8 @@ tl_map_name(tl_timeline_t *tl, const char *name, tl_name_t *n, int indexed,
     rc = sk_map_get_proven(t, tl->map, 0, key, tl->map_root, &n->mval, err);
     sk_db_abort(t);
     if (rc < 0) {
-        return -1;
+        return sk_err_prefix(err, "%s/data.mdb: name map, %s", tl->db_dir,
+            name);
     }
     /* A name only incorporated has a names row and no map value (the map
      * holds this timeline's own entries); one in the map has both. */

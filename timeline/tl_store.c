@@ -397,6 +397,32 @@ tl_store_write(tl_timeline_t *tl, const char *buf, size_t len, int64_t ts,
 }
 
 
+/* With the name map: end the batch with its Map-Root entry, appended by
+ * the index's flush, which syncs the log before it commits (tl_map.c).
+ * -1 only if the log's sync failed.  A commit that failed after it leaves
+ * the batch sealed and on disk (the index lags, as any failed flush); a
+ * Map-Root that could not be written (a full disk) fails this batch's
+ * waiters (500), and the next batch's Map-Root covers its entries. */
+static int
+tl_store_seal(tl_timeline_t *tl, sk_err_t *err)
+{
+    if (tl_index_flush(tl, err) == 0) {
+        return 0;
+    }
+    if (tl->flush_sync < 0) {
+        return -1;
+    }
+    if (tl->flush_sync > 0 && !tl->map_seal) {
+        tl_log("%s: flush: %s (the index lags; retried)", tl->db_dir,
+            err->msg);
+        return 0;
+    }
+    snprintf(tl->seal_msg, sizeof(tl->seal_msg), "%s", err->msg);
+    tl->seal_fails++;
+    return 1;
+}
+
+
 /* Lead one fdatasync of the log for everything written so far.  With
  * the name map, the batch ends in its Map-Root entry: the index's flush
  * appends it and syncs the log before it commits (tl_map.c), the lock
@@ -416,7 +442,7 @@ tl_store_sync_log(tl_timeline_t *tl)
     us = tl_us();
     pthread_mutex_lock(&tl->lock);
     if (tl->map != NULL && tl->map_seal) {
-        rc = tl_index_flush(tl, &err);
+        rc = tl_store_seal(tl, &err);
         target = tl->size;
     } else {
         target = tl->size;
@@ -426,7 +452,10 @@ tl_store_sync_log(tl_timeline_t *tl)
     }
     tl_metrics_fsync(tl, tl_us() - us);
     tl->log_syncing = 0;
-    if (rc != 0) {
+    if (rc > 0) {
+        tl_log("%s: %s (the batch's Map-Root entry could not be written: its "
+            "appends answered 500)", tl->log.path, tl->seal_msg);
+    } else if (rc != 0) {
         /* Linux may have dropped the pages it could not write and will
          * not say so twice: only a fresh read tells what is on disk. */
         tl_store_fail(tl, "%s: %s; appends refused until a restart reads "
@@ -468,6 +497,7 @@ tl_store_wait(tl_timeline_t *tl, uint64_t sn, uint64_t until_ms,
     sk_err_t *err)
 {
     struct timespec  at;
+    uint64_t         fails = tl->seal_fails;
 
     at.tv_sec = (time_t) (until_ms / 1000);
     at.tv_nsec = (long) (until_ms % 1000) * 1000000L;
@@ -475,6 +505,9 @@ tl_store_wait(tl_timeline_t *tl, uint64_t sn, uint64_t until_ms,
      * (group commit): the log's sync, then signed-head's.  While one
      * group's head is written, the next group's log sync can run. */
     while (tl->durable <= sn && !tl->failed) {
+        if (tl->seal_fails != fails && tl->logged <= sn) {
+            return sk_err_set(err, SK_ERR_SYSTEM, "%s", tl->seal_msg);
+        }
         if (tl->logged > sn && !tl->head_syncing) {
             if (tl_store_sign(tl, err) != 0) {
                 /* Stored, but not shown: the next head write covers it. */

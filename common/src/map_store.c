@@ -4,18 +4,22 @@
  *
  *   map.leaf  be64(space) | key                  -> be64(count) |
  *                                                   be64(newest SN) | chain
- *   map.node  be64(space) | depth | prefix       -> left hash | right hash
+ *   map.node  be64(space) | depth | prefix       -> flags | node |
+ *                                                   [child 0] [child 1]
  *   map.node  be64(space)                        -> root | be64(names)
  *
- * A map.node row exists for each subtree of two keys or more: the node
- * at depth (0..255) whose path is the prefix's first depth bits (packed,
- * most significant first, unused bits 0).  It holds its two halves'
- * hashes, so a put reads and rewrites one row a level, and a node's own
- * hash (SHA-256(0x11 | row)) is the one its parent's row holds.  A
- * subtree of one key has no row: its key is the first map.leaf row at or
- * after the subtree's prefix.  Puts are eager: each rewrites the path to
- * the root and the space's root record, in the caller's transaction, so
- * an aborted transaction leaves nothing behind.
+ * A node of the tree is a subtree of two keys or more; its row is its two
+ * halves' hashes (64 bytes), so a node's own hash (SHA-256(0x11 | row))
+ * is the one its parent's row holds.  A map.node row holds the node at an
+ * even depth (0..254) whose path is the prefix's first depth bits
+ * (packed, most significant first, unused bits 0), then the rows of
+ * those of its two children at depth + 1 that are nodes (flags bit 0, 1):
+ * one LMDB row for two levels, so a put reads and writes about
+ * log2(names) / 2 of them.  A subtree of one key has no row: its key is
+ * the first map.leaf row at or after the subtree's prefix.  Puts are
+ * eager: each rewrites the path to the root and the space's root record,
+ * in the caller's transaction, so an aborted transaction leaves nothing
+ * behind.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -24,7 +28,8 @@
 #include <sk/map.h>
 
 #define SK_MAP_HASH      SK_MERKLE_HASH_BYTES
-#define SK_MAP_ROW       (2 * SK_MAP_HASH)             /* a node row */
+#define SK_MAP_ROW       (2 * SK_MAP_HASH)             /* a node's halves */
+#define SK_MAP_PAIR      (3 * SK_MAP_ROW)              /* a node and children */
 #define SK_MAP_LEAF_VAL  (8 + 8 + SK_MAP_HASH)
 #define SK_MAP_REC_VAL   (SK_MAP_HASH + 8)
 #define SK_MAP_LEAF_KEY  (8 + SK_MAP_KEY_BYTES)
@@ -36,10 +41,17 @@ struct sk_map_s {
     sk_db_table_t  node;
 };
 
-/* The rows on a key's path from the root, while there are any. */
+/* The node rows on a key's path from the root, while there are any, and
+ * the map.node values they came from; a put's rows, two levels at a
+ * time, on their way to the table (pending: the even depth of the value
+ * in out, or -1). */
 typedef struct {
     unsigned          depth;                    /* rows read */
     unsigned char     row[SK_MAP_DEPTH_MAX][SK_MAP_ROW];
+    unsigned          npairs;                   /* values read */
+    unsigned char     pair[SK_MAP_DEPTH_MAX / 2][SK_MAP_PAIR];
+    int               pending;
+    unsigned char     out[SK_MAP_PAIR];
     sk_merkle_hash_t  root;                     /* the space's record */
     uint64_t          names;
 } sk_map_path_t;
@@ -159,7 +171,7 @@ sk_map_close(sk_map_t *m)
 /* The space's root record: an absent one is the empty map. */
 static int
 sk_map_record(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
-    sk_map_path_t *p, sk_err_t *err)
+    unsigned char *root, uint64_t *names, sk_err_t *err)
 {
     unsigned char  k[8];
     const void    *val;
@@ -172,8 +184,8 @@ sk_map_record(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
         return -1;
     }
     if (rc == 1) {
-        memset(p->root, 0, SK_MAP_HASH);
-        p->names = 0;
+        memset(root, 0, SK_MAP_HASH);
+        *names = 0;
         return 0;
     }
     if (vlen != SK_MAP_REC_VAL) {
@@ -181,9 +193,70 @@ sk_map_record(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
             "space %" PRIu64 " is %zu bytes, not %d", space, vlen,
             SK_MAP_REC_VAL);
     }
-    memcpy(p->root, val, SK_MAP_HASH);
-    p->names = sk_db_u64_get((const unsigned char *) val + SK_MAP_HASH);
+    memcpy(root, val, SK_MAP_HASH);
+    *names = sk_db_u64_get((const unsigned char *) val + SK_MAP_HASH);
     return 0;
+}
+
+
+/* Where the row of the node at depth on key's path is in its map.node
+ * value: 0, or the child's 1 or 2. */
+static unsigned
+sk_map_part(const unsigned char *key, unsigned depth)
+{
+    return depth % 2 == 0 ? 0 : 1 + sk_map_bit(key, depth - 1);
+}
+
+
+/* The map.node value at even depth on key's path, as the node's row and
+ * its children's (64 zero bytes for a child that is no node): 0, 1 if
+ * none, -1.  Stored, a flag byte says which children are there, and only
+ * those follow the node's row. */
+static int
+sk_map_pair_get(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char *key, unsigned depth, unsigned char *out,
+    sk_err_t *err)
+{
+    unsigned char         k[SK_MAP_NODE_KEY];
+    const unsigned char  *v;
+    const void           *val;
+    size_t                klen, vlen, want;
+    unsigned              c, flags;
+    int                   rc;
+
+    klen = sk_map_node_row_key(k, space, key, depth);
+    rc = sk_db_get(txn, m->node, k, klen, &val, &vlen, err);
+    if (rc != 0) {
+        return rc;
+    }
+    v = val;
+    flags = vlen > 0 ? v[0] : 4;
+    want = flags <= 3 ? 1 + SK_MAP_ROW * (1 + (flags & 1) + (flags >> 1)) : 0;
+    if (vlen != want) {
+        return sk_err_set(err, SK_ERR_FORMAT, "map.node row (space %" PRIu64
+            ", depth %u): %zu bytes, not as its flags say", space, depth,
+            vlen);
+    }
+    memcpy(out, v + 1, SK_MAP_ROW);
+    v += 1 + SK_MAP_ROW;
+    for (c = 0; c < 2; c++) {
+        if (flags & (1u << c)) {
+            memcpy(out + SK_MAP_ROW * (1 + c), v, SK_MAP_ROW);
+            v += SK_MAP_ROW;
+        } else {
+            memset(out + SK_MAP_ROW * (1 + c), 0, SK_MAP_ROW);
+        }
+    }
+    return 0;
+}
+
+
+/* 1 if row is 64 zero bytes: no node. */
+static int
+sk_map_row_none(const unsigned char *row)
+{
+    return memcmp(row, sk_map_zero, SK_MAP_HASH) == 0
+           && memcmp(row + SK_MAP_HASH, sk_map_zero, SK_MAP_HASH) == 0;
 }
 
 
@@ -192,28 +265,32 @@ static int
 sk_map_walk(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     const unsigned char *key, sk_map_path_t *p, sk_err_t *err)
 {
-    unsigned char  k[SK_MAP_NODE_KEY];
-    const void    *val;
-    size_t         klen, vlen;
-    int            rc = 0;
+    const unsigned char  *part;
+    unsigned              t;
+    int                   rc;
 
-    if (sk_map_record(txn, m, space, p, err) != 0) {
+    p->npairs = 0;
+    p->pending = -1;
+    if (sk_map_record(txn, m, space, p->root, &p->names, err) != 0) {
         return -1;
     }
-    for (p->depth = 0; p->depth <= SK_MAP_NODES_MAX; p->depth++) {
-        klen = sk_map_node_row_key(k, space, key, p->depth);
-        rc = sk_db_get(txn, m->node, k, klen, &val, &vlen, err);
-        if (rc != 0) {
-            break;
+    for (t = 0; t <= SK_MAP_NODES_MAX; t++) {
+        p->depth = t;
+        if (t % 2 == 0) {
+            rc = sk_map_pair_get(txn, m, space, key, t, p->pair[t / 2], err);
+            if (rc != 0) {
+                return rc < 0 ? -1 : 0;
+            }
+            p->npairs++;
         }
-        if (vlen != SK_MAP_ROW) {
-            return sk_err_set(err, SK_ERR_FORMAT, "map.node row (space %"
-                PRIu64 ", depth %u): %zu bytes, not %d", space, p->depth,
-                vlen, SK_MAP_ROW);
+        part = p->pair[t / 2] + SK_MAP_ROW * sk_map_part(key, t);
+        if (t % 2 == 1 && sk_map_row_none(part)) {
+            return 0;                           /* the child is no node */
         }
-        memcpy(p->row[p->depth], val, SK_MAP_ROW);
+        memcpy(p->row[t], part, SK_MAP_ROW);
     }
-    return rc < 0 ? -1 : 0;
+    p->depth = SK_MAP_DEPTH_MAX;
+    return 0;
 }
 
 
@@ -295,14 +372,53 @@ sk_map_get(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
 
 
 static int
-sk_map_put_row(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
-    const unsigned char *key, unsigned depth, const unsigned char *row,
-    sk_err_t *err)
+sk_map_flush(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char *key, sk_map_path_t *p, sk_err_t *err)
 {
-    unsigned char  k[SK_MAP_NODE_KEY];
-    size_t         klen = sk_map_node_row_key(k, space, key, depth);
+    unsigned char  k[SK_MAP_NODE_KEY], v[1 + SK_MAP_PAIR];
+    size_t         klen, n = 1 + SK_MAP_ROW;
+    unsigned       c;
 
-    return sk_db_put(txn, m->node, k, klen, row, SK_MAP_ROW, err);
+    if (p->pending < 0) {
+        return 0;
+    }
+    klen = sk_map_node_row_key(k, space, key, (unsigned) p->pending);
+    p->pending = -1;
+    v[0] = 0;
+    memcpy(v + 1, p->out, SK_MAP_ROW);
+    for (c = 0; c < 2; c++) {
+        if (!sk_map_row_none(p->out + SK_MAP_ROW * (1 + c))) {
+            v[0] |= (unsigned char) (1u << c);
+            memcpy(v + n, p->out + SK_MAP_ROW * (1 + c), SK_MAP_ROW);
+            n += SK_MAP_ROW;
+        }
+    }
+    return sk_db_put(txn, m->node, k, klen, v, n, err);
+}
+
+
+/* The row of the node at depth on key's path, rows written deepest
+ * first: each map.node value is written once, when its node's row is. */
+static int
+sk_map_put_row(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char *key, sk_map_path_t *p, unsigned depth,
+    const unsigned char *row, sk_err_t *err)
+{
+    unsigned  even = depth & ~1u;
+
+    if (p->pending != (int) even) {
+        if (sk_map_flush(txn, m, space, key, p, err) != 0) {
+            return -1;
+        }
+        p->pending = (int) even;
+        if (even / 2 < p->npairs) {
+            memcpy(p->out, p->pair[even / 2], SK_MAP_PAIR);
+        } else {
+            memset(p->out, 0, SK_MAP_PAIR);
+        }
+    }
+    memcpy(p->out + SK_MAP_ROW * sk_map_part(key, depth), row, SK_MAP_ROW);
+    return depth == even ? sk_map_flush(txn, m, space, key, p, err) : 0;
 }
 
 
@@ -311,10 +427,10 @@ sk_map_put_row(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
  * they part up to depth; h is the subtree's new hash. */
 static int
 sk_map_split(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
-    const unsigned char *key, const sk_merkle_hash_t leaf,
-    const sk_map_tip_t *other, unsigned depth, sk_merkle_hash_t h,
-    sk_err_t *err)
+    const unsigned char *key, sk_map_path_t *p, const sk_merkle_hash_t leaf,
+    const sk_map_tip_t *other, sk_merkle_hash_t h, sk_err_t *err)
 {
+    unsigned       depth = p->depth;
     unsigned char  row[SK_MAP_ROW];
     unsigned       t = sk_map_first_diff(key, other->key, depth), b;
 
@@ -322,7 +438,7 @@ sk_map_split(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     memcpy(row + SK_MAP_HASH * b, leaf, SK_MAP_HASH);
     memcpy(row + SK_MAP_HASH * !b, other->leaf, SK_MAP_HASH);
     for (;;) {
-        if (sk_map_put_row(txn, m, space, key, t, row, err) != 0) {
+        if (sk_map_put_row(txn, m, space, key, p, t, row, err) != 0) {
             return -1;
         }
         sk_map_node_hash(h, row, row + SK_MAP_HASH);
@@ -348,10 +464,14 @@ sk_map_put_path(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
 
     for (t = p->depth; t-- > 0; ) {
         memcpy(p->row[t] + SK_MAP_HASH * sk_map_bit(key, t), h, SK_MAP_HASH);
-        if (sk_map_put_row(txn, m, space, key, t, p->row[t], err) != 0) {
+        if (sk_map_put_row(txn, m, space, key, p, t, p->row[t], err) != 0)
+        {
             return -1;
         }
         sk_map_node_hash(h, p->row[t], p->row[t] + SK_MAP_HASH);
+    }
+    if (sk_map_flush(txn, m, space, key, p, err) != 0) {
+        return -1;
     }
     sk_db_u64_put(k, space);
     memcpy(rec, h, SK_MAP_HASH);
@@ -386,8 +506,7 @@ sk_map_put(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     {
         p->names++;
         if (tip.found) {
-            rc = sk_map_split(txn, m, space, key, leaf, &tip, p->depth, h,
-                err);
+            rc = sk_map_split(txn, m, space, key, p, leaf, &tip, h, err);
         }
     }
     sk_map_leaf_row_key(k, space, key);
@@ -407,14 +526,7 @@ int
 sk_map_root(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     sk_merkle_hash_t root, uint64_t *names, sk_err_t *err)
 {
-    sk_map_path_t  rec;
-
-    if (sk_map_record(txn, m, space, &rec, err) != 0) {
-        return -1;
-    }
-    memcpy(root, rec.root, SK_MAP_HASH);
-    *names = rec.names;
-    return 0;
+    return sk_map_record(txn, m, space, root, names, err);
 }
 
 

@@ -259,8 +259,12 @@ SKIP: {
     my $c = run_cmd([$CLIENT, '127.0.0.1', $big->{port}, "$b/op.key",
         "$b/sk.key", "$b/root.crt", "$b/inter.crt", "$b/inter.key", $N, 16]);
     diag($c->{out}) if $c->{rc} != 0;
+    # The root and the Binds, and a Map-Root entry per batch (as many as
+    # the batches the group commit made of the 16 clients' appends).
+    my $total = (split /\n/, http('GET', "$big->{url}/checkpoint")->{body})[1];
+    cmp_ok($total, '>', $N + 1, "$N Binds and the Map-Root entries of their "
+        . 'batches');
     stop_daemon($big->{pid});
-    my $total = $N + 1;
 
     # Start until the first answer, and the peak RSS then.
     my $start = sub {

@@ -245,8 +245,10 @@ mm_sorted(const mm_map_t *m, unsigned char (**keys)[SK_MAP_KEY_BYTES],
     size_t      i;
 
     assert_non_null(c);
-    memcpy(c, m->items, m->n * sizeof(*c));
-    qsort(c, m->n, sizeof(*c), mm_item_cmp);
+    if (m->n > 0) {
+        memcpy(c, m->items, m->n * sizeof(*c));
+        qsort(c, m->n, sizeof(*c), mm_item_cmp);
+    }
     *keys = malloc((m->n + 1) * SK_MAP_KEY_BYTES);
     *values = malloc((m->n + 1) * sizeof(sk_merkle_hash_t));
     assert_true(*keys != NULL && *values != NULL);

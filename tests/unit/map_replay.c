@@ -41,7 +41,8 @@ name_get(const unsigned char key[SK_MAP_KEY_BYTES])
     size_t  i;
 
     memcpy(probe.key, key, SK_MAP_KEY_BYTES);
-    n = bsearch(&probe, names, nnames, sizeof(*names), by_key);
+    n = nnames > 0 ? bsearch(&probe, names, nnames, sizeof(*names), by_key)
+                   : NULL;
     if (n != NULL) {
         return n;
     }

@@ -179,8 +179,8 @@ test_lies(void **state)
     a = fx_answer_body(&tw, NAME, 0, 0, &len);
     entries = block_part(a, 1, "Entries: 3\n", "Timeline: 2 ");
     a = splice(a, &len, 1, entries, "Entries: 0\n");
-    refused(a, len, SK_ERR_SIGNATURE, "answer: timeline 1: map proof: the 0 "
-        "entries given (newest SN 0) are not the name's history");
+    refused(a, len, SK_ERR_SIGNATURE, "answer: timeline 1: map proof: the "
+        "name is in the map of 7, but no entries are given");
 
     /* ... and with a proof of absence made up from the map without the
      * name: it does not lead to the Map-Root's hash. */

@@ -139,6 +139,18 @@ test_prefix_iteration(void **state)
     tu_assert_ok(sk_db_iter_open(t, tab, "z", 1, &it, &err), &err);
     assert_int_equal(sk_db_iter_next(it, &k, &klen, &v, &vlen, &err), 1);
     sk_db_iter_close(it);
+
+    /* Seek: the row at a key, or the first after it, whatever its
+     * prefix; none past the last. */
+    assert_int_equal(sk_db_seek(t, tab, "a/1", 3, &k, &klen, &v, &vlen,
+        &err), 0);
+    assert_true(klen == 3 && memcmp(k, "a/1", 3) == 0);
+    assert_memory_equal(v, "one", 3);
+    assert_int_equal(sk_db_seek(t, tab, "a/3", 3, &k, &klen, &v, &vlen,
+        &err), 0);
+    assert_true(klen == 2 && memcmp(k, "a0", 2) == 0);
+    assert_int_equal(sk_db_seek(t, tab, "b/2", 3, &k, &klen, &v, &vlen,
+        &err), 1);
     sk_db_abort(t);
 
     /* Big-endian numbers sort as numbers: the last key is the largest. */

@@ -140,12 +140,16 @@ sk_clmap_proof(sk_client_cp_t *cp, const sk_client_view_t *v,
         cp->map = SK_CLIENT_MAP_ABSENT;
         return 0;
     }
+    if (val.count == 0) {
+        return sk_err_set(err, SK_ERR_SIGNATURE, "map proof: the name is in "
+            "the map of %" PRIu64 ", but no entries are given", cp->cp.size);
+    }
     sk_map_value_hash(got, &val);
     if (memcmp(got, value, sizeof(got)) != 0) {
         return sk_err_set(err, SK_ERR_SIGNATURE, "map proof: the %" PRIu64
             " entries given (newest SN %" PRIu64 ") are not the name's "
             "history in the map of %" PRIu64 ": one is left out or added",
-            val.count, val.count > 0 ? val.newest_sn : 0, cp->cp.size);
+            val.count, val.newest_sn, cp->cp.size);
     }
     cp->map = SK_CLIENT_MAP_PRESENT;
     return 0;
