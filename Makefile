@@ -47,10 +47,12 @@ SK    = $(BUILD)/sk
 TLS_DRIVE = $(BUILD)/tests/tls_drive
 # t/timeline-dnssec.t's chains from signed zones (tests/unit/dnssec_fixture.h).
 DNSSEC_CHAIN = $(BUILD)/tests/dnssec_chain
+# t/mirror-map.t's check of map proofs and evidence with libsk.
+MAP_CHECK = $(BUILD)/tests/map_check
 # t/timeline-map.t's map of a log, recomputed whole (tests/unit/map_replay.c).
 MAP_REPLAY = $(BUILD)/tests/map_replay
 all: $(LIBSK) $(SK) $(UNIT_BINS) $(BENCH_BINS) $(TLS_DRIVE) $(DNSSEC_CHAIN) \
-     $(MAP_REPLAY)
+    $(MAP_CHECK) $(MAP_REPLAY)
 
 $(BUILD)/%.o: %.c $(LIB_HDRS) $(wildcard common/cli/*.h)
 	@mkdir -p $(dir $@)
@@ -69,6 +71,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIBSK)
 
 # bench_carrier.c's dnssec-validate builds its chain as test_dnssec.c does.
 $(BUILD)/bench/bench_carrier: ALL_CFLAGS += -Itests/unit
+# bench_client.c's client-decide-absent builds answers as the client tests.
+$(BUILD)/bench/bench_client: ALL_CFLAGS += -Itests/unit
+$(BUILD)/bench/bench_client: LIBS += -lcmocka
+$(BUILD)/bench/bench_client: tests/unit/test_client_fixture.h
 
 # test_dnssec.c checks each verdict against a second validator, getdns.
 $(BUILD)/tests/test_dnssec: LIBS += -lgetdns
@@ -76,6 +82,10 @@ $(BUILD)/tests/test_dnssec: LIBS += -lgetdns
 $(TLS_DRIVE): tests/unit/tls_drive.c $(LIBSK)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS) -lcurl
+
+$(MAP_CHECK): tests/unit/map_check.c $(LIBSK)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS)
 
 $(DNSSEC_CHAIN): tests/unit/dnssec_chain.c tests/unit/dnssec_fixture.h $(LIBSK)
 	@mkdir -p $(dir $@)
@@ -228,7 +238,7 @@ $(BUILD)/sk_milter/%.o: sk_milter/%.c sk_milter/skm.h $(wildcard common/include/
 
 $(SKM_BIN): $(SKM_OBJS) $(LIBSK)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(SKM_OBJS) $(LIBSK) \
-	    -lmicrohttpd -lcurl -lhiredis -lssl -lcrypto -lresolv -lpthread
+	    -lmicrohttpd -lcurl -lhiredis -llmdb -lssl -lcrypto -lresolv -lpthread
 
 # Unit tests of the milter's I/O-free parts (tests/unit/test_milter_*.c)
 # link the milter objects they test.

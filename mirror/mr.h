@@ -20,6 +20,7 @@
 #include <sk/db.h>
 #include <sk/dnssec.h>
 #include <sk/httpd.h>
+#include <sk/map.h>
 #include <sk/metrics.h>
 #include <sk/sk.h>
 #include <sk/strtab.h>
@@ -131,6 +132,15 @@ typedef struct {
 
     struct mr_inc_s    *inc;        /* incorporated copies (mr_incorp.c) */
 
+    /* lock: what answers prove from, published with cp (mr_map.c) */
+    char               *last;       /* entry cpv.size - 1, or NULL */
+    size_t              lastlen;
+    int                 mapped;     /* last is a Map-Root entry ... */
+    sk_merkle_hash_t    map_hash;   /* ... naming this map root */
+    sk_db_txn_t        *snap;       /* read txn: the map at cpv.size */
+    uint64_t            map_bad;    /* sync thread: SN + 1 of a Map-Root
+                                       that does not name the map */
+
     pthread_t           thread;
     int                 thread_up;
     /* sync thread only: does the timeline serve tlog-tiles entry bundles
@@ -225,6 +235,7 @@ struct mr_mirror_s {
     uint64_t           gen;         /* bumped when servability changes */
     sk_db_t           *db;          /* the index (mr_index.c) */
     sk_db_table_t      ix_entries, ix_names, ix_buckets, ix_roots;
+    sk_map_t          *map;         /* the timelines' maps (mr_map.c) */
     atomic_int         ix_damaged;  /* the index does not fit the copies
                                        or a row does not check: rebuilt
                                        (at start, or by the main thread
@@ -270,9 +281,6 @@ typedef struct {
     mr_loc_t     loc;
 } mr_ixrow_t;
 
-/* Damage found in the index (fmt: what and where): see mr_index_entry. */
-int mr_index_bad(mr_mirror_t *m, sk_err_t *err, const char *fmt, ...)
-    SK_PRINTF(3, 4);
 /* Remove an index directory (data.mdb, lock.mdb, the directory). */
 int mr_index_remove(const char *dir, sk_err_t *err) SK_WUR;
 /* Open (fresh: remove first) data_dir/index; an index LMDB refuses is
@@ -285,8 +293,9 @@ void mr_index_close(mr_mirror_t *m);
 int mr_index_load(mr_mirror_t *m, mr_tl_t *t, uint64_t file_size,
     sk_err_t *err) SK_WUR;
 /* Rows for SNs first.. of t and the meta record (root: the tree's root
- * at first + n), in one transaction. */
-int mr_index_add(mr_mirror_t *m, mr_tl_t *t, uint64_t first,
+ * at first + n), in one transaction: txn (the caller commits or aborts
+ * it), or NULL for one of their own. */
+int mr_index_add(mr_mirror_t *m, mr_tl_t *t, sk_db_txn_t *txn, uint64_t first,
     const mr_ixrow_t *rows, size_t n, const sk_merkle_hash_t root,
     sk_err_t *err) SK_WUR;
 /* The row of indexed entry sn.  Every row read is checked (its own
@@ -300,6 +309,36 @@ int mr_index_entry(mr_mirror_t *m, const mr_tl_t *t, uint64_t sn,
  * (malloc()ed, NULL if none); damage as for mr_index_entry. */
 int mr_index_refs(mr_mirror_t *m, const char *name, mr_ref_t **refs,
     size_t *n, sk_err_t *err) SK_WUR;
+
+/* mr_map.c: each timeline's name map at its stored checkpoint's size,
+ * in the index's environment; called by the index, the store and
+ * answers, it calls nothing of the mirror's. */
+int mr_map_open(mr_mirror_t *m, sk_err_t *err) SK_WUR;    /* after the
+                                   index's tables, before any txn */
+void mr_map_close(mr_mirror_t *m);
+/* The entries t's map covers ([0, *size)). */
+int mr_map_size(mr_mirror_t *m, const mr_tl_t *t, sk_db_txn_t *txn,
+    uint64_t *size, sk_err_t *err) SK_WUR;
+int mr_map_mark(mr_mirror_t *m, const mr_tl_t *t, sk_db_txn_t *txn,
+    uint64_t size, sk_err_t *err) SK_WUR;
+int mr_map_clear(mr_mirror_t *m, const mr_tl_t *t, sk_db_txn_t *txn,
+    sk_err_t *err) SK_WUR;
+/* Entry sn (its text) into t's map (write txn): a named entry's value
+ * grows, a Map-Root entry is checked against the map of the entries
+ * before it: 1 and why (SK_ERR_SIGNATURE) if it does not name it. */
+int mr_map_feed(mr_mirror_t *m, const mr_tl_t *t, sk_db_txn_t *txn,
+    uint64_t sn, const char *text, size_t len, sk_err_t *err) SK_WUR;
+/* Under the lock, with a new checkpoint: last (malloc()ed, taken) is
+ * its tree's last entry; a Map-Root one gets a snapshot of the map,
+ * which must be at the checkpoint's size. */
+int mr_map_publish(mr_mirror_t *m, mr_tl_t *t, char *last, size_t len,
+    sk_err_t *err) SK_WUR;
+void mr_map_unpublish(mr_tl_t *t);
+/* Under the lock, t->mapped: name's value through the snapshot,
+ * hash-linked to t->map_hash (count 0 if absent; damage: -1 with
+ * SK_ERR_FORMAT), and its map proof as text (malloc()ed). */
+int mr_map_answer(mr_mirror_t *m, const mr_tl_t *t, const char *name,
+    sk_map_value_t *v, char **proof, size_t *plen, sk_err_t *err) SK_WUR;
 
 /* mr_tree.c: t->tree over the t->size stored entries, from tl-<tid>/tile/
  * (built from the copy if absent, or if rebuild), replacing the old one:
@@ -317,6 +356,11 @@ int mr_store_open(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err) SK_WUR;
  * mr_store_close. */
 int mr_store_scratch(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err) SK_WUR;
 void mr_store_close(mr_tl_t *t);
+/* After mr_store_open: t's map fed from the copy up to the stored
+ * checkpoint and published; -1 with t->map_bad set (SK_ERR_SIGNATURE)
+ * if a Map-Root entry in it does not name the map of the entries before
+ * it. */
+int mr_store_map_open(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err) SK_WUR;
 /* Entries fetched and checked, not yet stored: text back to back. */
 typedef struct {
     mr_buf_t    text;
@@ -365,14 +409,13 @@ int mr_prefix_parse(mr_prefix_t *pf, const mr_tl_t *t, const char *text,
  * to the checkpoint's root; SK_ERR_SIGNATURE if not. */
 int mr_prefix_check(const mr_prefix_t *pf, const sk_merkle_hash_t root,
     sk_err_t *err) SK_WUR;
-/* The indexed entry sn at loc, read from the copy (malloc()ed): its
- * bytes must hash to the indexed leaf, else the copy is damaged
- * (SK_ERR_SIGNATURE, logged). */
-int mr_store_pread(const mr_tl_t *t, uint64_t sn, const mr_loc_t *loc,
-    char **out, sk_err_t *err) SK_WUR;
 /* Stored entry sn as text (malloc()ed); call without the lock. */
 int mr_store_read(mr_mirror_t *m, mr_tl_t *t, char **out, size_t *len,
     uint64_t sn, sk_err_t *err) SK_WUR;
+/* Text of SN sn (malloc()ed): stored, or in b (a batch of entries from
+ * t->size on, not yet stored); call without the lock. */
+int mr_store_text(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
+    uint64_t sn, char **out, size_t *len, sk_err_t *err) SK_WUR;
 /* Checked stamp of one fetched or stored entry: parse, TID, SN, timeline
  * signature. */
 int mr_store_check_entry(sk_entry_t **e, const mr_tl_t *t, const char *buf,
@@ -433,6 +476,20 @@ void mr_pending_free(mr_pending_t *p);
 int mr_check_update(mr_mirror_t *m, mr_tl_t *t, const sk_entry_t *e,
     uint64_t sn, const mr_pending_t *p, sk_err_t *err) SK_WUR;
 
+/* mr_check.c, Incorporate entries: */
+/* Judge the Incorporate inc (SN sn on t) with text, the copy it refers
+ * to: 0 and the parsed copy if it keeps the rules; 1 and why (text any
+ * verifier can check: the copy is the one Incorporated-Hash names) if
+ * not, *earlier_sn set when an earlier Incorporate (earlier, if given,
+ * else the stored ones) already took that peer's SN or a later one; -1
+ * if it could not be judged (not the copy named, a source timeline not
+ * mirrored here, the copy's state not readable).  p: this round's
+ * pending names (may be NULL).  Call without the lock. */
+int mr_check_incorporate(mr_mirror_t *m, mr_tl_t *t, const sk_entry_t *inc,
+    uint64_t sn, const char *text, size_t len, const sk_entry_t *earlier,
+    const mr_pending_t *p, sk_entry_t **copy, uint64_t *earlier_sn,
+    char *why, size_t whylen, sk_err_t *err) SK_WUR;
+
 /* mr_incorp.c: Incorporate entries, their copies judged by their own
  * rules and kept in tl-<TID>/incorporated for the names' rules. */
 typedef struct mr_inc_s mr_inc_t;
@@ -453,18 +510,10 @@ size_t mr_inc_for_name(mr_tl_t *t, const char *name, uint64_t before,
     uint64_t **sns);
 /* The mirrored timeline with this TID, or NULL. */
 mr_tl_t *mr_inc_source(mr_mirror_t *m, uint64_t tid);
-/* Judge the Incorporate inc (SN sn on t) with text, the copy it refers
- * to: 0 and the parsed copy if it keeps the rules; 1 and why (text any
- * verifier can check: the copy is the one Incorporated-Hash names) if
- * not, *earlier_sn set when an earlier Incorporate (earlier, if given,
- * else the stored ones) already took that peer's SN or a later one; -1
- * if it could not be judged (not the copy named, a source timeline not
- * mirrored here, the copy's state not readable).  p: this round's
- * pending names (may be NULL).  Call without the lock. */
-int mr_inc_judge(mr_mirror_t *m, mr_tl_t *t, const sk_entry_t *inc,
-    uint64_t sn, const char *text, size_t len, const sk_entry_t *earlier,
-    const mr_pending_t *p, sk_entry_t **copy, uint64_t *earlier_sn,
-    char *why, size_t whylen, sk_err_t *err) SK_WUR;
+/* The newest Incorporate before SN before of an entry from src_tid: 1
+ * and its SN (*at) and the copy's (*src_sn), or 0. */
+int mr_inc_last_from(mr_tl_t *t, uint64_t src_tid, uint64_t before,
+    uint64_t *at, uint64_t *src_sn);
 
 /* mr_evidence.c: the contradicting signed statements (docs/protocol.md,
  * "Renegation tracking"). */
@@ -487,6 +536,12 @@ int mr_evidence_verify(mr_mirror_t *m, mr_tl_t *t, const char *text,
 void mr_evidence_renege(mr_mirror_t *m, mr_tl_t *t, mr_evidence_t *ev,
     const mr_pending_t *p);
 
+/* map-root evidence from t's copy (b: entries not yet stored, may be
+ * NULL): the Map-Root entry SN sn and every entry before it; then as
+ * mr_evidence_renege. */
+void mr_evidence_map(mr_mirror_t *m, mr_tl_t *t, uint64_t sn,
+    const mr_batch_t *b, const mr_pending_t *p, const char *reason);
+
 /* mr_fetch.c: libcurl GETs. */
 typedef struct {
     char    *body;
@@ -503,14 +558,28 @@ int mr_fetch(mr_mirror_t *m, mr_resp_t *r, void *curl, const char *url,
 /* mr_sync.c: the sync threads. */
 int mr_sync_start(mr_mirror_t *m, sk_err_t *err) SK_WUR;
 void mr_sync_stop(mr_mirror_t *m);
+
+/* mr_state.c: states and the clock, below every other file. */
 /* With m->lock held: wait seconds, or until the mirror stops. */
-void mr_sleep_locked(mr_mirror_t *m, uint64_t seconds);
+void mr_state_sleep(mr_mirror_t *m, uint64_t seconds);
 /* Under the lock: timelines in Idle or Syncing. */
-size_t mr_sync_servable(const mr_mirror_t *m);
+size_t mr_state_servable(const mr_mirror_t *m);
 /* Under the lock: change a timeline's state (logged, gen bumped). */
-void mr_sync_set_state(mr_mirror_t *m, mr_tl_t *t, mr_state_t s,
+void mr_state_set(mr_mirror_t *m, mr_tl_t *t, mr_state_t s,
     const char *reason);
 int64_t mr_now(void);
+/* Damage found in the index (fmt: what and where): SK_ERR_FORMAT before
+ * the mirror serves (the start rebuilds it), else logged once, the main
+ * thread told to rebuild it (SIGUSR1), and SK_ERR_UNAVAILABLE. */
+int mr_state_damaged(mr_mirror_t *m, sk_err_t *err, const char *fmt, ...)
+    SK_PRINTF(3, 4);
+
+/* mr_copy.c: the indexed entry sn at loc, read from t's copy
+ * (malloc()ed): its bytes must hash to the indexed leaf, else the copy
+ * is damaged (SK_ERR_SIGNATURE, logged), or the index if the tiles' leaf
+ * is not the indexed one either (mr_state_damaged). */
+int mr_copy_pread(const mr_tl_t *t, uint64_t sn, const mr_loc_t *loc,
+    char **out, sk_err_t *err) SK_WUR;
 
 /* mr_track.c: renegation tracking with peers. */
 /* Under the lock: the /reneged body and its hash (8 hex digits + NUL). */

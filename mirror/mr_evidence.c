@@ -183,7 +183,7 @@ mr_ev_incorporate(mr_mirror_t *m, mr_tl_t *t, const sk_evidence_stmt_t *s, size_
         rc = sk_err_set(err, SK_ERR_UNAVAILABLE, "the copy holds %" PRIu64
             " entries, not yet SN %" PRIu64, size, sn);
     } else {
-        rc = mr_inc_judge(m, t, e, sn, s[1].p, s[1].len, earlier, p, &copy,
+        rc = mr_check_incorporate(m, t, e, sn, s[1].p, s[1].len, earlier, p, &copy,
             &esn, why, sizeof(why), err);
         if (rc == 0) {
             sk_entry_free(copy);
@@ -247,11 +247,40 @@ mr_evidence_renege(mr_mirror_t *m, mr_tl_t *t, mr_evidence_t *ev,
         mr_log("timeline %" PRIu64 ": not marked Corrupt, own %s",
             t->conf->tid, err.msg);
         pthread_mutex_lock(&m->lock);
-        mr_sync_set_state(m, t, MR_STUCK, err.msg);
+        mr_state_set(m, t, MR_STUCK, err.msg);
         pthread_mutex_unlock(&m->lock);
     } else if (mr_store_evidence(m, t, text, len, &err) != 0) {
         mr_log("timeline %" PRIu64 ": storing evidence: %s", t->conf->tid,
             err.msg);
     }
     free(text);
+}
+
+
+void
+mr_evidence_map(mr_mirror_t *m, mr_tl_t *t, uint64_t sn, const mr_batch_t *b,
+    const mr_pending_t *p, const char *reason)
+{
+    static const mr_batch_t  none;
+    mr_evidence_t            ev;
+    sk_err_t                 err;
+    uint64_t                 i;
+    size_t                   len;
+    char                    *text;
+
+    mr_evidence_begin(&ev, "map-root", reason);
+    for (i = 0; i <= sn && !ev.buf.failed; i++) {
+        /* the Map-Root first, then SN 0.. */
+        if (mr_store_text(m, t, b != NULL ? b : &none, i == 0 ? sn : i - 1,
+                &text, &len, &err) != 0)
+        {
+            mr_log("timeline %" PRIu64 ": map-root evidence: %s",
+                t->conf->tid, err.msg);
+            free(ev.buf.p);
+            return;
+        }
+        mr_evidence_add(&ev, "entry", text, len);
+        free(text);
+    }
+    mr_evidence_renege(m, t, &ev, p);
 }

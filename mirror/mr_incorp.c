@@ -8,7 +8,7 @@
  * then on the copy counts there as if it had been submitted there.
  *
  * The mirror fetches each copy from the timeline (GET /incorporated/<sn>),
- * judges it by the same rules (mr_inc_judge), and keeps it in
+ * judges it by the same rules (mr_check_incorporate), and keeps it in
  * tl-<TID>/incorporated so that the names' rules on that timeline see it
  * (mr_check.c reads it back).  Records, in SN order:
  *
@@ -353,8 +353,7 @@ mr_inc_for_name(mr_tl_t *t, const char *name, uint64_t before,
 }
 
 
-/* The newest Incorporate before SN sn of an entry from src_tid. */
-static int
+int
 mr_inc_last_from(mr_tl_t *t, uint64_t src_tid, uint64_t before,
     uint64_t *at, uint64_t *src_sn)
 {
@@ -386,128 +385,4 @@ mr_inc_source(mr_mirror_t *m, uint64_t tid)
         }
     }
     return NULL;
-}
-
-
-#define MR_BAD(...)  (snprintf(why, whylen, __VA_ARGS__), 1)
-
-int
-mr_inc_judge(mr_mirror_t *m, mr_tl_t *t, const sk_entry_t *inc, uint64_t sn,
-    const char *text, size_t len, const sk_entry_t *earlier,
-    const mr_pending_t *p, sk_entry_t **copy, uint64_t *earlier_sn,
-    char *why, size_t whylen, sk_err_t *err)
-{
-    unsigned char     h[SK_SHA256_BYTES];
-    char              hb[64];
-    sk_entry_type_t   ty;
-    sk_entry_t       *c;
-    mr_tl_t          *src;
-    sk_err_t          e2;
-    uint64_t          tid, csn, want_tid, want_sn, at = 0, last = 0;
-    int64_t           ts;
-    int               rc;
-
-    *copy = NULL;
-    *earlier_sn = UINT64_MAX;
-    want_tid = strtoull(sk_entry_get(inc, "Incorporated-TID"), NULL, 10);
-    want_sn = strtoull(sk_entry_get(inc, "Incorporated-SN"), NULL, 10);
-    if (want_tid == t->conf->tid) {
-        return MR_BAD("SN %" PRIu64 ": an Incorporate of the timeline's own "
-            "SN %" PRIu64, sn, want_sn);
-    }
-    if (sk_entry_parse(&c, text, len, err) != 0) {
-        return sk_err_prefix(err, "the copy of Incorporate SN %" PRIu64, sn);
-    }
-    if (sk_entry_hash(h, c, err) != 0) {
-        sk_entry_free(c);
-        return -1;
-    }
-    sk_b64_encode(hb, h, sizeof(h));
-    if (strcmp(hb, sk_entry_get(inc, "Incorporated-Hash")) != 0) {
-        sk_entry_free(c);
-        return sk_err_set(err, SK_ERR_FORMAT, "the copy of Incorporate SN %"
-            PRIu64 " is not the entry its Incorporated-Hash names", sn);
-    }
-    /* The Incorporate names this very copy: what follows is held against
-     * the timeline that signed the Incorporate. */
-    ty = sk_entry_type(c);
-    if (sk_entry_tid(c, &tid, &e2) != 0 || sk_entry_sn(c, &csn, &e2) != 0
-        || sk_entry_timestamp(c, &ts, &e2) != 0)
-    {
-        rc = MR_BAD("SN %" PRIu64 ": the incorporated entry is not stamped: "
-            "%s", sn, e2.msg);
-    } else if (tid != want_tid || csn != want_sn) {
-        rc = MR_BAD("SN %" PRIu64 ": the incorporated entry is TID %" PRIu64
-            " SN %" PRIu64 ", not the Incorporated-TID %" PRIu64 " and SN %"
-            PRIu64, sn, tid, csn, want_tid, want_sn);
-    } else if ((src = mr_inc_source(m, tid)) == NULL) {
-        rc = sk_err_set(err, SK_ERR_UNAVAILABLE, "SN %" PRIu64 ": an "
-            "Incorporate from timeline %" PRIu64 ", which this mirror does "
-            "not mirror: its signature cannot be checked", sn, tid);
-    } else if (sk_entry_verify(c, SK_SIG_TIMELINE, src->key, &e2) != 0) {
-        rc = MR_BAD("SN %" PRIu64 ": the incorporated entry (timeline %"
-            PRIu64 " SN %" PRIu64 ") is not signed by timeline %" PRIu64
-            ": %s", sn, tid, csn, tid, e2.msg);
-    } else if (ty != SK_ENTRY_BIND && ty != SK_ENTRY_REBIND
-               && ty != SK_ENTRY_UNBIND && ty != SK_ENTRY_CHANGE_SERVICES)
-    {
-        rc = MR_BAD("SN %" PRIu64 ": an Incorporate of a %s entry", sn,
-            sk_entry_type_name(ty));
-    } else {
-        rc = 0;
-    }
-    if (rc != 0) {
-        sk_entry_free(c);
-        return rc;
-    }
-    /* Up in the peer's SN: never the same entry twice. */
-    if (earlier != NULL) {
-        last = strtoull(sk_entry_get(earlier, "Incorporated-SN"), NULL, 10);
-        if (sk_entry_type(earlier) == SK_ENTRY_INCORPORATE
-            && strtoull(sk_entry_get(earlier, "Incorporated-TID"), NULL, 10)
-               == tid && sk_entry_sn(earlier, &at, &e2) == 0 && at < sn
-            && last >= csn)
-        {
-            *earlier_sn = at;
-        }
-    } else if (mr_inc_last_from(t, tid, sn, &at, &last) && last >= csn) {
-        *earlier_sn = at;
-    }
-    if (*earlier_sn != UINT64_MAX) {
-        sk_entry_free(c);
-        return MR_BAD("SN %" PRIu64 ": an Incorporate of timeline %" PRIu64
-            " SN %" PRIu64 ", not after SN %" PRIu64 " incorporated at SN %"
-            PRIu64, sn, tid, csn, last, *earlier_sn);
-    }
-    /* As if submitted to this timeline at its own time. */
-    if (ty == SK_ENTRY_BIND || ty == SK_ENTRY_REBIND) {
-        rc = mr_roots_check_bind(m, t, c, sn, ts, &e2);
-        if (rc != 0 && e2.code == SK_ERR_UNAVAILABLE) {
-            *err = e2;
-            sk_entry_free(c);
-            return -1;
-        }
-        if (rc != 0) {
-            sk_entry_free(c);
-            return MR_BAD("SN %" PRIu64 ": the incorporated %s for %s is not "
-                "validly backed here: %s", sn, sk_entry_type_name(ty),
-                sk_entry_name(c), e2.msg);
-        }
-    }
-    rc = mr_check_update(m, t, c, sn, p, &e2);
-    if (rc != 0 && (e2.code == SK_ERR_UNAVAILABLE || e2.code == SK_ERR_NOMEM))
-    {
-        *err = e2;
-        sk_entry_free(c);
-        return -1;
-    }
-    if (rc != 0) {
-        rc = MR_BAD("SN %" PRIu64 ": the incorporated %s for %s against the "
-            "name's state here: %s", sn, sk_entry_type_name(ty),
-            sk_entry_name(c), e2.msg);
-        sk_entry_free(c);
-        return rc;
-    }
-    *copy = c;
-    return 0;
 }

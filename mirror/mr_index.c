@@ -32,7 +32,7 @@
  * or out of order, a root that is not the tag, a copy shorter than the
  * index says) is damage: the index is dropped and rebuilt from the
  * copies, with a log line.  Every row an answer is built from is checked
- * as it is read (mr_index_bad): damage found while serving is logged,
+ * as it is read (mr_state_damaged): damage found while serving is logged,
  * and the main thread rebuilds the index while queries get 503.
  */
 #include <errno.h>
@@ -55,34 +55,6 @@
 #define MR_IX_BUCKET   2
 #define MR_IX_NAMEMAX  (MR_IX_BUCKET + SK_NAME_MAX + 1 + 16)
 #define MR_IX_BROWLEN  (8 + SK_SHA256_BYTES)
-
-
-/* Damage in the index, found while it is read: SK_ERR_FORMAT before the
- * mirror serves (the start rebuilds it), else logged once, the main
- * thread told to rebuild it (SIGUSR1), and SK_ERR_UNAVAILABLE: the
- * mirror's problem, not the client's. */
-int
-mr_index_bad(mr_mirror_t *m, sk_err_t *err, const char *fmt, ...)
-{
-    char     what[SK_ERR_MSG_MAX];
-    va_list  ap;
-
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    if (!m->serving) {
-        m->ix_damaged = 1;
-        return sk_err_set(err, SK_ERR_FORMAT, "index %s/index/data.mdb: %s",
-            m->conf.data_dir, what);
-    }
-    if (atomic_exchange(&m->ix_damaged, 1) == 0) {
-        mr_log("index %s/index/data.mdb: %s; rebuilding the index from the "
-            "copies", m->conf.data_dir, what);
-        (void) kill(getpid(), SIGUSR1);
-    }
-    return sk_err_set(err, SK_ERR_UNAVAILABLE, "index %s/index/data.mdb: %s; "
-        "the index is being rebuilt from the copies", m->conf.data_dir, what);
-}
 
 
 /* The SHA-256 of key and value, as one row's share of a check; zeros
@@ -242,7 +214,7 @@ mr_index_name_put(mr_mirror_t *m, sk_db_txn_t *txn, const unsigned char *nk,
         return -1;
     }
     if (rc == 2) {
-        return mr_index_bad(m, err, "buckets: bucket %02x%02x: a malformed "
+        return mr_state_damaged(m, err, "buckets: bucket %02x%02x: a malformed "
             "row", nk[0], nk[1]);
     }
     mr_index_row_hash(h, nk, nklen, &flag, 1);
@@ -308,7 +280,8 @@ mr_index_open(mr_mirror_t *m, int fresh, sk_err_t *err)
     if (sk_db_table(m->db, "entries", 1, &m->ix_entries, err) != 0
         || sk_db_table(m->db, "names", 1, &m->ix_names, err) != 0
         || sk_db_table(m->db, "buckets", 1, &m->ix_buckets, err) != 0
-        || sk_db_table(m->db, "roots", 1, &m->ix_roots, err) != 0)
+        || sk_db_table(m->db, "roots", 1, &m->ix_roots, err) != 0
+        || mr_map_open(m, err) != 0)
     {
         sk_db_close(m->db);
         m->db = NULL;
@@ -321,6 +294,7 @@ mr_index_open(mr_mirror_t *m, int fresh, sk_err_t *err)
 void
 mr_index_close(mr_mirror_t *m)
 {
+    mr_map_close(m);
     sk_db_close(m->db);
     m->db = NULL;
 }
@@ -331,7 +305,7 @@ static int
 mr_index_damaged(mr_mirror_t *m, const mr_tl_t *t, sk_err_t *err,
     const char *why)
 {
-    return mr_index_bad(m, err, "timeline %" PRIu64 ": %s", t->conf->tid,
+    return mr_state_damaged(m, err, "timeline %" PRIu64 ": %s", t->conf->tid,
         why);
 }
 
@@ -347,7 +321,7 @@ mr_index_roots(mr_tl_t *t, const uint64_t *sns, const mr_loc_t *locs,
     int          rc;
 
     for (i = 0; i < n; i++) {
-        if (mr_store_pread(t, sns[i], &locs[i], &text, err) != 0) {
+        if (mr_copy_pread(t, sns[i], &locs[i], &text, err) != 0) {
             return -1;
         }
         rc = sk_entry_parse(&e, text, locs[i].len, err);
@@ -451,7 +425,7 @@ mr_index_load(mr_mirror_t *m, mr_tl_t *t, uint64_t file_size, sk_err_t *err)
     size_t            nroots = 0;
     uint64_t         *sns = NULL;
     mr_loc_t          first, newest, none, *locs = NULL;
-    char              mname[64], *text;
+    char              mname[64];
     int               rc;
 
     mr_index_meta_name(mname, sizeof(mname), t);
@@ -509,16 +483,7 @@ mr_index_load(mr_mirror_t *m, mr_tl_t *t, uint64_t file_size, sk_err_t *err)
         return mr_index_damaged(m, t, err, "the copy is shorter than "
             "the index says");
     }
-    /* The newest indexed entry must be in the copy as indexed (a copy
-     * restored from an older backup, or replaced, is not); each entry
-     * read later is checked against its leaf the same way. */
-    text = NULL;
-    rc = meta.next_sn > 0
-        ? mr_store_pread(t, meta.next_sn - 1, &newest, &text, err) : 0;
-    free(text);
-    if (rc == 0) {
-        rc = mr_index_roots(t, sns, locs, nroots, err);
-    }
+    rc = mr_index_roots(t, sns, locs, nroots, err);
     free(sns);
     free(locs);
     if (rc != 0) {
@@ -535,12 +500,12 @@ mr_index_load(mr_mirror_t *m, mr_tl_t *t, uint64_t file_size, sk_err_t *err)
 
 
 int
-mr_index_add(mr_mirror_t *m, mr_tl_t *t, uint64_t first,
+mr_index_add(mr_mirror_t *m, mr_tl_t *t, sk_db_txn_t *with, uint64_t first,
     const mr_ixrow_t *rows, size_t n, const sk_merkle_hash_t root,
     sk_err_t *err)
 {
     sk_db_meta_t    meta;
-    sk_db_txn_t    *txn;
+    sk_db_txn_t    *txn = with;
     unsigned char   ek[16], ev[MR_IX_ROWLEN], nk[MR_IX_NAMEMAX], flag;
     size_t          i, nklen;
     char            mname[64];
@@ -548,7 +513,7 @@ mr_index_add(mr_mirror_t *m, mr_tl_t *t, uint64_t first,
     if (n == 0) {
         return 0;
     }
-    if (sk_db_begin(m->db, 1, &txn, err) != 0) {
+    if (txn == NULL && sk_db_begin(m->db, 1, &txn, err) != 0) {
         return -1;
     }
     for (i = 0; i < n; i++) {
@@ -586,9 +551,11 @@ mr_index_add(mr_mirror_t *m, mr_tl_t *t, uint64_t first,
     if (sk_db_meta_put(txn, mname, &meta, err) != 0) {
         goto fail;
     }
-    return sk_db_commit(txn, err);
+    return with != NULL ? 0 : sk_db_commit(txn, err);
 fail:
-    sk_db_abort(txn);
+    if (with == NULL) {
+        sk_db_abort(txn);
+    }
     return -1;
 }
 
@@ -606,10 +573,10 @@ mr_index_entry(mr_mirror_t *m, const mr_tl_t *t, uint64_t sn, mr_loc_t *loc,
     rc = mr_index_row(txn, m->ix_entries, t->conf->tid, sn, loc, err);
     sk_db_abort(txn);
     if (rc == -1 && err->code == SK_ERR_FORMAT) {
-        return mr_index_bad(m, err, "%s", err->msg);
+        return mr_state_damaged(m, err, "%s", err->msg);
     }
     /* Callers ask only for SNs the index holds. */
-    return rc == 1 ? mr_index_bad(m, err, "entries: timeline %" PRIu64
+    return rc == 1 ? mr_state_damaged(m, err, "entries: timeline %" PRIu64
                          " SN %" PRIu64 ": no row", t->conf->tid, sn)
                    : rc;
 }
@@ -657,12 +624,12 @@ mr_index_ref_add(mr_mirror_t *m, sk_db_txn_t *txn, const char *name,
     r->sn = sn;
     rc = mr_index_row(txn, m->ix_entries, tid, sn, &r->loc, err);
     if (rc == 1) {
-        return mr_index_bad(m, err, "names: %s: timeline %" PRIu64 " SN %"
+        return mr_state_damaged(m, err, "names: %s: timeline %" PRIu64 " SN %"
             PRIu64 ": no entries row", name, tid, sn);
     }
     if (rc == -1) {
         return err->code == SK_ERR_FORMAT
-            ? mr_index_bad(m, err, "names: %s: %s", name, err->msg) : -1;
+            ? mr_state_damaged(m, err, "names: %s: %s", name, err->msg) : -1;
     }
     (*n)++;
     return 0;
@@ -691,7 +658,7 @@ mr_index_scan(mr_mirror_t *m, sk_db_txn_t *txn, const char *name,
         return -1;
     }
     if (rc == 2) {
-        return mr_index_bad(m, err, "buckets: bucket %02x%02x (of %s): a "
+        return mr_state_damaged(m, err, "buckets: bucket %02x%02x (of %s): a "
             "malformed row", b[0], b[1], name);
     }
     if (sk_db_iter_open(txn, m->ix_names, b, MR_IX_BUCKET, &it, err) != 0) {
@@ -720,7 +687,7 @@ mr_index_scan(mr_mirror_t *m, sk_db_txn_t *txn, const char *name,
         return -1;
     }
     if (rows != count || memcmp(got, want, sizeof(got)) != 0) {
-        return mr_index_bad(m, err, "names: bucket %02x%02x (of %s): %"
+        return mr_state_damaged(m, err, "names: bucket %02x%02x (of %s): %"
             PRIu64 " rows, the bucket row says %" PRIu64 "%s", b[0], b[1],
             name, rows, count, rows == count ? " with another digest" : "");
     }

@@ -142,6 +142,9 @@ mr_ixcheck_scratch(mr_mirror_t *m)
 
     for (i = 0; i < m->ntl && rc == 0; i++) {
         rc = mr_store_scratch(m, &m->tl[i], &err);
+        if (rc == 0) {
+            rc = mr_store_map_open(m, &m->tl[i], &err);
+        }
         if (rc != 0) {
             printf("%s: timeline %" PRIu64 ": %s\n", MR_PROG,
                 m->tl[i].conf->tid, err.msg);
@@ -156,7 +159,7 @@ static int
 mr_ixcheck_compare(mr_mirror_t *m, sk_db_t *real)
 {
     static const char  *tables[] = { "meta", "entries", "names", "buckets",
-                                     "roots" };
+                                     "roots", "map.leaf", "map.node" };
     sk_err_t            err;
     uint64_t            rows, entries = 0;
     size_t              i;
@@ -208,7 +211,8 @@ mr_ixcheck(mr_mirror_t *m)
                || sk_db_table(m->db, "entries", 1, &m->ix_entries, &err) != 0
                || sk_db_table(m->db, "names", 1, &m->ix_names, &err) != 0
                || sk_db_table(m->db, "buckets", 1, &m->ix_buckets, &err) != 0
-               || sk_db_table(m->db, "roots", 1, &m->ix_roots, &err) != 0)
+               || sk_db_table(m->db, "roots", 1, &m->ix_roots, &err) != 0
+               || mr_map_open(m, &err) != 0)
     {
         printf("%s: %s: %s\n", MR_PROG, dir, err.msg);
     } else if (mr_ixcheck_scratch(m) == 0) {

@@ -64,6 +64,15 @@ mr_main_open_copies(mr_mirror_t *m, sk_err_t *err)
             return sk_err_prefix(err, "timeline %" PRIu64,
                 m->conf.tl[i].tid);
         }
+        if (mr_store_map_open(m, &m->tl[i], err) != 0) {
+            if (m->tl[i].map_bad > 0) {
+                mr_evidence_map(m, &m->tl[i], m->tl[i].map_bad - 1, NULL,
+                    NULL, err->msg);
+            } else {
+                return sk_err_prefix(err, "timeline %" PRIu64,
+                    m->conf.tl[i].tid);
+            }
+        }
         mr_log("timeline %" PRIu64 ": %" PRIu64 " entries, checkpoint of %"
             PRIu64 "%s", m->conf.tl[i].tid, m->tl[i].size,
             m->tl[i].cpv.size,
@@ -150,7 +159,7 @@ mr_main_open(mr_mirror_t *m, sk_err_t *err)
 
 
 /* SIGUSR1 from a thread that found the index damaged while serving
- * (mr_index_bad): requests get 503 meanwhile (mr_http.c).  Stop the
+ * (mr_state_damaged): requests get 503 meanwhile (mr_http.c).  Stop the
  * threads, wait for the requests under way, rebuild, start again. */
 static int
 mr_main_heal(mr_mirror_t *m, sk_err_t *err)

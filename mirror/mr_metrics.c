@@ -91,7 +91,7 @@ mr_metrics_collect(sk_metrics_t *reg, void *cls)
     }
     sk_metric_set(mt->cache[0], (double) m->cache_hits);
     sk_metric_set(mt->cache[1], (double) m->cache_misses);
-    sk_metric_set(mt->servable, (double) mr_sync_servable(m));
+    sk_metric_set(mt->servable, (double) mr_state_servable(m));
     pthread_mutex_unlock(&m->lock);
 }
 

@@ -20,19 +20,104 @@
 #include "mr.h"
 
 
+/* Proof: lines for leaf sn in the checkpoint's tree. */
+static int
+mr_query_proof(mr_buf_t *b, const mr_tl_t *t, uint64_t sn, sk_err_t *err)
+{
+    sk_merkle_proof_t  proof;
+    size_t             plen;
+    char              *ptext;
+
+    if (sk_merkle_tree_inclusion(&proof, t->tree, sn, t->cpv.size, err) != 0
+        || sk_merkle_proof_format(&ptext, &plen, &proof, err) != 0)
+    {
+        return -1;
+    }
+    mr_buf_printf(b, "Proof: %zu\n", proof.len);
+    mr_buf_add(b, ptext, plen);
+    free(ptext);
+    return 0;
+}
+
+
+/* The checkpoint's last entry with its proof and, when it is a Map-Root
+ * entry, the name's map proof (*v: the name's value there). */
+static int
+mr_query_last(mr_mirror_t *m, mr_buf_t *b, const mr_tl_t *t,
+    const char *name, sk_map_value_t *v, sk_err_t *err)
+{
+    size_t   plen;
+    char    *ptext;
+
+    if (t->last == NULL) {
+        return 0;
+    }
+    mr_buf_printf(b, "Last-Entry: %zu\n", t->lastlen);
+    mr_buf_add(b, t->last, t->lastlen);
+    if (mr_query_proof(b, t, t->cpv.size - 1, err) != 0) {
+        return -1;
+    }
+    if (!t->mapped) {
+        return 0;
+    }
+    if (mr_map_answer(m, t, name, v, &ptext, &plen, err) != 0) {
+        /* a stored map row that does not lead to the signed root */
+        return err->code == SK_ERR_FORMAT
+            ? mr_state_damaged(m, err, "%s", err->msg) : -1;
+    }
+    mr_buf_add(b, ptext, plen);
+    free(ptext);
+    return 0;
+}
+
+
+/* A mapped timeline: the name's indexed entries below the checkpoint
+ * must give the value the map proves, else the index or the map is
+ * damaged and nothing is answered from them. */
+static int
+mr_query_check(mr_mirror_t *m, const mr_tl_t *t, const mr_ref_t *refs,
+    size_t nrefs, const char *name, const sk_map_value_t *want,
+    sk_err_t *err)
+{
+    sk_map_value_t  v;
+    size_t          i;
+
+    sk_map_value_init(&v);
+    for (i = 0; i < nrefs; i++) {
+        if (refs[i].tl == t->index && refs[i].sn < t->cpv.size) {
+            sk_map_value_add(&v, refs[i].sn, refs[i].loc.leaf);
+        }
+    }
+    if (v.count == want->count && (v.count == 0
+            || (v.newest_sn == want->newest_sn
+                && memcmp(v.chain, want->chain, sizeof(v.chain)) == 0)))
+    {
+        return 0;
+    }
+    return mr_state_damaged(m, err, "map: timeline %" PRIu64 ": %s: the %"
+        PRIu64 " indexed entries do not give the map's value (%" PRIu64
+        " entries, the newest SN %" PRIu64 ")", t->conf->tid, name, v.count,
+        want->count, want->newest_sn);
+}
+
+
 /* One timeline's block of the answer. */
 /* A Stuck timeline is served from its last checked state (the draft:
  * never Stuck, "except cached answers up to 24 h"), its checkpoint's age
  * said; a Stuck timeline turns Defunct after defunct_after seconds and is
- * no longer served.  Clients judge the age by their freshness rules. */
+ * no longer served.  Clients judge the age by their freshness rules.
+ * A mapped timeline's block lists every entry of the name below the
+ * checkpoint, whatever since says: a history with a hole cannot be
+ * checked against the map. */
 static int
-mr_query_timeline(mr_buf_t *b, mr_tl_t *t, const mr_ref_t *refs,
-    size_t nrefs, int64_t since, int64_t now, sk_err_t *err)
+mr_query_timeline(mr_mirror_t *m, mr_buf_t *b, mr_tl_t *t, const char *name,
+    const mr_ref_t *refs, size_t nrefs, int64_t since, int64_t now,
+    sk_err_t *err)
 {
-    sk_merkle_proof_t  proof;
+    sk_map_value_t     v;
     const mr_ref_t    *r;
-    size_t             i, cnt = 0, plen, elen;
-    char              *ptext, *text;
+    size_t             i, cnt = 0, elen;
+    char              *text;
     int                serve;
 
     serve = (t->state == MR_IDLE || t->state == MR_SYNCING
@@ -48,6 +133,15 @@ mr_query_timeline(mr_buf_t *b, mr_tl_t *t, const mr_ref_t *refs,
         mr_buf_printf(b, "Checkpoint-Age: %" PRId64 "\n",
             now > t->cp_ts ? now - t->cp_ts : 0);
     }
+    if (mr_query_last(m, b, t, name, &v, err) != 0
+        || (t->mapped && mr_query_check(m, t, refs, nrefs, name, &v, err)
+                         != 0))
+    {
+        return -1;
+    }
+    if (t->mapped) {
+        since = INT64_MIN;
+    }
     for (i = 0; i < nrefs; i++) {
         cnt += refs[i].tl == t->index && refs[i].sn < t->cpv.size
             && refs[i].loc.ts >= since;
@@ -60,20 +154,14 @@ mr_query_timeline(mr_buf_t *b, mr_tl_t *t, const mr_ref_t *refs,
         }
         elen = r->loc.len;
         mr_buf_printf(b, "Entry: %" PRIu64 " %zu\n", r->sn, elen);
-        if (mr_store_pread(t, r->sn, &r->loc, &text, err) != 0) {
+        if (mr_copy_pread(t, r->sn, &r->loc, &text, err) != 0) {
             return -1;
         }
         mr_buf_add(b, text, elen);
         free(text);
-        if (sk_merkle_tree_inclusion(&proof, t->tree, r->sn, t->cpv.size,
-                err) != 0
-            || sk_merkle_proof_format(&ptext, &plen, &proof, err) != 0)
-        {
+        if (mr_query_proof(b, t, r->sn, err) != 0) {
             return -1;
         }
-        mr_buf_printf(b, "Proof: %zu\n", proof.len);
-        mr_buf_add(b, ptext, plen);
-        free(ptext);
     }
     return 0;
 }
@@ -101,8 +189,8 @@ mr_query_body(mr_mirror_t *m, mr_buf_t *b, const char *name, int64_t since,
         "\nTimestamp: %" PRId64 "\nReneged-Hash: %s\nTimelines: %zu\n", name,
         since, now, hash, m->ntl);
     for (i = 0; i < m->ntl; i++) {
-        if (mr_query_timeline(b, &m->tl[m->order[i]], refs, nrefs, since,
-                now, err) != 0)
+        if (mr_query_timeline(m, b, &m->tl[m->order[i]], name, refs, nrefs,
+                since, now, err) != 0)
         {
             free(refs);
             return -1;
@@ -197,7 +285,7 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     }
     shared = m->rcache != NULL && since == 0 && m->conf.query_cache > 0;
     pthread_mutex_lock(&m->lock);
-    servable = mr_sync_servable(m);
+    servable = mr_state_servable(m);
     if (servable < 2) {
         pthread_mutex_unlock(&m->lock);
         return sk_err_set(err, SK_ERR_UNAVAILABLE, "%zu of %zu timelines "
@@ -277,8 +365,8 @@ mr_query_status(mr_mirror_t *m, char **out, size_t *len, sk_err_t *err)
         "\"servable\":%zu,\"serving\":%s,\"cache\":{\"hits\":%" PRIu64
         ",\"misses\":%" PRIu64 ",\"absent_hits\":%" PRIu64 ",\"answers\":%zu"
         ",\"bytes\":%" PRIu64 ",\"limit\":%" PRIu64 ",\"evictions\":%"
-        PRIu64 "},\"timelines\":[", fp, hash, mr_sync_servable(m),
-        mr_sync_servable(m) >= 2 ? "true" : "false", m->cache_hits,
+        PRIu64 "},\"timelines\":[", fp, hash, mr_state_servable(m),
+        mr_state_servable(m) >= 2 ? "true" : "false", m->cache_hits,
         m->cache_misses, m->answers.absent_hits, m->answers.n,
         m->answers.bytes, m->answers.max, m->answers.evictions);
     for (i = 0; i < m->ntl; i++) {

@@ -287,7 +287,7 @@ mr_store_flush(mr_mirror_t *m, mr_tl_t *t, mr_ixrow_t *rows, char **names,
     }
     rc = sk_merkle_tree_root(root, t->tree, t->size + *n, err);
     if (rc == 0) {
-        rc = mr_index_add(m, t, t->size, rows, *n, root, err);
+        rc = mr_index_add(m, t, NULL, t->size, rows, *n, root, err);
     }
     if (rc == 0) {
         t->size += *n;
@@ -478,6 +478,31 @@ mr_store_open_tree(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err)
 }
 
 
+/* The newest indexed entry must be in the copy as indexed (a copy
+ * restored from an older backup, or replaced, is not); each entry read
+ * later is checked against its leaf the same way. */
+static int
+mr_store_check_newest(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err)
+{
+    mr_loc_t   loc;
+    char      *text;
+
+    if (t->size == 0) {
+        return 0;
+    }
+    if (mr_index_entry(m, t, t->size - 1, &loc, err) != 0) {
+        return -1;
+    }
+    if (mr_copy_pread(t, t->size - 1, &loc, &text, err) != 0) {
+        return err->code == SK_ERR_SIGNATURE
+            ? mr_state_damaged(m, err, "timeline %" PRIu64 ": it does not fit "
+                  "the copy", t->conf->tid) : -1;
+    }
+    free(text);
+    return 0;
+}
+
+
 static int
 mr_store_open_log(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
     const mr_prefix_t *pf, sk_err_t *err)
@@ -500,6 +525,7 @@ mr_store_open_log(mr_mirror_t *m, mr_tl_t *t, const sk_tfm_t *tfm,
     /* The tree from the tiles over what the index holds (leaves past the
      * last full tile read back through it); the replay appends the rest. */
     if (mr_index_load(m, t, (uint64_t) st.st_size, err) != 0
+        || mr_store_check_newest(m, t, err) != 0
         || mr_store_open_tree(m, t, err) != 0)
     {
         return -1;
@@ -637,6 +663,7 @@ mr_store_close(mr_tl_t *t)
     sk_merkle_tree_free(t->tree);
     sk_key_free(t->key);
     mr_roots_free(t);
+    mr_map_unpublish(t);
     free(t->cp);
     free(t->dir);
     /* As before mr_store_open, which may be called again. */
@@ -689,6 +716,211 @@ mr_store_append(mr_tl_t *t, const mr_batch_t *b, sk_err_t *err)
 
 
 int
+mr_store_text(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b, uint64_t sn,
+    char **out, size_t *len, sk_err_t *err)
+{
+    const char  *p;
+
+    if (sn < t->size) {
+        return mr_store_read(m, t, out, len, sn, err);
+    }
+    p = mr_batch_entry(b, (size_t) (sn - t->size), len);
+    *out = malloc(*len + 1);
+    if (*out == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "entry");
+    }
+    memcpy(*out, p, *len);
+    (*out)[*len] = '\0';
+    return 0;
+}
+
+
+/* t's map fed up to upto (a checkpoint's size) in *txn, begun here and
+ * left open; a Map-Root entry that does not name the map sets
+ * t->map_bad (SK_ERR_SIGNATURE). */
+static int
+mr_store_map(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b, uint64_t upto,
+    sk_db_txn_t **txn, sk_err_t *err)
+{
+    uint64_t   sn, from;
+    size_t     len;
+    char      *text;
+    int        rc;
+
+    t->map_bad = 0;
+    if (sk_db_begin(m->db, 1, txn, err) != 0) {
+        return -1;
+    }
+    rc = mr_map_size(m, t, *txn, &from, err);
+    for (sn = from; sn < upto && rc == 0; sn++) {
+        rc = mr_store_text(m, t, b, sn, &text, &len, err);
+        if (rc == 0) {
+            rc = mr_map_feed(m, t, *txn, sn, text, len, err);
+            free(text);
+        }
+        if (rc == 1) {
+            t->map_bad = sn + 1;
+        }
+    }
+    if (rc == 0 && upto > from) {
+        rc = mr_map_mark(m, t, *txn, upto, err);
+    }
+    if (rc != 0) {
+        sk_db_abort(*txn);
+        *txn = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+
+#define MR_STORE_MAP_STEP  65536
+
+/* t's map fed the stored entries from..upto-1, a transaction every
+ * MR_STORE_MAP_STEP entries (one would outgrow LMDB's dirty pages); say:
+ * a line first, and one a step. */
+static int
+mr_store_map_steps(mr_mirror_t *m, mr_tl_t *t, uint64_t from, uint64_t upto,
+    int say, sk_err_t *err)
+{
+    static const mr_batch_t  none;
+    sk_db_txn_t             *txn;
+    uint64_t                 to;
+
+    if (say && from < upto) {
+        mr_log("timeline %" PRIu64 ": map: feeding entries %" PRIu64 " to %"
+            PRIu64 " from the copy", t->conf->tid, from, upto - 1);
+    }
+    while (from < upto) {
+        to = upto - from > MR_STORE_MAP_STEP ? from + MR_STORE_MAP_STEP
+                                             : upto;
+        if (mr_store_map(m, t, &none, to, &txn, err) != 0
+            || sk_db_commit(txn, err) != 0)
+        {
+            return sk_err_prefix(err, "map");
+        }
+        from = to;
+        if (say && from < upto) {
+            mr_log("timeline %" PRIu64 ": map: %" PRIu64 " of %" PRIu64
+                " entries", t->conf->tid, from, upto);
+        }
+    }
+    return 0;
+}
+
+
+/* Before a checkpoint of size upto is stored: the map fed the entries
+ * already stored below it (a sync through tiles stores millions under
+ * prefixes), in steps; the batch's go in the commit's transaction. */
+static int
+mr_store_map_stored(mr_mirror_t *m, mr_tl_t *t, uint64_t upto,
+    sk_err_t *err)
+{
+    sk_db_txn_t  *txn;
+    uint64_t      from;
+    int           rc;
+
+    t->map_bad = 0;
+    if (sk_db_begin(m->db, 0, &txn, err) != 0) {
+        return -1;
+    }
+    rc = mr_map_size(m, t, txn, &from, err);
+    sk_db_abort(txn);
+    if (rc != 0) {
+        return -1;
+    }
+    upto = upto < t->size ? upto : t->size;
+    return mr_store_map_steps(m, t, from, upto,
+        upto > from && upto - from > MR_STORE_MAP_STEP, err);
+}
+
+
+/* At start: t's map fed up to the stored checkpoint from the copy (a
+ * mirror from before maps builds them here, with progress lines; a map
+ * past the checkpoint is damage: built anew), then published. */
+int
+mr_store_map_open(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err)
+{
+    static const mr_batch_t  none;
+    sk_db_txn_t             *txn;
+    uint64_t                 from;
+    size_t                   len;
+    char                    *last;
+    int                      rc;
+
+    if (t->cp == NULL || t->cpv.size == 0 || t->state == MR_CORRUPT) {
+        return 0;
+    }
+    if (sk_db_begin(m->db, 1, &txn, err) != 0) {
+        return -1;
+    }
+    rc = mr_map_size(m, t, txn, &from, err);
+    if (rc == 0 && from > t->cpv.size) {
+        mr_log("timeline %" PRIu64 ": its map covers %" PRIu64 " entries, "
+            "the checkpoint %" PRIu64 ": building it anew", t->conf->tid,
+            from, t->cpv.size);
+        rc = mr_map_clear(m, t, txn, err);
+        from = 0;
+    }
+    if (rc != 0 || sk_db_commit(txn, err) != 0) {
+        if (rc != 0) {
+            sk_db_abort(txn);
+        }
+        return -1;
+    }
+    if (mr_store_map_steps(m, t, from, t->cpv.size, 1, err) != 0) {
+        /* a row of the map that does not read: built anew */
+        if (err->code == SK_ERR_FORMAT) {
+            m->ix_damaged = 1;
+        }
+        return -1;
+    }
+    if (mr_store_text(m, t, &none, t->cpv.size - 1, &last, &len, err) != 0) {
+        return -1;
+    }
+    pthread_mutex_lock(&m->lock);
+    rc = mr_map_publish(m, t, last, len, err);
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+
+/* The index rows of b, in txn. */
+static int
+mr_store_index(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
+    sk_db_txn_t *txn, sk_err_t *err)
+{
+    sk_merkle_hash_t  root;
+    mr_ixrow_t       *rows;
+    size_t            i;
+    uint64_t          off;
+    int               rc;
+
+    rows = calloc(b->n, sizeof(*rows));
+    if (rows == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "commit");
+    }
+    for (i = 0, off = (uint64_t) t->end; i < b->n; i++) {
+        rows[i].name = b->names[i];
+        rows[i].loc.off = off;
+        rows[i].loc.len = (uint32_t) b->lens[i];
+        rows[i].loc.ts = b->ts[i];
+        rows[i].loc.flags = b->flags[i];
+        memcpy(rows[i].loc.leaf, b->leaf[i], SK_SHA256_BYTES);
+        off += b->lens[i];
+    }
+    pthread_mutex_lock(&m->lock);
+    rc = sk_merkle_tree_root(root, t->tree, t->size + b->n, err);
+    pthread_mutex_unlock(&m->lock);
+    if (rc == 0) {
+        rc = mr_index_add(m, t, txn, t->size, rows, b->n, root, err);
+    }
+    free(rows);
+    return rc;
+}
+
+
+int
 mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
     const char *head, size_t headlen, mr_headkind_t kind, sk_err_t *err)
 {
@@ -696,16 +928,16 @@ mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
         [MR_HEAD_CHECKPOINT] = "checkpoint", [MR_HEAD_TFM] = "tfm",
         [MR_HEAD_PREFIX] = "prefix"
     };
-    sk_merkle_hash_t  root;
     sk_checkpoint_t   cpv;
     mr_prefix_t       pf;
-    mr_ixrow_t       *rows = NULL;
+    sk_db_txn_t      *txn = NULL;
     sk_tfm_t          tv;
-    char              path[4096], *copy = NULL;
-    size_t            i;
-    uint64_t          off;
+    sk_err_t          why;
+    char              path[4096], *copy = NULL, *last = NULL;
+    size_t            i, lastlen = 0;
     int               rc;
 
+    t->map_bad = 0;
     /* Parsed again here (it was verified): what is published is exactly
      * what is stored. */
     rc = kind == MR_HEAD_TFM ? sk_tfm_parse(&tv, NULL, head, headlen, err)
@@ -714,18 +946,30 @@ mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
     if (rc != 0) {
         return -1;
     }
+    /* The map moves with checkpoints only, before anything is written:
+     * a Map-Root entry that does not name it stores nothing. */
+    if (kind == MR_HEAD_CHECKPOINT
+        && (mr_store_map_stored(m, t, cpv.size, err) != 0
+            || mr_store_map(m, t, b, cpv.size, &txn, err) != 0
+            || (cpv.size > 0 && mr_store_text(m, t, b, cpv.size - 1, &last,
+                                    &lastlen, err) != 0)))
+    {
+        goto fail;
+    }
     if (b->n > 0 && mr_store_append(t, b, err) != 0) {
-        return -1;
+        goto fail;
     }
     if (mr_store_path(path, sizeof(path), t, files[kind]) != 0
         || sk_file_write_atomic(path, head, headlen, 0644, err) != 0)
     {
-        return sk_err_prefix(err, "%s", t->dir);
+        sk_err_prefix(err, "%s", t->dir);
+        goto fail;
     }
     if (kind == MR_HEAD_CHECKPOINT) {
         copy = malloc(headlen + 1);
         if (copy == NULL) {
-            return sk_err_set(err, SK_ERR_NOMEM, "commit");
+            sk_err_set(err, SK_ERR_NOMEM, "commit");
+            goto fail;
         }
         memcpy(copy, head, headlen);
         copy[headlen] = '\0';
@@ -738,33 +982,15 @@ mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
         }
     }
     /* Indexed once durable under the head: a crash before this commit
-     * leaves the entries for the next start to index. */
-    if (b->n > 0) {
-        rows = calloc(b->n, sizeof(*rows));
-        if (rows == NULL) {
-            free(copy);
-            return sk_err_set(err, SK_ERR_NOMEM, "commit");
-        }
-        for (i = 0, off = (uint64_t) t->end; i < b->n; i++) {
-            rows[i].name = b->names[i];
-            rows[i].loc.off = off;
-            rows[i].loc.len = (uint32_t) b->lens[i];
-            rows[i].loc.ts = b->ts[i];
-            rows[i].loc.flags = b->flags[i];
-            memcpy(rows[i].loc.leaf, b->leaf[i], SK_SHA256_BYTES);
-            off += b->lens[i];
-        }
-        pthread_mutex_lock(&m->lock);
-        rc = sk_merkle_tree_root(root, t->tree, t->size + b->n, err);
-        pthread_mutex_unlock(&m->lock);
-        if (rc != 0 || mr_index_add(m, t, t->size, rows, b->n, root, err)
-            != 0)
-        {
-            free(rows);
-            free(copy);
-            return -1;
-        }
-        free(rows);
+     * leaves the entries for the next start to index (and the map to
+     * feed). */
+    if (b->n > 0 && mr_store_index(m, t, b, txn, err) != 0) {
+        goto fail;
+    }
+    rc = txn != NULL ? sk_db_commit(txn, err) : 0;
+    txn = NULL;                 /* sk_db_commit freed it */
+    if (rc != 0) {
+        goto fail;
     }
     pthread_mutex_lock(&m->lock);
     for (i = 0; i < b->n; i++) {
@@ -790,58 +1016,20 @@ mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
         t->cplen = headlen;
         t->cpv = cpv;
         t->cp_ts = sk_checkpoint_timestamp(&cpv);
+        mr_map_unpublish(t);
+        if (last != NULL && mr_map_publish(m, t, last, lastlen, &why) != 0) {
+            mr_log("%s", why.msg);
+        }
     }
     pthread_mutex_unlock(&m->lock);
     return 0;
-}
-
-
-int
-mr_store_pread(const mr_tl_t *t, uint64_t sn, const mr_loc_t *loc,
-    char **out, sk_err_t *err)
-{
-    sk_merkle_hash_t  leaf;
-
-    *out = malloc((size_t) loc->len + 1);
-    if (*out == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "entry");
+fail:
+    if (txn != NULL) {
+        sk_db_abort(txn);
     }
-    if (sk_file_pread_all(t->fd, *out, loc->len, (off_t) loc->off) != 0) {
-        free(*out);
-        *out = NULL;
-        return errno != 0 ? sk_err_sys(err, "%s/entries: read SN %" PRIu64,
-                                t->dir, sn)
-                          : sk_err_set(err, SK_ERR_SIGNATURE, "%s/entries: "
-                                "SN %" PRIu64 " past the end: the copy is "
-                                "damaged", t->dir, sn);
-    }
-    (*out)[loc->len] = '\0';
-    if (sk_merkle_leaf_hash(leaf, *out, loc->len, err) != 0) {
-        free(*out);
-        *out = NULL;
-        return -1;
-    }
-    if (memcmp(leaf, loc->leaf, sizeof(leaf)) != 0) {
-        free(*out);
-        *out = NULL;
-        /* The tiles, checked against the signed heads at start, tell
-         * which is damaged: the index's leaf or the copy. */
-        if (t->tree != NULL && sn < sk_merkle_tree_size(t->tree)
-            && sk_merkle_tree_leaf_get(leaf, t->tree, sn, err) == 0
-            && memcmp(leaf, loc->leaf, sizeof(leaf)) != 0)
-        {
-            return mr_index_bad(t->mirror, err, "entries: timeline %" PRIu64
-                " SN %" PRIu64 ": not the leaf of %s/tile", t->conf->tid, sn,
-                t->dir);
-        }
-        mr_log("%s/entries: offset %" PRIu64 ", SN %" PRIu64 ": not the "
-            "entry the index holds: the copy is damaged", t->dir, loc->off,
-            sn);
-        return sk_err_set(err, SK_ERR_SIGNATURE, "%s/entries: offset %"
-            PRIu64 ", SN %" PRIu64 ": not the entry the index holds: the "
-            "copy is damaged", t->dir, loc->off, sn);
-    }
-    return 0;
+    free(last);
+    free(copy);
+    return -1;
 }
 
 
@@ -862,7 +1050,7 @@ mr_store_read(mr_mirror_t *m, mr_tl_t *t, char **out, size_t *len,
         return -1;
     }
     *len = loc.len;
-    return mr_store_pread(t, sn, &loc, out, err);
+    return mr_copy_pread(t, sn, &loc, out, err);
 }
 
 
@@ -887,7 +1075,7 @@ mr_store_evidence(mr_mirror_t *m, mr_tl_t *t, const char *evidence,
         }
     }
     pthread_mutex_lock(&m->lock);
-    mr_sync_set_state(m, t, MR_CORRUPT, reason);
+    mr_state_set(m, t, MR_CORRUPT, reason);
     pthread_mutex_unlock(&m->lock);
     return rc;
 }

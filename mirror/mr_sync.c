@@ -67,71 +67,6 @@ typedef struct {
 } mr_sync_t;
 
 
-int64_t
-mr_now(void)
-{
-    return (int64_t) time(NULL);
-}
-
-
-const char *
-mr_state_name(mr_state_t s)
-{
-    static const char  *names[] = { "New", "Idle", "Syncing", "Stuck",
-        "Defunct", "Corrupt" };
-
-    return (unsigned) s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
-}
-
-
-static int
-mr_servable(mr_state_t s)
-{
-    return s == MR_IDLE || s == MR_SYNCING;
-}
-
-
-size_t
-mr_sync_servable(const mr_mirror_t *m)
-{
-    size_t  i, n = 0;
-
-    for (i = 0; i < m->ntl; i++) {
-        n += mr_servable(m->tl[i].state);
-    }
-    return n;
-}
-
-
-void
-mr_sync_set_state(mr_mirror_t *m, mr_tl_t *t, mr_state_t s,
-    const char *reason)
-{
-    if (t->state == MR_CORRUPT) {
-        return;
-    }
-    if (s != t->state) {
-        mr_log("timeline %" PRIu64 ": %s -> %s%s%s", t->conf->tid,
-            mr_state_name(t->state), mr_state_name(s),
-            reason != NULL && reason[0] ? ": " : "",
-            reason != NULL ? reason : "");
-        /* Cached answers go when what they would show changes: a Stuck
-         * timeline is shown from its last checked state, a Defunct one
-         * not at all. */
-        if (mr_servable(s) != mr_servable(t->state) || s == MR_STUCK
-            || t->state == MR_STUCK)
-        {
-            m->gen++;
-        }
-        t->state = s;
-    }
-    if (reason != t->reason) {
-        snprintf(t->reason, sizeof(t->reason), "%s", reason != NULL ? reason
-                                                                    : "");
-    }
-}
-
-
 /* GET the timeline's url + path. */
 static int
 mr_sync_get(mr_sync_t *s, mr_resp_t *r, const char *path, size_t max)
@@ -159,33 +94,13 @@ mr_sync_get200(mr_sync_t *s, mr_resp_t *r, const char *path, size_t max)
 }
 
 
-/* Text of SN sn: stored, or in the batch (malloc()ed copy either way). */
-static int
-mr_sync_entry_text(mr_sync_t *s, char **out, size_t *len, uint64_t sn)
-{
-    const char  *p;
-
-    if (sn < s->t->size) {
-        return mr_store_read(s->m, s->t, out, len, sn, s->err);
-    }
-    p = mr_batch_entry(&s->b, (size_t) (sn - s->t->size), len);
-    *out = malloc(*len + 1);
-    if (*out == NULL) {
-        return sk_err_set(s->err, SK_ERR_NOMEM, "entry");
-    }
-    memcpy(*out, p, *len);
-    (*out)[*len] = '\0';
-    return 0;
-}
-
-
 static void
 mr_sync_ev_entry(mr_sync_t *s, mr_evidence_t *ev, uint64_t sn)
 {
     char    *p;
     size_t   len;
 
-    if (mr_sync_entry_text(s, &p, &len, sn) == 0) {
+    if (mr_store_text(s->m, s->t, &s->b, sn, &p, &len, s->err) == 0) {
         mr_evidence_add(ev, "entry", p, len);
         free(p);
     } else {
@@ -359,7 +274,7 @@ mr_sync_incorporate(mr_sync_t *s, const sk_entry_t *e, const char *text,
     if (mr_sync_get200(s, &r, path, s->m->conf.chunk_text_max) != 0) {
         return MR_ROUND_FAIL;
     }
-    rc = mr_inc_judge(s->m, s->t, e, s->next, r.body, r.len, NULL, &s->pend,
+    rc = mr_check_incorporate(s->m, s->t, e, s->next, r.body, r.len, NULL, &s->pend,
         copy, &earlier, why, sizeof(why), s->err);
     if (rc > 0) {
         mr_evidence_begin(&ev, "bad-incorporation", why);
@@ -499,7 +414,7 @@ mr_sync_entry(mr_sync_t *s, const char *text, size_t len, uint64_t sn)
     if (sn < s->next) {
         /* Already held: it must be the very same signed entry. */
         sk_entry_free(e);
-        if (mr_sync_entry_text(s, &old, &olen, sn) != 0) {
+        if (mr_store_text(s->m, s->t, &s->b, sn, &old, &olen, s->err) != 0) {
             return MR_ROUND_FAIL;
         }
         if (olen == len && memcmp(old, text, len) == 0) {
@@ -526,12 +441,19 @@ mr_sync_entry(mr_sync_t *s, const char *text, size_t len, uint64_t sn)
 }
 
 
+/* 0, -1, or 1: a Map-Root entry did not name the map, the timeline
+ * reneged (evidence handed over). */
 static int
 mr_sync_commit(mr_sync_t *s, const char *head, size_t len, mr_headkind_t kind)
 {
     size_t  i;
 
     if (mr_store_commit(s->m, s->t, &s->b, head, len, kind, s->err) != 0) {
+        if (s->t->map_bad > 0) {
+            mr_evidence_map(s->m, s->t, s->t->map_bad - 1, &s->b, &s->pend,
+                s->err->msg);
+            return 1;
+        }
         return -1;
     }
     /* After the commit, so no answer built before it is stored again. */
@@ -1000,6 +922,7 @@ mr_sync_round(mr_sync_t *s)
     mr_resp_t         r;
     mr_round_t        res = MR_ROUND_OK;
     int64_t           cp_ts;
+    int               rc;
 
     s->next = t->size;
     s->last_ts = t->last_ts;
@@ -1032,7 +955,7 @@ mr_sync_round(mr_sync_t *s)
         /* New, Stuck and Defunct stay so until a round succeeds. */
         pthread_mutex_lock(&s->m->lock);
         if (t->state == MR_IDLE) {
-            mr_sync_set_state(s->m, t, MR_SYNCING, NULL);
+            mr_state_set(s->m, t, MR_SYNCING, NULL);
         }
         pthread_mutex_unlock(&s->m->lock);
         if (t->tiles >= 0) {
@@ -1057,10 +980,11 @@ mr_sync_round(mr_sync_t *s)
             cpv.root, cp_ts);
     }
     if (res == MR_ROUND_OK
-        && (cpv.size > t->cpv.size || t->cp == NULL || cp_ts > t->cp_ts)
-        && mr_sync_commit(s, r.body, r.len, MR_HEAD_CHECKPOINT) != 0)
+        && (cpv.size > t->cpv.size || t->cp == NULL || cp_ts > t->cp_ts))
     {
-        res = MR_ROUND_FAIL;
+        rc = mr_sync_commit(s, r.body, r.len, MR_HEAD_CHECKPOINT);
+        res = rc == 0 ? MR_ROUND_OK : rc > 0 ? MR_ROUND_RENEGED
+            : MR_ROUND_FAIL;
     }
     free(r.body);
     if (res == MR_ROUND_FAIL) {
@@ -1088,7 +1012,7 @@ mr_sync_after(mr_mirror_t *m, mr_tl_t *t, mr_round_t r, const sk_err_t *err)
         /* Progress but not caught up: servable once it has a checkpoint
          * to answer with. */
         if (r == MR_ROUND_OK || t->cp != NULL) {
-            mr_sync_set_state(m, t, r == MR_ROUND_OK ? MR_IDLE : MR_SYNCING,
+            mr_state_set(m, t, r == MR_ROUND_OK ? MR_IDLE : MR_SYNCING,
                 NULL);
         }
         t->failures = 0;
@@ -1102,16 +1026,16 @@ mr_sync_after(mr_mirror_t *m, mr_tl_t *t, mr_round_t r, const sk_err_t *err)
          * Stuck already). */
         t->stuck_since = now;
         t->backoff = m->conf.retry_min;
-        mr_sync_set_state(m, t, MR_STUCK, err->msg[0] ? err->msg : t->reason);
+        mr_state_set(m, t, MR_STUCK, err->msg[0] ? err->msg : t->reason);
     } else {
         t->backoff = t->backoff * 2 > m->conf.retry_max
             ? m->conf.retry_max : t->backoff * 2;
-        mr_sync_set_state(m, t, t->state, err->msg);
+        mr_state_set(m, t, t->state, err->msg);
     }
     if (t->state == MR_STUCK
         && now - t->stuck_since >= (int64_t) m->conf.defunct_after)
     {
-        mr_sync_set_state(m, t, MR_DEFUNCT, err->msg);
+        mr_state_set(m, t, MR_DEFUNCT, err->msg);
     }
     return t->backoff;
 }
@@ -1150,26 +1074,11 @@ mr_sync_thread(void *arg)
             break;              /* a round cut short by the stop */
         }
         wait = mr_sync_after(m, t, r, &err);
-        mr_sleep_locked(m, wait);
+        mr_state_sleep(m, wait);
     }
     pthread_mutex_unlock(&m->lock);
     curl_easy_cleanup(curl);
     return NULL;
-}
-
-
-void
-mr_sleep_locked(mr_mirror_t *m, uint64_t seconds)
-{
-    struct timespec  until;
-
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += (time_t) seconds;
-    while (!m->stopping
-           && pthread_cond_timedwait(&m->wake, &m->lock, &until) == 0)
-    {
-        /* woken early but not stopping: keep waiting */
-    }
 }
 
 

@@ -179,7 +179,7 @@ mr_track_thread(void *arg)
             mr_track_peer(m, curl, m->conf.peer[i]);
         }
         pthread_mutex_lock(&m->lock);
-        mr_sleep_locked(m, m->conf.poll_interval);
+        mr_state_sleep(m, m->conf.poll_interval);
     }
     pthread_mutex_unlock(&m->lock);
     curl_easy_cleanup(curl);

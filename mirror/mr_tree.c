@@ -21,7 +21,7 @@
  * any thread runs): the leaf hash the index holds for the entry, which
  * was computed from the entry once it was checked.  Indexed entries are
  * not read again at start; every later read of one is checked against
- * this leaf (mr_store_pread), so a copy damaged since is never served.
+ * this leaf (mr_copy_pread), so a copy damaged since is never served.
  * Entries of a sync's batch are not stored yet: a tile over them found
  * damaged fails the round, which rewinds. */
 static int

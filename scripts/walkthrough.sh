@@ -10,7 +10,8 @@
 # asks `sk verify` what an SK-aware client decides about both and about an
 # impostor with a certificate from the same CA, shows a first contact
 # decided from the proof nginx staples in the handshake with no mirror
-# reachable, has `sk fetch` refuse that impostor in the handshake and get
+# reachable, refuses a lying mirror that hides the SK (the timelines' name
+# maps prove it there), has `sk fetch` refuse that impostor in the handshake and get
 # the real page through the site's onion service over a private Tor
 # network, and last revokes the SK.
 set -eu
@@ -318,6 +319,31 @@ rc=0
 verify --connect 127.0.0.1:$eport "https://$NAME:$eport" || rc=$?
 [ $rc -eq 1 ] || die "the impostor was not rejected (exit $rc)"
 echo "   exit $rc: refused, although an ordinary client would accept its CA-valid chain"
+
+step "18b. A lying mirror answers that $NAME has no SK: refused, the honest one is asked"
+# A proxy with a mirror key of its own (t/lib/SKLiar.pm) in front of the real
+# mirror, listed first in a trust file: it leaves the name's entries out of
+# every timeline and signs what it altered.  Each timeline's checkpoint ends
+# in a Map-Root entry, whose map proof shows the name is there: the answer
+# is refused like a bad signature, and the next mirror decides.
+mkdir -p liar
+openssl genpkey -algorithm ed25519 -out liar/liar.key 2>/dev/null
+openssl pkey -in liar/liar.key -pubout -out liar/liar.pub
+echo absent > liar/lie
+lport=$(free_port)
+perl -I"$top/t/lib" -MSKLiar -e 'SKLiar::serve(@ARGV)' "$D/liar" \
+    "http://127.0.0.1:$mport" "$lport" 2>liar.log &
+pids="$pids $!"
+wait_for 10 curl -sf -o /dev/null "http://127.0.0.1:$lport/query/$NAME" \
+    || die "the lying mirror did not start: $(cat liar.log)"
+echo "   the liar's answer for $NAME: $(curl -sf "http://127.0.0.1:$lport/query/$NAME" | grep -c '^Entry: ') entries; the mirror's: $(curl -sf "http://127.0.0.1:$mport/query/$NAME" | grep -c '^Entry: ')"
+{ grep '^timeline' trust.conf
+  echo "mirror = http://127.0.0.1:$lport $D/liar/liar.pub"
+  grep '^mirror' trust.conf; } > trust-liar.conf
+rc=0
+run "$SK" verify --trust trust-liar.conf --cache liar-cache --no-staple \
+    --connect 127.0.0.1:$eport "https://$NAME:$eport" 2>&1 || rc=$?
+[ $rc -eq 1 ] || die "the lying mirror was believed (exit $rc)"
 
 if command -v tor >/dev/null 2>&1 && command -v tor-gencert >/dev/null 2>&1; then
     step "19. sk fetch: the impostor gets nothing, the page comes through the onion route"

@@ -12,7 +12,8 @@
 # without SK; staples in the certificate form in the chain file), one
 # Postfix serving the same chains over STARTTLS for the policy (one
 # listener each; skipped where Postfix or a private /etc/hosts is not to
-# be had), small HTTP servers replaying a stale or a lying mirror answer.  Per row: the
+# be had), small HTTP servers replaying a stale or a lying mirror answer,
+# a lying mirror hiding the name (t/lib/SKLiar.pm).  Per row: the
 # trust file (which mirror, which timelines, max_derelict, T1-T4), the
 # cache (emptied, or the copy taken at set-up) and the server's port.
 # Whether the HTTP request reached the server: its access log.
@@ -34,6 +35,7 @@ use SKSite;
 use SKPostfix qw(private_hosts_reexec private_hosts);
 use SKTimeline ();
 use SKMirror ();
+use SKLiar ();
 
 # The policy looks the next hop's name up: a private /etc/hosts.
 my $nopolicy = private_hosts_reexec();
@@ -93,8 +95,9 @@ my %staple = (none => undef, fresh => $good, stale => $good,
 
 # Mirrors: the real one, a closed port, a replay taken now (stale by the
 # row's T2 of 1 s), and a lying one (a checkpoint changed).
-my %mirror = (answers => $m->{url}, down => 'http://127.0.0.1:'
-    . free_port());
+# Each is the trust file's mirror lines: URL and key.
+my %mirror = (answers => [[$m->{url}, $m->{pub}]],
+    down => [['http://127.0.0.1:' . free_port(), $m->{pub}]]);
 my $now_answer = SKMirror::query($m, 'example.com')->{body};
 for my $k ('stale', 'lying') {
     mkdir "$d/fm-$k";
@@ -103,8 +106,14 @@ for my $k ('stale', 'lying') {
     $body =~ s/^(Timestamp: \d*)(\d)$/$1 . (($2 + 1) % 10)/me
         or die 'no Timestamp line to change' if $k eq 'lying';
     spew("$d/fm-$k/www/%query%example.com", $body);
-    $mirror{$k} = SKMirror::serve_forged("$d/fm-$k")->{url};
+    $mirror{$k} = [[SKMirror::serve_forged("$d/fm-$k")->{url}, $m->{pub}]];
 }
+# A lying mirror with a key of its own, in front of sk-mirror: it leaves
+# every entry of the name out and signs that; alone, or then sk-mirror.
+my $liar = SKLiar::start("$d/liar", $m->{url});
+SKLiar::lie($liar, 'absent');
+$mirror{'map-liar'} = [[$liar->{url}, $liar->{pub}]];
+$mirror{'map-lie'} = [@{$mirror{'map-liar'}}, @{$mirror{answers}}];
 
 # The servers: one nginx port per (server, staple) the table uses.
 my $ca = NginxTest::make_ca($d);
@@ -239,9 +248,10 @@ for my $row (@rows) {
     my $p = $port{$srv};
     my %tr = map { split /=/ } split ' ', $row->{trust};
     my $trust = "$d/trust-$id.conf";
-    my $murl = $mirror{$row->{mirror}}
+    my $ms = $mirror{$row->{mirror}}
         // die "row $id: unknown mirror $row->{mirror}";
-    spew($trust, $tlconf->($tr{tl}) . "mirror = $murl $m->{pub}\n"
+    spew($trust, $tlconf->($tr{tl})
+        . join('', map { "mirror = $_->[0] $_->[1]\n" } @$ms)
         . "max_derelict = $tr{md}\n"
         . join('', map { "$_ = $tr{$_}\n" } grep { /^t\d$/ } sort keys %tr)
         . ($row->{staple} eq 'stale' ? "staple_max_age = 1\n" : '')
@@ -321,5 +331,6 @@ if ($pf) {
     is(stop_daemon($mpid), 0, 'sk-milter: clean exit');
     $pf->stop;
 }
+stop_daemon($liar->{pid});
 stop_world($w);
 done_testing();

@@ -26,6 +26,7 @@ use SKTest;
 use NginxTest;
 use SKTimeline;
 use SKMirror;
+use SKLiar ();
 use SKPostfix ();
 
 plan skip_all => 'sk-timeline or sk-mirror not built'
@@ -278,22 +279,11 @@ is($j->{freshness}, 'fail-open', '... failing open: every timeline very '
 # answer without timeline 8's Bind, signed with that mirror's own key.
 # The client drops it and takes the next mirror's answer.
 my $fake = ed25519_key($d, 'fakemirror');
-my $body = query($m, 'example.com')->{body};
-my $at = index($body, "Timeline: 8 Idle\n");
-ok($at > 0, 'the real answer has timeline 8');
-my $rest = substr($body, $at + length "Timeline: 8 Idle\n");
-my ($cpn) = $rest =~ /\ACheckpoint: (\d+)\n/;
-my $skip = length("Checkpoint: $cpn\n") + $cpn;
-my ($elen) = substr($rest, $skip) =~ /\AEntries: 1\nEntry: \d+ (\d+)\n/;
-my $head = substr($rest, $skip) =~ /\A(Entries: 1\nEntry: \d+ \d+\n)/ ? $1
-    : '';
-my ($np) = substr($rest, $skip + length($head) + $elen) =~ /\AProof: (\d+)\n/;
-my $cut = length($head) + $elen + length("Proof: $np\n") + 45 * $np;
-my $signed = substr($body, 0, $at) . "Timeline: 8 Idle\n"
-    . substr($rest, 0, $skip) . "Entries: 0\n"
-    . substr($rest, $skip + $cut);
-$signed =~ s/Signature: [A-Za-z0-9_-]{86}\n\z//;
-my $forged = $signed . 'Signature: ' . b64url(ed_sign($fake, $signed)) . "\n";
+my $ans = SKLiar::parse(query($m, 'example.com')->{body});
+my ($b8) = grep { $_->{tid} == 8 } @{$ans->{blocks}};
+ok($b8 && @{$b8->{entries}} == 1, 'the real answer has timeline 8\'s Bind');
+$b8->{entries} = [];
+my $forged = SKLiar::build($ans, $fake);
 mkdir "$d/fm";
 mkdir "$d/fm/www";
 spew("$d/fm/www/%query%example.com", $forged);
@@ -302,7 +292,9 @@ run_cmd(['cp', '-a', $cache, "$d/cache5"]);
 $r = sk('verify', '--trust', $trust, '--cache', "$d/cache5", '--mirror',
     $fm->{url}, '--mirror-key', "$d/fakemirror.pub", '--mirror', $m->{url},
     '--connect', "127.0.0.1:$port", "https://example.com:$port");
-like($r->{err}, qr/mirror \Q$fm->{url}\E: dropped: omits timeline 8 SN 1 for example\.com/,
+# (Timeline 8's map proof shows it first when its checkpoint ends in a
+# Map-Root entry; the cache, when not.)
+like($r->{err}, qr/mirror \Q$fm->{url}\E: dropped: (?:omits timeline 8 SN 1 for example\.com|answer: timeline 8: map proof: )/,
     'a mirror omitting a cached entry is dropped') or diag($r->{err});
 is($r->{rc}, 0, '... and the next mirror decides: accept')
     or diag($r->{out});

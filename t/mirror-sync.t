@@ -44,6 +44,8 @@ sub reg {
     is($r->{code}, 201, "timeline $tid: $what") or diag($r->{body});
 }
 
+# Each append is a sequencing batch, which the timeline ends with a
+# Map-Root entry: the n-th entry appended (from 0) is SN 2n.
 for my $tid (7, 8, 9) {
     reg($tid, root_entry(cert => "$ca.crt", key => $op), 'trusts the CA');
     reg($tid, bind_entry(name => 'example.com', key => $sk{example},
@@ -110,21 +112,21 @@ is($q->{code}, 200, 'query example.com: 200');
 ok($q->{a}{ok}, 'answer: mirror signature, checkpoints, entries and proofs '
     . 'all verify') or diag($q->{a}{err});
 is($q->{a}{name}, 'example.com', 'answer names the name');
-is(join(' ', map { "$_:" . sns($q->{a}, $_) } 7, 8, 9), '7:1 8:1 9:1',
+is(join(' ', map { "$_:" . sns($q->{a}, $_) } 7, 8, 9), '7:2 8:2 9:2',
     'the Bind from each of the three timelines');
 is($q->{a}{hash}, 'e3b0c442', 'Reneged-Hash of an empty list');
 is($q->{a}{timelines}{7}{state}, 'Idle', 'each timeline with its state');
 
 $q = answer('a.example');
 ok($q->{a}{ok}, 'a.example: answer verifies') or diag($q->{a}{err});
-is(join(' ', map { "$_:" . sns($q->{a}, $_) } 7, 8, 9), '7:2 8: 9:',
+is(join(' ', map { "$_:" . sns($q->{a}, $_) } 7, 8, 9), '7:4 8: 9:',
     'a.example only from timeline 7');
 $q = answer('c.example');
-is(sns($q->{a}, 9), '2', 'c.example from timeline 9');
+is(sns($q->{a}, 9), '4', 'c.example from timeline 9');
 
 $q = answer('r.example');
 ok($q->{a}{ok}, 'r.example: answer verifies') or diag($q->{a}{err});
-is(sns($q->{a}, 9), '4,5,6,7', 'Bind, Unbind, Rebind, Change-Services: all '
+is(sns($q->{a}, 9), '8,10,12,14', 'Bind, Unbind, Rebind, Change-Services: all '
     . 'merged, none held against the timeline');
 
 $q = answer('nobody.example');
@@ -143,14 +145,18 @@ is(query($m, 'example.com')->{body}, $first, 'the same answer again: cached');
 ok(mirror_status($m)->{cache}{hits} >= 1, 'status counts cache hits');
 reg(8, cs_entry(name => 'example.com', services => 'https,smtps',
     key => $sk{example}), 'Change-Services example.com');
-ok(wait_until(sub { sns(answer('example.com')->{a}, 8) eq '1,3' }, 10),
+ok(wait_until(sub { sns(answer('example.com')->{a}, 8) eq '2,6' }, 10),
     'the new entry is in the next answer at once (cache voided)');
 reg(7, unbind_entry(name => 'a.example', key => $sk{a}), 'Unbind a.example');
-ok(wait_until(sub { sns(answer('a.example')->{a}, 7) eq '2,3' }, 10),
+ok(wait_until(sub { sns(answer('a.example')->{a}, 7) eq '4,6' }, 10),
     'the Unbind reaches answers within a sync');
 
+# The timelines keep name maps: an answer lists a name's whole history
+# whatever since says (a history with a hole could not be checked).
 $q = answer('example.com', 2000000000);
-ok($q->{a}{ok} && sns($q->{a}, 8) eq '', 'since after every entry: none');
+ok($q->{a}{ok} && sns($q->{a}, 8) eq '2,6',
+    'since after every entry: the whole history all the same');
+is($q->{a}{timelines}{8}{map}, 'present', '... proven by the map');
 
 my $st = mirror_status($m);
 is(scalar @{$st->{timelines}}, 3, 'status lists three timelines');
@@ -170,7 +176,7 @@ ok(wait_state($m, 8, 'Idle', 10), 'timeline 8 back: Idle');
 $q = answer('example.com');
 is($q->{code}, 200, 'two healthy timelines: answers again');
 is($q->{a}{timelines}{9}{state}, 'Stuck', '... listing 9 as Stuck');
-is(sns($q->{a}, 9), '1', '... served from its last checked state');
+is(sns($q->{a}, 9), '2', '... served from its last checked state');
 ok(defined $q->{a}{timelines}{9}{age}, '... with its checkpoint\'s age');
 restart_timeline($t{9});
 ok(wait_state($m, 9, 'Idle', 10), 'timeline 9 back: Idle');
@@ -179,10 +185,10 @@ ok(wait_state($m, 9, 'Idle', 10), 'timeline 9 back: Idle');
 stop_daemon($m->{pid});
 restart_mirror($m);
 ok($m->{up}, 'mirror restarts');
-like(slurp($m->{log}), qr/timeline 7: 4 entries, checkpoint of 4/,
+like(slurp($m->{log}), qr/timeline 7: 8 entries, checkpoint of 8/,
     'the copy of timeline 7 read back');
 ok(-d "$d/m/data/tl-7/tile", '... its tree kept in tl-7/tile/');
-ok(wait_until(sub { sns(answer('example.com')->{a}, 8) eq '1,3' }, 10),
+ok(wait_until(sub { sns(answer('example.com')->{a}, 8) eq '2,6' }, 10),
     'same answers after the restart');
 
 stop_daemon($m->{pid});
@@ -197,16 +203,16 @@ ok($m->{up}, 'a damage inside the indexed part: the mirror starts');
 ok(wait_state($m, 8, 'Idle', 10), '... timeline 8 Idle');
 $r = query($m, 'example.com');
 is($r->{code}, 500, '... the damaged entry is not served');
-like($r->{body}, qr/tl-8\/entries: offset \d+, SN 1: not the entry the index holds/,
+like($r->{body}, qr/tl-8\/entries: offset \d+, SN 2: not the entry the index holds/,
     '... naming the file, offset and SN');
-like(slurp($m->{log}), qr/tl-8\/entries: .*SN 1: .*the copy is damaged/,
+like(slurp($m->{log}), qr/tl-8\/entries: .*SN 2: .*the copy is damaged/,
     '... and logged');
 stop_daemon($m->{pid});
 # Without the index, the start checks the copy whole and refuses it.
 system('rm', '-r', "$d/m/data/index");
 $r = run_cmd(['timeout', '10', $SKMirror::MR, '-c', "$d/m/mirror.conf"]);
 is($r->{rc}, 78, 'a damaged copy stops an indexing start (EX_CONFIG)');
-like($r->{err}, qr/timeline 8: .*entries.*SN 1.*signature/,
+like($r->{err}, qr/timeline 8: .*entries.*SN 2.*signature/,
     '... naming the timeline, file and SN');
 
 stop_daemon($t{$_}{pid}) for 7, 8, 9;

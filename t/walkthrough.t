@@ -24,6 +24,8 @@ like($r->{out}, qr/^reject: https:\/\/www\.example\.test:\d+: .*no carrier/m,
     'and rejects the impostor, saying why');
 like($r->{out}, qr/^sk: staple: fresh: answer of http:\/\/127\.0\.0\.1:\d+, oldest checkpoint \d+ s old\naccept: https:\/\/www\.example\.test:\d+: carrier.*\n  record of www\.example\.test: 3 entries, staple /m,
     'with no mirror reachable, a first contact decides from the staple');
+like($r->{out}, qr/^   the liar's answer for www\.example\.test: 0 entries; the mirror's: 3\n.*\nsk: mirror http:\/\/127\.0\.0\.1:\d+: dropped: answer: timeline 7: map proof: the name is in the map of .*\nsk: mirror http:\/\/127\.0\.0\.1:\d+: fresh: .*\nreject: https:\/\/www\.example\.test:\d+: .*no carrier/m,
+    'a lying mirror that hides the SK is refused by the map proofs, the next one decides');
 SKIP: {
     skip 'no tor or tor-gencert', 2 if $r->{out} =~ /^== 19\..*skipped/m;
     like($r->{out}, qr/^sk: route 1(?: of 2)?: .*\n(?:sk: .*\n)*?sk:   reject: .*no carrier.*\n(?:sk: .*\n)*?sk: route 2 of 2: [a-z2-7]{56}\.onion:\d+ \(onion, through Tor at 127\.0\.0\.1:\d+\)\nsk:   accept: carrier .*\nsk:   HTTP 200, \d+ bytes\nhello from www\.example\.test\n/m,

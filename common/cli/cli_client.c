@@ -434,13 +434,15 @@ cli_client_json_found(FILE *f, const cli_client_t *cl,
     fprintf(f, ",\"fresh\":%zu,\"timelines\":%zu,\"entries\":%zu,"
         "\"checkpoints\":[", r->fresh.fresh, r->fresh.ntl, r->view.nitems);
     /* What the freshness rules judged: each checkpoint's age, and the
-     * mirror's state of the timeline (Stuck: its last checked state). */
+     * mirror's state of the timeline (Stuck: its last checked state);
+     * and what its map proved of the name. */
     for (i = 0; i < r->view.ncps; i++) {
         cp = &r->view.cps[i];
         fprintf(f, "%s{\"tid\":%" PRIu64 ",\"size\":%" PRIu64 ",\"age\":%"
-            PRId64 ",\"state\":\"%s\"}", i > 0 ? "," : "", cp->tid,
-            cp->cp.size, now > cp->ts ? now - cp->ts : 0,
-            cp->state[0] != '\0' ? cp->state : "cached");
+            PRId64 ",\"state\":\"%s\",\"map\":\"%s\"}", i > 0 ? "," : "",
+            cp->tid, cp->cp.size, now > cp->ts ? now - cp->ts : 0,
+            cp->state[0] != '\0' ? cp->state : "cached",
+            sk_client_map_name(cp->map));
     }
     fprintf(f, "],\"mirrors\":[");
     for (i = 0; i < r->ntries; i++) {
@@ -458,10 +460,24 @@ void
 cli_client_print_found(FILE *f, const char *prefix,
     const sk_client_found_t *found)
 {
+    const sk_client_view_t  *v = &found->res.view;
+    size_t                   i, proven = 0;
+
     fprintf(f, "%s  record of %s: %zu entries, %s (%s), %zu of %zu "
-        "timelines fresh\n", prefix, found->name, found->res.view.nitems,
+        "timelines fresh\n", prefix, found->name, v->nitems,
         cli_client_outcome(found->res.outcome), found->res.source,
         found->res.fresh.fresh, found->res.fresh.ntl);
+    for (i = 0; i < v->ncps; i++) {
+        if (v->cps[i].map == SK_CLIENT_MAP_UNMAPPED) {
+            fprintf(f, "%s  timeline %" PRIu64 ": unmapped (no Map-Root "
+                "entry): what it lacks of the name is believed, not "
+                "proven\n", prefix, v->cps[i].tid);
+        } else {
+            proven++;
+        }
+    }
+    fprintf(f, "%s  map: %zu of %zu timelines prove the name's whole "
+        "history\n", prefix, proven, v->ncps);
 }
 
 

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sk/b64.h"
 #include "sk/evidence.h"
+#include "sk/map.h"
 #include "sk/tfm.h"
 
 
@@ -302,6 +304,171 @@ done:
 
 
 int
+sk_evidence_map_root(const sk_entry_t *e, sk_merkle_hash_t root,
+    uint64_t *names, sk_err_t *err)
+{
+    const char     *h, *nv;
+    unsigned char  *raw;
+    size_t          rawlen;
+    char           *end;
+
+    if (sk_entry_type(e) != SK_ENTRY_MAP_ROOT) {
+        return sk_err_set(err, SK_ERR_FORMAT, "not a Map-Root entry");
+    }
+    h = sk_entry_get(e, "Map-Hash");
+    nv = sk_entry_get(e, "Map-Names");
+    if (h == NULL || nv == NULL || nv[0] < '0' || nv[0] > '9') {
+        return sk_err_set(err, SK_ERR_FORMAT, "Map-Root: no Map-Hash or "
+            "Map-Names");
+    }
+    if (sk_b64_decode(&raw, &rawlen, h, strlen(h), err) != 0) {
+        return sk_err_prefix(err, "Map-Hash");
+    }
+    if (rawlen != SK_MERKLE_HASH_BYTES) {
+        free(raw);
+        return sk_err_set(err, SK_ERR_FORMAT, "Map-Hash: %zu bytes, want %d",
+            rawlen, SK_MERKLE_HASH_BYTES);
+    }
+    memcpy(root, raw, SK_MERKLE_HASH_BYTES);
+    free(raw);
+    *names = strtoull(nv, &end, 10);
+    if (*end != '\0') {
+        return sk_err_set(err, SK_ERR_FORMAT, "Map-Names: not a number");
+    }
+    return 0;
+}
+
+
+/* One named entry of a map-root evidence: its key, SN and leaf. */
+typedef struct {
+    unsigned char     key[SK_MAP_KEY_BYTES];
+    uint64_t          sn;
+    sk_merkle_hash_t  leaf;
+} sk_ev_named_t;
+
+
+static int
+sk_ev_named_cmp(const void *a, const void *b)
+{
+    const sk_ev_named_t  *x = a, *y = b;
+    int                   c = memcmp(x->key, y->key, SK_MAP_KEY_BYTES);
+
+    return c != 0 ? c : (x->sn > y->sn) - (x->sn < y->sn);
+}
+
+
+/* The root and size of the map of the named entries (sorted by key, then
+ * SN): one value per key, accumulated in SN order. */
+static int
+sk_ev_map(sk_merkle_hash_t root, uint64_t *names, sk_ev_named_t *v, size_t n,
+    sk_err_t *err)
+{
+    unsigned char     (*keys)[SK_MAP_KEY_BYTES];
+    sk_merkle_hash_t   *vals;
+    sk_map_value_t      val;
+    size_t              i, k = 0;
+    int                 rc;
+
+    keys = malloc((n ? n : 1) * sizeof(*keys));
+    vals = malloc((n ? n : 1) * sizeof(*vals));
+    if (keys == NULL || vals == NULL) {
+        free(keys);
+        free(vals);
+        return sk_err_set(err, SK_ERR_NOMEM, "map");
+    }
+    for (i = 0; i < n; i++) {
+        if (i == 0 || memcmp(v[i].key, v[i - 1].key, SK_MAP_KEY_BYTES) != 0)
+        {
+            sk_map_value_init(&val);
+        }
+        sk_map_value_add(&val, v[i].sn, v[i].leaf);
+        if (i + 1 == n
+            || memcmp(v[i].key, v[i + 1].key, SK_MAP_KEY_BYTES) != 0)
+        {
+            memcpy(keys[k], v[i].key, SK_MAP_KEY_BYTES);
+            sk_map_value_hash(vals[k++], &val);
+        }
+    }
+    rc = sk_map_root_sorted(root, (const unsigned char (*)[SK_MAP_KEY_BYTES])
+        keys, vals, k, err);
+    *names = k;
+    free(keys);
+    free(vals);
+    return rc;
+}
+
+
+/* map-root: a Map-Root entry at SN s, then entries 0..s-1 whose map is
+ * not the one it names. */
+static int
+sk_evidence_map(const sk_evidence_tl_t *tl, const sk_evidence_stmt_t *s,
+    size_t n, sk_err_t *err)
+{
+    sk_merkle_hash_t   want, root;
+    sk_ev_named_t     *v;
+    sk_entry_t        *e;
+    uint64_t           sn, wnames, names = 0;
+    int64_t            ts;
+    size_t             i, k = 0;
+    int                rc = -1;
+
+    if (n < 1) {
+        return sk_err_set(err, SK_ERR_FORMAT, "no statements");
+    }
+    if (sk_evidence_entry(&e, &sn, &ts, tl, &s[0], err) != 0) {
+        return sk_err_prefix(err, "statement 1");
+    }
+    rc = sk_evidence_map_root(e, want, &wnames, err);
+    sk_entry_free(e);
+    if (rc != 0) {
+        return sk_err_prefix(err, "statement 1");
+    }
+    if (sn != n - 1) {
+        return sk_err_set(err, SK_ERR_FORMAT, "want the Map-Root and every "
+            "entry before it");
+    }
+    v = malloc(n * sizeof(*v));
+    if (v == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "evidence");
+    }
+    rc = -1;
+    for (i = 1; i < n; i++) {
+        if (sk_evidence_entry(&e, &sn, &ts, tl, &s[i], err) != 0) {
+            sk_err_prefix(err, "statement %zu", i + 1);
+            goto done;
+        }
+        if (sn != i - 1) {
+            sk_entry_free(e);
+            sk_err_set(err, SK_ERR_FORMAT, "statement %zu: SN %" PRIu64
+                ", want SN %zu", i + 1, sn, i - 1);
+            goto done;
+        }
+        if (sk_entry_name(e) != NULL
+            && (sk_map_key(v[k].key, sk_entry_name(e), err) != 0
+                || sk_merkle_leaf_hash(v[k].leaf, s[i].p, s[i].len, err)
+                   != 0))
+        {
+            sk_entry_free(e);
+            sk_err_prefix(err, "statement %zu", i + 1);
+            goto done;
+        }
+        if (sk_entry_name(e) != NULL) {
+            v[k++].sn = sn;
+        }
+        sk_entry_free(e);
+    }
+    qsort(v, k, sizeof(*v), sk_ev_named_cmp);
+    if (sk_ev_map(root, &names, v, k, err) == 0) {
+        rc = memcmp(root, want, sizeof(root)) != 0 || names != wnames ? 0
+            : sk_err_set(err, SK_ERR_FORMAT, "the map root matches");
+    }
+done:
+    free(v);
+    return rc;
+}
+
+
+int
 sk_evidence_check(const sk_evidence_t *ev, const sk_evidence_tl_t *tl,
     sk_err_t *err)
 {
@@ -319,6 +486,9 @@ sk_evidence_check(const sk_evidence_t *ev, const sk_evidence_tl_t *tl,
     }
     if (strcmp(ev->kind, "checkpoint-root") == 0) {
         return sk_evidence_root(tl, ev->s, ev->n, err);
+    }
+    if (strcmp(ev->kind, "map-root") == 0) {
+        return sk_evidence_map(tl, ev->s, ev->n, err);
     }
     return 1;
 }

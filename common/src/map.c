@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include <sk/b64.h>
-#include <sk/db.h>
 #include <sk/map.h>
 #include <sk/name.h>
 
@@ -71,14 +70,28 @@ sk_map_value_add(sk_map_value_t *v, uint64_t sn, const sk_merkle_hash_t leaf)
 }
 
 
+/* Big-endian, as sk_db_u64_put (not called: clients that check proofs
+ * link no LMDB). */
+static void
+sk_map_be64(unsigned char out[8], uint64_t v)
+{
+    int  i;
+
+    for (i = 7; i >= 0; i--) {
+        out[i] = (unsigned char) (v & 0xff);
+        v >>= 8;
+    }
+}
+
+
 void
 sk_map_value_hash(sk_merkle_hash_t out, const sk_map_value_t *v)
 {
     unsigned char  buf[1 + 8 + 8 + SK_MERKLE_HASH_BYTES];
 
     buf[0] = SK_MAP_VALUE;
-    sk_db_u64_put(buf + 1, v->count);
-    sk_db_u64_put(buf + 9, v->newest_sn);
+    sk_map_be64(buf + 1, v->count);
+    sk_map_be64(buf + 9, v->newest_sn);
     memcpy(buf + 17, v->chain, SK_MERKLE_HASH_BYTES);
     sk_merkle_digest(out, buf, sizeof(buf));
 }

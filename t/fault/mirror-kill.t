@@ -36,10 +36,16 @@ my ($t, $tl, $keys) = generated_timelines($d, [1, 2], $COUNT,
 my %t = %$t;
 my @tl = @$tl;
 my %keys = %$keys;
-my $last = $COUNT - 1;
+# Each timeline holds the generated entries and the Map-Root entry it
+# appended at start (it keeps a name map): its checkpoint's size.
+my %size;
 for my $tid (1, 2) {
-    ok(wait_until(sub { http('GET', "$t{$tid}{url}/status")->{body}
-        =~ /^Max-Published-SN: $last$/m }, 120), "timeline $tid published");
+    ok(wait_until(sub {
+        $size{$tid} = (split /\n/, http('GET',
+            "$t{$tid}{url}/checkpoint")->{body})[1] // 0;
+        my $last = $size{$tid} - 1;
+        $size{$tid} >= $COUNT && http('GET', "$t{$tid}{url}/status")->{body}
+            =~ /^Max-Published-SN: $last$/m }, 120), "timeline $tid published");
 }
 
 sub entries {
@@ -52,8 +58,8 @@ sub entries {
 sub synced {
     my ($m) = @_;
     my $s = mirror_status($m) or return 0;
-    return 2 == grep { $_->{entries} == $COUNT && $_->{state} eq 'Idle' }
-        @{$s->{timelines}};
+    return 2 == grep { $_->{entries} == $size{$_->{tid}}
+        && $_->{state} eq 'Idle' } @{$s->{timelines}};
 }
 
 # What a query shows, without the answer's own Timestamp and Signature.

@@ -15,8 +15,11 @@ package SKMirror;
 #   query(M, NAME[, SINCE])          { code, body }
 #   check_answer(BODY, MIRRORPUB, {TID => [pubfile, origin]})
 #                     { ok, err, name, timelines => {TID => {state, size,
-#                     entries => [{sn, text}]}} } -- every signature and
-#                     proof checked
+#                     entries => [{sn, text}], last => text of the last
+#                     entry, map => present|absent|unmapped}} } -- every
+#                     signature and proof checked, the map proof too (and
+#                     that the entries are the name's whole history)
+#   map_value(SNS, LEAVES)           a name's map value (docs/protocol.md)
 #   stamp(TEXT, TID, SN, TS, KEY)    the entry stamped and signed
 #   checkpoint_note(ORIGIN, KEY, SIZE, ROOT, TS)
 #   tfm_text(KEY, TID, SIZE, ROOT, TS)
@@ -45,7 +48,8 @@ use Test::More ();
 our @EXPORT = qw(start_mirror restart_mirror mirror_status tl_state
     wait_state query check_answer stamp checkpoint_note tfm_text forge
     serve_forged ed_sign unb64url forged_timelines stamp_history
-    publish_forged start_timelines generated_timelines redis_or_skip);
+    publish_forged start_timelines generated_timelines redis_or_skip
+    map_value);
 
 our $MR = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-mirror';
 our $GEN = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/bench/mirror_gen';
@@ -183,6 +187,60 @@ sub verify_note {
     die "checkpoint: no valid signature by $origin\n";
 }
 
+# The name map (docs/protocol.md, "The name map"), modelled here.
+
+sub map_value {
+    my ($sns, $leaves) = @_;
+    my $chain = "\0" x 32;
+    $chain = sha256("\x13$chain$_") for @$leaves;
+    return sha256("\x12" . pack('Q>Q>', scalar @$sns, $sns->[-1] // 0)
+        . $chain);
+}
+
+sub key_bit { return vec($_[0], $_[1] ^ 7, 1) }     # MSB of byte 0 first
+
+# "Map-Proof: ..." and its hash lines off $$s: { depth, bits, sibs,
+# end, key, value }.
+sub take_map_proof {
+    my ($s) = @_;
+    my ($depth, $bm, $end, $k, $v) = take_line($s, 'Map-Proof: \d+ \S+ '
+        . '(?:empty|leaf [A-Za-z0-9_-]{43} [A-Za-z0-9_-]{43})', 'Map-Proof')
+        =~ /: (\d+) (\S+) (empty|leaf)(?: (\S+) (\S+))?/;
+    die "map proof: depth $depth\n" if $depth > 256;
+    my $bits = $bm eq '-' ? '' : pack('H*', $bm);
+    die "map proof: bitmap\n" if length($bits) != int(($depth + 7) / 8)
+        || ($depth == 0) != ($bm eq '-');
+    my $n = grep { key_bit($bits, $_) } 0 .. $depth - 1;
+    my @sibs = map { decode_base64(take_line($s, '[A-Za-z0-9+\/]{43}=',
+        'a map sibling')) } 1 .. $n;
+    return { depth => $depth, bits => $bits, sibs => \@sibs, end => $end,
+        key => defined $k ? unb64url($k) : undef,
+        value => defined $v ? unb64url($v) : undef };
+}
+
+# Checked against root: (1, value) for present, (0) for absent.
+sub verify_map_proof {
+    my ($p, $key, $root) = @_;
+    my $d = $p->{depth};
+    my @sibs = @{$p->{sibs}};
+    die "map proof: the last sibling is empty\n"
+        if $d > 0 && !key_bit($p->{bits}, $d - 1);
+    my $h = "\0" x 32;
+    if ($p->{end} eq 'leaf') {
+        for my $i (0 .. $d - 1) {
+            die "map proof: the leaf is off the key's path\n"
+                if key_bit($p->{key}, $i) != key_bit($key, $i);
+        }
+        $h = sha256("\x10$p->{key}$p->{value}");
+    }
+    for (my $i = $d - 1; $i >= 0; $i--) {
+        my $sib = key_bit($p->{bits}, $i) ? pop @sibs : "\0" x 32;
+        $h = key_bit($key, $i) ? sha256("\x11$sib$h") : sha256("\x11$h$sib");
+    }
+    die "map proof: not the Map-Hash\n" if $h ne $root;
+    return $p->{end} eq 'leaf' && $p->{key} eq $key ? (1, $p->{value}) : (0);
+}
+
 sub check_answer {
     my ($body, $mpub, $keys) = @_;
     my $res = eval {
@@ -228,6 +286,32 @@ sub check_answer {
             } elsif ($n > 0 && $state !~ /^(Idle|Syncing)$/) {
                 die "a $state timeline with a checkpoint\n";
             }
+            my $map;
+            $t->{map} = 'unmapped' if $n > 0;
+            if ($n > 0 && $cp->{size} > 0) {
+                my $len = (take_line(\$s, 'Last-Entry: \d+', 'Last-Entry')
+                    =~ /: (.*)/)[0];
+                my $text = take_bytes(\$s, $len);
+                my $p = (take_line(\$s, 'Proof: \d+', 'Proof') =~ /: (.*)/)[0];
+                my @proof = map { decode_base64(take_line(\$s,
+                    '[A-Za-z0-9+\/]{43}=', 'a hash')) } 1 .. $p;
+                my $sn = $cp->{size} - 1;
+                die "last entry: wrong SN or TID\n"
+                    unless $text =~ /^SN: $sn$/m && $text =~ /^TID: $tid$/m;
+                die "last entry: timeline signature\n"
+                    unless check_stamp($text, $keys->{$tid}[0]);
+                die "last entry: inclusion proof\n"
+                    unless verify_inclusion(leaf_hash($text), $sn,
+                        $cp->{size}, \@proof, $cp->{root});
+                $t->{last} = $text;
+                if ($text =~ /\AMap-Root: 1$/m) {
+                    my ($h) = $text =~ /^Map-Hash: (\S+)$/m;
+                    my ($present, $value) = verify_map_proof(
+                        take_map_proof(\$s), sha256($a{name}), unb64url($h));
+                    $map = { present => $present, value => $value };
+                    $t->{map} = $present ? 'present' : 'absent';
+                }
+            }
             my $m = (take_line(\$s, 'Entries: \d+', 'Entries') =~ /: (.*)/)[0];
             die "entries without a checkpoint\n" if $m > 0 && !$cp;
             for (1 .. $m) {
@@ -248,6 +332,13 @@ sub check_answer {
                     unless verify_inclusion(leaf_hash($text), $sn,
                         $cp->{size}, \@proof, $cp->{root});
                 push @{$t->{entries}}, { sn => $sn, text => $text };
+            }
+            if ($map) {
+                my @e = @{$t->{entries}};
+                die "entries of an absent name\n" if !$map->{present} && @e;
+                die "entries: not the name's whole history\n"
+                    if $map->{present} && map_value([map { $_->{sn} } @e],
+                        [map { leaf_hash($_->{text}) } @e]) ne $map->{value};
             }
         }
         die "bytes after the last timeline\n" if length $s;

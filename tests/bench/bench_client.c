@@ -8,6 +8,10 @@
  *   client-decide-<alg>  microseconds of CPU per chain; ref = the same for
  *                        X509_verify_cert; ratio = decide / verify.  Lower
  *                        is better: the target is an upper bound.
+ *   client-decide-absent microseconds of CPU to verify a mirror's answer
+ *                        proving a name absent from the maps of 3
+ *                        timelines (issue 23); ref = a present answer from
+ *                        3 timelines without maps (bench_absent).
  *
  * The chain is leaf (P-256, issued by a P-256 root), root, carrier (made
  * by the SK).  Both sides run in alternating batches on the process CPU
@@ -25,6 +29,8 @@
 
 #include <sk/sk.h>
 #include <sk/client.h>
+
+#include "test_client_fixture.h"
 
 #define PAIRS   21
 #define BATCH   200
@@ -219,36 +225,64 @@ cmp_double(const void *a, const void *b)
 }
 
 
+/* Median per-pair CPU of a() and b() in alternating batches, and of
+ * their ratio. */
 static void
-bench_run(const char *name, sk_key_alg_t alg)
+bench_pairs(void (*a)(void *), void (*b)(void *), void *arg, double *us_a,
+    double *us_b, double *r)
 {
-    double   ratio[PAIRS], us_d[PAIRS], us_v[PAIRS], t;
-    bench_t  b;
-    int      i, k;
+    double  ratio[PAIRS], ua[PAIRS], ub[PAIRS], t;
+    int     i, k;
 
-    memset(&b, 0, sizeof(b));
-    bench_setup(&b, alg);
-    bench_decide(&b);       /* warm up, and fail early */
-    bench_verify(&b);
+    a(arg);                 /* warm up, and fail early */
+    b(arg);
     for (i = 0; i < PAIRS; i++) {
         t = cpu_now();
         for (k = 0; k < BATCH; k++) {
-            bench_decide(&b);
+            a(arg);
         }
-        us_d[i] = (cpu_now() - t) * 1e6 / BATCH;
+        ua[i] = (cpu_now() - t) * 1e6 / BATCH;
         t = cpu_now();
         for (k = 0; k < BATCH; k++) {
-            bench_verify(&b);
+            b(arg);
         }
-        us_v[i] = (cpu_now() - t) * 1e6 / BATCH;
-        ratio[i] = us_d[i] / us_v[i];
+        ub[i] = (cpu_now() - t) * 1e6 / BATCH;
+        ratio[i] = ua[i] / ub[i];
     }
     qsort(ratio, PAIRS, sizeof(double), cmp_double);
-    qsort(us_d, PAIRS, sizeof(double), cmp_double);
-    qsort(us_v, PAIRS, sizeof(double), cmp_double);
+    qsort(ua, PAIRS, sizeof(double), cmp_double);
+    qsort(ub, PAIRS, sizeof(double), cmp_double);
+    *us_a = ua[PAIRS / 2];
+    *us_b = ub[PAIRS / 2];
+    *r = ratio[PAIRS / 2];
+}
+
+
+static void
+bench_decide_fn(void *arg)
+{
+    bench_decide(arg);
+}
+
+
+static void
+bench_verify_fn(void *arg)
+{
+    bench_verify(arg);
+}
+
+
+static void
+bench_run(const char *name, sk_key_alg_t alg)
+{
+    double   us_d, us_v, ratio;
+    bench_t  b;
+
+    memset(&b, 0, sizeof(b));
+    bench_setup(&b, alg);
+    bench_pairs(bench_decide_fn, bench_verify_fn, &b, &us_d, &us_v, &ratio);
     printf("BENCH client-decide-%s %.1f us/chain ref=%.1f ratio=%.3f "
-        "target=%.1f\n", name, us_d[PAIRS / 2], us_v[PAIRS / 2],
-        ratio[PAIRS / 2], TARGET);
+        "target=%.1f\n", name, us_d, us_v, ratio, TARGET);
     fflush(stdout);
     sk_X509_pop_free(b.chain, X509_free);
     X509_STORE_free(b.store);
@@ -257,10 +291,94 @@ bench_run(const char *name, sk_key_alg_t alg)
 }
 
 
+/* client-decide-absent: two mirror answers over 3 timelines, built as
+ * sk-mirror builds them (test_client_fixture.h). */
+typedef struct {
+    fx_world_t   w;
+    char        *present, *absent;      /* the answers */
+    size_t       plen, alen;
+} bench_answers_t;
+
+
+static void
+bench_answer(bench_answers_t *b, const char *a, size_t len,
+    const char *name, size_t nitems)
+{
+    sk_client_view_t  v;
+    sk_err_t          err;
+
+    if (sk_client_answer_verify(&v, NULL, a, len, name, 0, b->w.mirror,
+            &b->w.trust, FX_NOW, &err) != 0)
+    {
+        die(name, &err);
+    }
+    if (v.nitems != nitems) {
+        die("the answer's entries", NULL);
+    }
+    sk_client_view_free(&v);
+}
+
+
+static void
+bench_absent_fn(void *arg)
+{
+    bench_answers_t  *b = arg;
+
+    bench_answer(b, b->absent, b->alen, "absent.example", 0);
+}
+
+
+static void
+bench_present_fn(void *arg)
+{
+    bench_answers_t  *b = arg;
+
+    bench_answer(b, b->present, b->plen, "example.com", 3);
+}
+
+
+/* The ref is a present answer (one Bind per timeline) from timelines
+ * without maps: what a client checked before maps (the mirror's
+ * signature, each checkpoint, each entry's signature and inclusion), and
+ * now each checkpoint's last entry as well.  Then each timeline closes its
+ * batch with a Map-Root entry, and the absent answer proves the name
+ * absent from all three maps. */
+static void
+bench_absent(void)
+{
+    bench_answers_t  b;
+    sk_key_t        *sk = fx_key();
+    double           us_a, us_p, ratio;
+    size_t           i;
+
+    fx_init(&b.w, 3);
+    for (i = 0; i < 3; i++) {
+        fx_append(&b.w, i, fx_bind("example.com", sk, "https", 0),
+            FX_NOW - 3600);
+        fx_append(&b.w, i, fx_bind("other.example", sk, "https", 0),
+            FX_NOW - 3500);
+    }
+    b.present = fx_answer(&b.w, "example.com", &b.plen);
+    for (i = 0; i < 3; i++) {
+        fx_map_root(&b.w, i, FX_NOW - 3500);
+    }
+    b.absent = fx_answer(&b.w, "absent.example", &b.alen);
+    bench_pairs(bench_absent_fn, bench_present_fn, &b, &us_a, &us_p, &ratio);
+    printf("BENCH client-decide-absent %.1f us/answer ref=%.1f ratio=%.3f "
+        "target=%.1f\n", us_a, us_p, ratio, TARGET);
+    fflush(stdout);
+    free(b.present);
+    free(b.absent);
+    sk_key_free(sk);
+    fx_free(&b.w);
+}
+
+
 int
 main(void)
 {
     bench_run("ed25519", SK_KEY_ED25519);
     bench_run("p256", SK_KEY_P256);
+    bench_absent();
     return 0;
 }

@@ -51,7 +51,6 @@ printf "generated: %d timelines of %d entries in %.1f s\n", $ntl, $per,
     time - $t0;
 
 $t0 = time;
-my $last = $per - 1;
 for my $tid (1 .. $ntl) {
     my $dir = "$d/tl$tid";
     my $t = start_timeline($dir, tid => $tid, chunk_interval => 1,
@@ -61,9 +60,16 @@ for my $tid (1 .. $ntl) {
     $t->{up} or die "bench_mirror_sync: sk-timeline: " . slurp($t->{log});
     push @t, $t;
 }
+# A timeline with a name map appends a Map-Root entry at start: each
+# holds its checkpoint's size, at least $per.
+my %size;
 for my $t (@t) {
-    wait_until(sub { http('GET', "$t->{url}/status")->{body}
-        =~ /^Max-Published-SN: $last$/m }, 900)
+    wait_until(sub {
+        $size{$t->{conf}{tid}} = my $n = (split /\n/, http('GET',
+            "$t->{url}/checkpoint")->{body})[1] // 0;
+        my $top = $n - 1;
+        $n >= $per && http('GET', "$t->{url}/status")->{body}
+            =~ /^Max-Published-SN: $top$/m }, 900)
         or die "bench_mirror_sync: not published: " . slurp($t->{log});
 }
 printf "timelines: %d entries published in %.1f s\n", $count, time - $t0;
@@ -74,8 +80,8 @@ my $m = start_mirror("$d/m",
     poll_interval => 600, fetch_timeout_ms => 120000);
 wait_until(sub {
     my $s = mirror_status($m);
-    $s && $ntl == grep { $_->{entries} == $per && $_->{state} eq 'Idle' }
-        @{$s->{timelines}} }, 900)
+    $s && $ntl == grep { $_->{entries} == $size{$_->{tid}}
+        && $_->{state} eq 'Idle' } @{$s->{timelines}} }, 900)
     or die "bench_mirror_sync: mirror did not catch up: " . slurp($m->{log});
 my $secs = time - $t0;
 my $rate = $count / $secs;

@@ -9,9 +9,9 @@
 # in SK_BENCH_CACHE/scale-<sizes> so the next run starts from there.
 #
 # Then, size by size (ascending), on one port: the timeline of that size
-# starts (and publishes its chunks), stops, and is restarted (timed); the
-# mirror (its data kept from the size before) catches up with it (timed:
-# the sync rate of the new entries), stops, and is restarted (timed);
+# starts (and publishes its chunks), stops, and is restarted (timed); a
+# fresh mirror syncs it (timed: the sync rate), stops, and is restarted
+# (timed);
 # VmRSS and VmHWM of both are read from /proc once each has answered; the
 # query latency of existing, absent and cached names is measured; disk
 # bytes are counted.  Printed, each next to the same figure at the
@@ -25,6 +25,12 @@
 #   scale-timeline-restart@N      exec to the first answered /checkpoint
 #   scale-query-p99-{existing,absent,cached}@N  us; target 1 ms / ref
 #   scale-{mirror,timeline}-disk-per-entry@N    bytes per entry
+#   absence-proof-bytes@N         bytes of the big timeline's block in an
+#                                 answer for an absent name (checkpoint,
+#                                 last entry, its proof, the map proof);
+#                                 target 2048; ref = a present name's
+#                                 proof bytes (checkpoint + one entry's
+#                                 Proof lines), as answers were before maps
 #
 # and an extrapolation to PROJECT_NAMES (200 million) names on
 # PROJECT_TIMELINES (10) timelines from linear fits of the measured
@@ -164,6 +170,21 @@ sub timed_start {
     die "bench_scale: $cmd->[0]: no answer at $probe in $limit s\n";
 }
 
+# Bytes of timeline 1's block in the answer for an absent name, and of
+# the proof a present name's answer carried before maps (checkpoint and
+# one entry's Proof lines).
+sub proof_bytes {
+    my ($m) = @_;
+    my $a = $ua->get("$m->{url}/query/a1.absent.example")->{content};
+    my ($block) = $a =~ /^(Timeline: 1 .*?)^Timeline: 2 /ms;
+    my $p = $ua->get("$m->{url}/query/n1.bench.example")->{content};
+    my ($cp) = $p =~ /^Timeline: 1 \w+\nCheckpoint: (\d+)\n/m;
+    my ($np) = $p =~ /^Timeline: 1 .*?^Entry: .*?^Proof: (\d+)$/ms;
+    die "bench_scale: no block for timeline 1 in $a$p"
+        unless $block && $cp && defined $np;
+    return (length $block, $cp + length("Proof: $np\n") + 45 * $np);
+}
+
 sub load {
     my ($path, @range) = @_;
     my $r = run_cmd([$client, '127.0.0.1', $m->{port}, $path, $window,
@@ -185,10 +206,15 @@ for my $n (@sizes) {
 
     # First start (it may build what it keeps), every chunk published.
     my ($tpid) = timed_start(\@tcmd, $tconf->{log}, "$url/checkpoint", 3600);
-    my $last = $n - 1;
-    wait_until(sub { $ua->get("$url/status")->{content}
-        =~ /^Max-Published-SN: $last$/m }, 3600)
-        or die "bench_scale: $n: not published: " . slurp($tconf->{log});
+    # A timeline with a name map appends a Map-Root entry to what it
+    # holds: the tree is n entries and those.
+    my $size = $n;
+    wait_until(sub {
+        $size = (split /\n/, $ua->get("$url/checkpoint")->{content})[1]
+            // $n;
+        my $last = $size - 1;
+        $ua->get("$url/status")->{content} =~ /^Max-Published-SN: $last$/m },
+        3600) or die "bench_scale: $n: not published: " . slurp($tconf->{log});
     stop_daemon($tpid, 300);
     my $secs;
     ($tpid, $secs) = timed_start(\@tcmd, $tconf->{log}, "$url/checkpoint",
@@ -197,14 +223,16 @@ for my $n (@sizes) {
     $fig{$n}{tl_rss} = proc_kb($tpid, 'VmRSS');
     $fig{$n}{tl_hwm} = proc_kb($tpid, 'VmHWM');
 
-    # The mirror catches up with the entries it does not hold yet: timed
-    # from when its status first answers (what it held is loaded) to when
-    # it holds all n, over the entries it fetched in between.
+    # The mirror syncs the timeline: timed from when its status first
+    # answers to when it holds all of it.  A fresh mirror at each size:
+    # a timeline with a name map ends what it holds with a Map-Root entry,
+    # so a smaller size's log is no longer a prefix of a larger one's.
     if (!$m) {
         $m = start_mirror("$work/m", [[1, $url, "$d/timeline.pub"],
             [2, $side->{url}, "$set/side/timeline.pub"]],
             poll_interval => 1, fetch_timeout_ms => 120000);
     } else {
+        remove_tree("$work/m/data");
         restart_mirror($m);
     }
     my ($t0, $from);
@@ -212,7 +240,7 @@ for my $n (@sizes) {
         my $s = mirror_status($m) or return 0;
         my ($t1) = grep { $_->{tid} == 1 } @{$s->{timelines}};
         ($t0, $from) = (time, $t1->{entries}) if !defined $t0;
-        return $t1->{entries} == $n && $t1->{state} eq 'Idle' }, 7200)
+        return $t1->{entries} == $size && $t1->{state} eq 'Idle' }, 7200)
         or die "bench_scale: $n: mirror did not catch up: "
             . slurp($m->{log});
     $fig{$n}{sync_rate} = ($n - $from) / ((time - $t0) || 0.001);
@@ -228,6 +256,7 @@ for my $n (@sizes) {
     $fig{$n}{p99_absent} = load('/query/a%lu.absent.example', 1e9);
     $fig{$n}{p99_cached} = load('/query/n1.bench.example');
     $fig{$n}{mr_rss_after} = proc_kb($m->{pid}, 'VmRSS');
+    ($fig{$n}{absent_bytes}, $fig{$n}{present_bytes}) = proof_bytes($m);
     stop_daemon($m->{pid}, 300);
     stop_daemon($tpid, 300);
     $fig{$n}{mr_disk} = du("$m->{dir}/data");
@@ -285,6 +314,11 @@ for my $k (qw(mirror timeline)) {
             'bytes/entry', $f0->{$key} / $s0, 1, '%.0f');
     }
 }
+for my $n (@sizes) {
+    line('absence-proof-bytes', $n, $fig{$n}{absent_bytes}, 'bytes',
+        $fig{$n}{present_bytes}, 2048 / ($fig{$n}{present_bytes} || 1),
+        '%d');
+}
 print "# rss-per-name: VmRSS once restarted and answering, slope from the "
     . "smallest size (target <= 32 B/entry); restart: target <= 5 s at every "
     . "size and <= 2x the smallest; p99 target <= 1 ms "
@@ -335,8 +369,8 @@ printf "#   disk:         mirror %.0f B/entry -> %.0f GiB; timeline %.0f "
 printf "#   restart:      mirror %.3f us/entry -> %.0f s; timeline %.3f "
     . "us/entry -> %.0f s\n", $rsb * 1e6, at('mr_restart', $proj_names),
     $tsb * 1e6, at('tl_restart', $per_tl);
-printf "#   first sync:   %.0f entries/s (one timeline, %d to %d) -> %.1f h;"
+printf "#   first sync:   %.0f entries/s (one timeline of %d) -> %.1f h;"
     . " one worker per timeline on %d cores, if it scales (mirror-sync):"
-    . " %.1f h\n", $sync, $sizes[-2], $sizes[-1], $proj_names / $sync / 3600,
+    . " %.1f h\n", $sync, $sizes[-1], $proj_names / $sync / 3600,
     min($proj_tls, $cores), $proj_names / $sync / min($proj_tls, $cores)
     / 3600;

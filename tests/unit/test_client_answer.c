@@ -76,15 +76,28 @@ test_good(void **state)
 }
 
 
+/* Answer a (len bytes) signed again by the mirror: its last
+ * "Signature: " line is the mirror's (entries have one each too). */
+static char *
+resign_answer(char *a, size_t *len)
+{
+    char  *p;
+
+    for (p = a + *len - 2; p > a && *p != '\n'; p--) {
+    }
+    assert_memory_equal(p, "\nSignature: ", 12);
+    *len = (size_t) (p - a) + 1;
+    return fx_sign(&tw, a, len);
+}
+
+
 /* Replace the first occurrence of from in answer a with to, re-signing
  * with the mirror's key if resign. */
 static char *
 edit(const char *from, const char *to, int resign, size_t *len)
 {
-    unsigned char  *sig;
-    sk_err_t        err;
-    char           *a = fx_answer(&tw, NAME, len), *p, *out = NULL, *b64;
-    size_t          olen = 0, body;
+    char    *a = fx_answer(&tw, NAME, len), *p, *out = NULL;
+    size_t   olen = 0;
 
     p = strstr(a, from);
     assert_non_null(p);
@@ -93,24 +106,8 @@ edit(const char *from, const char *to, int resign, size_t *len)
     fx_add(&out, &olen, p + strlen(from), *len - (size_t) (p - a)
         - strlen(from));
     free(a);
-    if (resign) {
-        /* The mirror's is the last "Signature: " line (entries have one
-         * each too). */
-        for (p = out + olen - 2; p > out && *p != '\n'; p--) {
-        }
-        assert_memory_equal(p, "\nSignature: ", 12);
-        body = (size_t) (p - out) + 1;
-        tu_assert_ok(sk_key_sign(&sig, &olen, tw.mirror, (unsigned char *) out,
-            body, &err), &err);
-        b64 = sk_b64_encode_alloc(sig, olen);
-        free(sig);
-        out[body] = '\0';
-        olen = body;
-        fx_addf(&out, &olen, "Signature: %s\n", b64);
-        free(b64);
-    }
     *len = olen;
-    return out;
+    return resign ? resign_answer(out, len) : out;
 }
 
 
@@ -126,7 +123,7 @@ stuck(const char *age, size_t *len)
     char           *p, *q, *out = NULL, *b64;
     size_t          olen = 0, siglen;
 
-    p = strstr(strstr(a, "Timeline: 2 Stuck\n"), "\nEntries: ");
+    p = strstr(strstr(a, "Timeline: 2 Stuck\n"), "\nLast-Entry: ");
     assert_non_null(p);
     p++;
     /* The mirror's is the last "Signature: " line (entries have one
@@ -171,7 +168,7 @@ test_forgeries(void **state)
     sk_client_view_t v;
     sk_err_t   err;
     size_t     len;
-    char      *a;
+    char      *a, *p;
 
     (void) state;
     /* The mirror's signature. */
@@ -185,17 +182,26 @@ test_forgeries(void **state)
     sk_key_free(other);
 
     /* Signed by the mirror, but the timeline's part is forged: an entry
-     * changed after the timeline signed it. */
+     * changed after the timeline signed it.  Timeline 1's Bind of the name
+     * is also its tree's last entry: with both copies changed the entry
+     * is found first, with the first (the last entry's) the last entry. */
+    a = edit("Services: https,smtp\nSignature", "Services: https,smtq\n"
+        "Signature", 0, &len);
+    p = strstr(a, "Services: https,smtp\nSignature");
+    assert_non_null(p);
+    p[19] = 'q';
+    refused(resign_answer(a, &len), len, NAME, SK_ERR_SIGNATURE, "timeline 1 SN 1");
     a = edit("Services: https,smtp\nSignature", "Services: https,smtq\n"
         "Signature", 1, &len);
-    refused(a, len, NAME, SK_ERR_SIGNATURE, "timeline 1 SN 1");
+    refused(a, len, NAME, SK_ERR_SIGNATURE, "timeline 1: last entry: field "
+        "\"Signature\"");
 
     /* An altered proof hash. */
     a = fx_answer(&tw, NAME, &len);
     {
-        char *p = strstr(a, "Proof: ");
         char  from[64], to[64];
 
+        p = strstr(a, "Proof: ");
         assert_non_null(p);
         p = strchr(p, '\n') + 1;
         snprintf(from, sizeof(from), "%.44s", p);

@@ -205,6 +205,223 @@ fx_addf(char **buf, size_t *len, const char *fmt, ...)
 }
 
 
+/* Timeline i's name map at its whole tree: every named entry's key and
+ * value, sorted by key; *n keys. */
+static inline void
+fx_map(fx_world_t *w, size_t i, unsigned char (*keys)[SK_MAP_KEY_BYTES],
+    sk_map_value_t *vals, size_t *n)
+{
+    fx_tl_t           *tl = &w->tl[i];
+    unsigned char      k[SK_MAP_KEY_BYTES], tk[SK_MAP_KEY_BYTES];
+    sk_map_value_t     tv;
+    sk_merkle_hash_t   leaf;
+    sk_entry_t        *e;
+    sk_err_t           err;
+    uint64_t           sn;
+    size_t             j;
+
+    *n = 0;
+    for (sn = 0; sn < tl->n; sn++) {
+        tu_assert_ok(sk_entry_parse(&e, tl->text[sn], tl->len[sn], &err),
+            &err);
+        if (sk_entry_name(e) != NULL) {
+            tu_assert_ok(sk_map_key(k, sk_entry_name(e), &err), &err);
+            for (j = 0; j < *n && memcmp(keys[j], k, sizeof(k)) != 0; j++) {
+            }
+            if (j == *n) {
+                memcpy(keys[j], k, sizeof(k));
+                sk_map_value_init(&vals[j]);
+                (*n)++;
+            }
+            tu_assert_ok(sk_merkle_leaf_hash(leaf, tl->text[sn], tl->len[sn],
+                &err), &err);
+            sk_map_value_add(&vals[j], sn, leaf);
+            /* keep sorted: bubble the key into place */
+            for (; j > 0 && memcmp(keys[j - 1], keys[j], sizeof(k)) > 0;
+                 j--)
+            {
+                memcpy(tk, keys[j], sizeof(k));
+                memcpy(keys[j], keys[j - 1], sizeof(k));
+                memcpy(keys[j - 1], tk, sizeof(k));
+                tv = vals[j];
+                vals[j] = vals[j - 1];
+                vals[j - 1] = tv;
+            }
+        }
+        sk_entry_free(e);
+    }
+}
+
+
+static inline int
+fx_bit(const unsigned char *key, unsigned d)
+{
+    return (key[d / 8] >> (7 - d % 8)) & 1;
+}
+
+
+/* The hash of the subtree at depth d holding keys[0..n). */
+static inline void
+fx_subtree(sk_merkle_hash_t out, unsigned char (*keys)[SK_MAP_KEY_BYTES],
+    const sk_map_value_t *vals, size_t n, unsigned d)
+{
+    sk_merkle_hash_t  l, r, v;
+    size_t            mid;
+
+    if (n == 0) {
+        memset(out, 0, sizeof(sk_merkle_hash_t));
+        return;
+    }
+    if (n == 1) {
+        sk_map_value_hash(v, &vals[0]);
+        sk_map_leaf_hash(out, keys[0], v);
+        return;
+    }
+    for (mid = 0; mid < n && !fx_bit(keys[mid], d); mid++) {
+    }
+    fx_subtree(l, keys, vals, mid, d + 1);
+    fx_subtree(r, keys + mid, vals + mid, n - mid, d + 1);
+    sk_map_node_hash(out, l, r);
+}
+
+
+/* A small prover over the sorted map: the walk down key's path. */
+static inline void
+fx_map_prove(sk_map_proof_t *p, unsigned char (*keys)[SK_MAP_KEY_BYTES],
+    const sk_map_value_t *vals, size_t n, const unsigned char *key)
+{
+    sk_merkle_hash_t  sib;
+    size_t            mid;
+    unsigned          d = 0;
+
+    memset(p, 0, sizeof(*p));
+    while (n >= 2) {
+        for (mid = 0; mid < n && !fx_bit(keys[mid], d); mid++) {
+        }
+        if (fx_bit(key, d)) {
+            fx_subtree(sib, keys, vals, mid, d + 1);
+            keys += mid;
+            vals += mid;
+            n -= mid;
+        } else {
+            fx_subtree(sib, keys + mid, vals + mid, n - mid, d + 1);
+            n = mid;
+        }
+        if (memcmp(sib, (sk_merkle_hash_t) { 0 }, sizeof(sib)) != 0) {
+            p->bitmap[d / 8] |= (unsigned char) (0x80 >> (d % 8));
+            memcpy(p->siblings[p->nsiblings++], sib, sizeof(sib));
+        }
+        d++;
+    }
+    p->depth = d;
+    p->end = n == 0 ? SK_MAP_END_EMPTY : SK_MAP_END_LEAF;
+    if (n == 1) {
+        memcpy(p->leaf_key, keys[0], SK_MAP_KEY_BYTES);
+        sk_map_value_hash(p->leaf_value, &vals[0]);
+    }
+}
+
+
+/* Timeline i's map proof for name, as text (the map of its whole tree). */
+static inline char *
+fx_map_proof(fx_world_t *w, size_t i, const char *name, size_t *len)
+{
+    static unsigned char  keys[FX_MAX_ENTRIES][SK_MAP_KEY_BYTES];
+    static sk_map_value_t vals[FX_MAX_ENTRIES];
+    unsigned char         key[SK_MAP_KEY_BYTES];
+    sk_map_proof_t        p;
+    sk_err_t              err;
+    size_t                n;
+    char                 *text;
+
+    fx_map(w, i, keys, vals, &n);
+    tu_assert_ok(sk_map_key(key, name, &err), &err);
+    fx_map_prove(&p, keys, vals, n, key);
+    tu_assert_ok(sk_map_proof_format(&text, len, &p, &err), &err);
+    return text;
+}
+
+
+/* Append timeline i's Map-Root entry over its entries so far, at ts. */
+static inline void
+fx_map_root(fx_world_t *w, size_t i, int64_t ts)
+{
+    static unsigned char  keys[FX_MAX_ENTRIES][SK_MAP_KEY_BYTES];
+    static sk_map_value_t vals[FX_MAX_ENTRIES];
+    sk_merkle_hash_t      hv[FX_MAX_ENTRIES], root;
+    sk_entry_t           *e;
+    sk_err_t              err;
+    char                 *b64, names[24];
+    size_t                n, j;
+
+    fx_map(w, i, keys, vals, &n);
+    for (j = 0; j < n; j++) {
+        sk_map_value_hash(hv[j], &vals[j]);
+    }
+    tu_assert_ok(sk_map_root_sorted(root,
+        (const unsigned char (*)[SK_MAP_KEY_BYTES]) keys, hv, n, &err), &err);
+    tu_assert_ok(sk_entry_new(&e, SK_ENTRY_MAP_ROOT, &err), &err);
+    b64 = sk_b64_encode_alloc(root, sizeof(root));
+    snprintf(names, sizeof(names), "%zu", n);
+    tu_assert_ok(sk_entry_set(e, "Map-Hash", b64, &err), &err);
+    tu_assert_ok(sk_entry_set(e, "Map-Names", names, &err), &err);
+    free(b64);
+    fx_append(w, i, e, ts);
+}
+
+
+/* Is timeline i's last entry a Map-Root? */
+static inline int
+fx_mapped(fx_world_t *w, size_t i)
+{
+    fx_tl_t     *tl = &w->tl[i];
+    sk_entry_t  *e;
+    sk_err_t     err;
+    int          r;
+
+    if (tl->n == 0) {
+        return 0;
+    }
+    tu_assert_ok(sk_entry_parse(&e, tl->text[tl->n - 1], tl->len[tl->n - 1],
+        &err), &err);
+    r = sk_entry_type(e) == SK_ENTRY_MAP_ROOT;
+    sk_entry_free(e);
+    return r;
+}
+
+
+/* "Last-Entry: ", timeline i's last entry, its proof, and its map proof
+ * for name when it is a Map-Root (docs/protocol.md, "In a mirror
+ * answer"); nothing for an empty tree. */
+static inline void
+fx_answer_last(fx_world_t *w, size_t i, const char *name, char **buf,
+    size_t *len)
+{
+    fx_tl_t            *tl = &w->tl[i];
+    sk_merkle_proof_t   proof;
+    sk_err_t            err;
+    char               *ptext;
+    size_t              plen;
+
+    if (tl->n == 0) {
+        return;
+    }
+    tu_assert_ok(sk_merkle_tree_inclusion(&proof, tl->tree, tl->n - 1, tl->n,
+        &err), &err);
+    tu_assert_ok(sk_merkle_proof_format(&ptext, &plen, &proof, &err), &err);
+    fx_addf(buf, len, "Last-Entry: %zu\n", tl->len[tl->n - 1]);
+    fx_add(buf, len, tl->text[tl->n - 1], tl->len[tl->n - 1]);
+    fx_addf(buf, len, "Proof: %zu\n", proof.len);
+    fx_add(buf, len, ptext, plen);
+    free(ptext);
+    if (fx_mapped(w, i)) {
+        ptext = fx_map_proof(w, i, name, &plen);
+        fx_add(buf, len, ptext, plen);
+        free(ptext);
+    }
+}
+
+
 /* Timeline i's entries for name: Entry/Proof pieces (SN skip_sn left
  * out, as a mirror hiding it would). */
 static inline size_t
@@ -243,16 +460,37 @@ fx_answer_entries(fx_world_t *w, size_t i, const char *name,
 }
 
 
-/* A signed answer for name, as sk-mirror builds it (docs/protocol.md),
- * leaving out entry skip_sn of timeline skip_tid (0: none). */
+/* buf (the answer) with the mirror's signature line after it. */
 static inline char *
-fx_answer_omit(fx_world_t *w, const char *name, uint64_t skip_tid,
-    uint64_t skip_sn, size_t *len)
+fx_sign(fx_world_t *w, char *buf, size_t *len)
 {
     unsigned char  *sig;
     sk_err_t        err;
-    char           *buf = NULL, *ebuf, *note, *b64;
-    size_t          elen, nlen, siglen, i, n;
+    char           *b64, line[128];
+    size_t          siglen;
+
+    tu_assert_ok(sk_key_sign(&sig, &siglen, w->mirror,
+        (unsigned char *) buf, *len, &err), &err);
+    b64 = sk_b64_encode_alloc(sig, siglen);
+    snprintf(line, sizeof(line), "Signature: %s\n", b64);
+    free(b64);
+    free(sig);
+    buf = realloc(buf, *len + strlen(line) + 1);
+    assert_non_null(buf);
+    memcpy(buf + *len, line, strlen(line) + 1);
+    *len += strlen(line);
+    return buf;
+}
+
+
+/* An answer for name, as sk-mirror builds it (docs/protocol.md), leaving
+ * out entry skip_sn of timeline skip_tid (0: none); unsigned. */
+static inline char *
+fx_answer_body(fx_world_t *w, const char *name, uint64_t skip_tid,
+    uint64_t skip_sn, size_t *len)
+{
+    char           *buf = NULL, *ebuf, *note;
+    size_t          elen, nlen, i, n;
     int             served;
 
     *len = 0;
@@ -272,6 +510,7 @@ fx_answer_omit(fx_world_t *w, const char *name, uint64_t skip_tid,
         fx_addf(&buf, len, "Checkpoint: %zu\n", nlen);
         fx_add(&buf, len, note, nlen);
         free(note);
+        fx_answer_last(w, i, name, &buf, len);
         ebuf = NULL;
         elen = 0;
         n = fx_answer_entries(w, i, name, w->tl[i].tid == skip_tid
@@ -282,13 +521,16 @@ fx_answer_omit(fx_world_t *w, const char *name, uint64_t skip_tid,
         }
         free(ebuf);
     }
-    tu_assert_ok(sk_key_sign(&sig, &siglen, w->mirror,
-        (unsigned char *) buf, *len, &err), &err);
-    b64 = sk_b64_encode_alloc(sig, siglen);
-    fx_addf(&buf, len, "Signature: %s\n", b64);
-    free(b64);
-    free(sig);
     return buf;
+}
+
+
+/* The same, signed by the world's mirror. */
+static inline char *
+fx_answer_omit(fx_world_t *w, const char *name, uint64_t skip_tid,
+    uint64_t skip_sn, size_t *len)
+{
+    return fx_sign(w, fx_answer_body(w, name, skip_tid, skip_sn, len), len);
 }
 
 

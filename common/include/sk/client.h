@@ -31,6 +31,7 @@
 #include "key.h"
 #include "entry.h"
 #include "merkle.h"
+#include "map.h"
 #include "name.h"
 #include "record.h"
 #include "staple.h"
@@ -120,6 +121,17 @@ void sk_client_trust_free(sk_client_trust_t *t);
 /* A name's evidence: per timeline its checkpoint, and each entry for the
  * name with its inclusion proof in that checkpoint's tree. */
 
+/* What a timeline's checkpoint proves about the name (docs/protocol.md,
+ * "The client rule"). */
+typedef enum {
+    SK_CLIENT_MAP_UNMAPPED = 0,     /* its last entry is no Map-Root: the
+                                       name's absence is believed as before
+                                       maps */
+    SK_CLIENT_MAP_ABSENT,           /* the map proves the name absent */
+    SK_CLIENT_MAP_PRESENT           /* ... present, with exactly the
+                                       entries the view holds */
+} sk_client_map_t;
+
 typedef struct {
     uint64_t          tid;
     char             *note;         /* the signed checkpoint note; owned */
@@ -130,6 +142,13 @@ typedef struct {
                                        in the answer it came from ("Stuck":
                                        its last checked state); "" if from
                                        the cache */
+    char             *last;         /* the tree's last entry (SN size - 1),
+                                       canonical; owned; NULL: not given */
+    size_t            lastlen;
+    sk_merkle_proof_t last_proof;   /* its inclusion in the tree */
+    sk_map_proof_t   *mproof;       /* owned; the name's map proof when
+                                       last is a Map-Root entry */
+    sk_client_map_t   map;          /* set by sk_client_view_verify */
 } sk_client_cp_t;
 
 typedef struct {
@@ -154,6 +173,12 @@ int sk_client_view_add_cp(sk_client_view_t *v, uint64_t tid,
     const char *note, size_t len, sk_err_t *err) SK_WUR;
 int sk_client_view_add_item(sk_client_view_t *v, const char *text,
     size_t len, const sk_merkle_proof_t *proof, sk_err_t *err) SK_WUR;
+/* The last entry of tid's checkpoint tree, its inclusion proof and, when
+ * it is a Map-Root entry, the name's map proof (mp, else NULL): copies,
+ * checked by sk_client_view_verify.  The checkpoint must be added first. */
+int sk_client_view_set_last(sk_client_view_t *v, uint64_t tid,
+    const char *text, size_t len, const sk_merkle_proof_t *proof,
+    const sk_map_proof_t *mp, sk_err_t *err) SK_WUR;
 
 /*
  * Every checkpoint is signed by its trusted timeline under its origin
@@ -162,12 +187,24 @@ int sk_client_view_add_item(sk_client_view_t *v, const char *text,
  * by a trusted timeline that has a checkpoint here, signed by it, below
  * the checkpoint's size, and included in its tree by the proof; no
  * (TID, SN) twice.  The first failure is the error, naming the TID/SN.
+ *
+ * And the client rule (docs/protocol.md, "The name map"): each
+ * checkpoint comes with its tree's last entry, signed by the timeline,
+ * SN = size - 1, included by its proof.  If that is a Map-Root entry, the
+ * map proof for the name's key must verify against its Map-Hash, and the
+ * view's entries of that timeline must be exactly what it proves: none
+ * for an absent name; for a present one, in ascending SN, their count,
+ * newest SN and chain of leaf hashes give the proven value.  Each cp->map
+ * says what was proven.  A failure is SK_ERR_SIGNATURE ("timeline 7: map
+ * proof: ...").
  */
 int sk_client_view_verify(sk_client_view_t *v, const sk_client_trust_t *t,
     int64_t now, sk_err_t *err) SK_WUR;
 
 const sk_client_cp_t *sk_client_view_cp(const sk_client_view_t *v,
     uint64_t tid);
+/* "present", "absent", "unmapped". */
+const char *sk_client_map_name(sk_client_map_t m);
 const sk_client_item_t *sk_client_view_item(const sk_client_view_t *v,
     uint64_t tid, uint64_t sn);
 

@@ -74,10 +74,16 @@ int sk_evidence_entry(sk_entry_t **e, uint64_t *sn, int64_t *ts,
 int sk_evidence_head(sk_evidence_head_t *h, const sk_evidence_tl_t *tl,
     const sk_evidence_stmt_t *s, sk_err_t *err) SK_WUR;
 
+/* The Map-Hash and Map-Names of a Map-Root entry (SK_ERR_FORMAT naming
+ * the field, or if e is of another type). */
+int sk_evidence_map_root(const sk_entry_t *e, sk_merkle_hash_t root,
+    uint64_t *names, sk_err_t *err) SK_WUR;
+
 /*
  * Check the kinds that tl's signatures alone prove: duplicate-sn,
- * timestamp-regression, forked-checkpoint, checkpoint-before-entry and
- * checkpoint-root.  0: proven; -1: not (err says which statement and
+ * timestamp-regression, forked-checkpoint, checkpoint-before-entry,
+ * checkpoint-root and map-root (the map of the entries before a Map-Root
+ * entry, built in memory, is not the one it names).  0: proven; -1: not (err says which statement and
  * why); 1: another kind, left to the caller (err untouched).
  */
 int sk_evidence_check(const sk_evidence_t *ev, const sk_evidence_tl_t *tl,

@@ -173,7 +173,7 @@ sk_answer_take(sk_answer_t *a, uint64_t n, const char **data,
 
 static int
 sk_answer_entry(sk_answer_t *a, uint64_t tid, uint64_t *prev_sn,
-    int keep, sk_err_t *err)
+    int keep, int mapped, sk_err_t *err)
 {
     sk_merkle_proof_t   proof;
     const sk_client_item_t *it;
@@ -215,13 +215,75 @@ sk_answer_entry(sk_answer_t *a, uint64_t tid, uint64_t *prev_sn,
             " SN %" PRIu64 ": the entry is stamped TID %" PRIu64 " SN %"
             PRIu64, tid, sn, it->tid, it->sn);
     }
+    /* A mapped timeline lists the name's whole history, whatever Since. */
     if (sk_entry_timestamp(it->entry, &ts, NULL) != 0
-        || (uint64_t) ts < a->since)
+        || (!mapped && (uint64_t) ts < a->since))
     {
         return sk_err_set(err, SK_ERR_FORMAT, "answer: timeline %" PRIu64
             " SN %" PRIu64 ": older than Since", tid, sn);
     }
     return 0;
+}
+
+
+/* "Last-Entry: <n>", the entry, its "Proof: <p>" and, for a Map-Root, the
+ * "Map-Proof: " (docs/protocol.md, "In a mirror answer"); kept in the view
+ * if keep.  *mapped: a map proof came (every entry of the name follows,
+ * whatever Since). */
+static int
+sk_answer_last(sk_answer_t *a, uint64_t tid, int keep, int *mapped,
+    sk_err_t *err)
+{
+    static const char   mprefix[] = "Map-Proof: ";
+    sk_merkle_proof_t   proof;
+    sk_map_proof_t     *mp = NULL;
+    const char         *text = NULL, *lines = NULL;
+    uint64_t            n, p;
+    size_t              used;
+    int                 rc;
+
+    *mapped = 0;
+    if (sk_answer_num(a, "Last-Entry: ", &n, NULL, "timeline block ", err)
+        != 0 || sk_answer_take(a, n, &text, "last entry", err) != 0
+        || sk_answer_num(a, "Proof: ", &p, NULL, "timeline block ", err)
+           != 0)
+    {
+        return -1;
+    }
+    if (p > SK_MERKLE_PROOF_MAX
+        || sk_answer_take(a, p * SK_CL_HASH_LINE, &lines, "proof", err) != 0
+        || sk_merkle_proof_parse(&proof, lines, (size_t) p * SK_CL_HASH_LINE,
+               err) != 0
+        || proof.len != p)
+    {
+        return sk_err_prefix(err, "answer: timeline %" PRIu64 ": last "
+            "entry's proof", tid);
+    }
+    if ((size_t) (a->end - a->p) >= sizeof(mprefix) - 1
+        && memcmp(a->p, mprefix, sizeof(mprefix) - 1) == 0)
+    {
+        mp = malloc(sizeof(*mp));
+        if (mp == NULL) {
+            return sk_err_set(err, SK_ERR_NOMEM, "map proof");
+        }
+        if (sk_map_proof_parse(mp, &used, a->p, (size_t) (a->end - a->p),
+                err) != 0)
+        {
+            free(mp);
+            return sk_err_prefix(err, "answer: timeline %" PRIu64 ": map "
+                "proof", tid);
+        }
+        a->p += used;
+        *mapped = 1;
+    }
+    rc = 0;
+    if (keep && sk_client_view_set_last(a->v, tid, text, (size_t) n, &proof,
+            mp, err) != 0)
+    {
+        rc = sk_err_prefix(err, "answer");
+    }
+    free(mp);
+    return rc;
 }
 
 
@@ -231,7 +293,7 @@ sk_answer_block(sk_answer_t *a, uint64_t *prev_tid, sk_err_t *err)
     char         val[64], *sp;
     const char  *note = NULL;
     uint64_t     tid, n, m, i, age, prev_sn = UINT64_MAX;
-    int          st, served, keep;
+    int          st, served, keep, mapped = 0;
 
     if (sk_cl_line(&a->p, a->end, "Timeline: ", val, sizeof(val)) != 0
         || (sp = strchr(val, ' ')) == NULL)
@@ -273,17 +335,9 @@ sk_answer_block(sk_answer_t *a, uint64_t *prev_tid, sk_err_t *err)
         a->info->age[a->block - 1] = (int64_t) age;
         served = 1;
     }
-    if (sk_answer_num(a, "Entries: ", &m, NULL, "timeline block ", err) != 0)
-    {
-        return -1;
-    }
-    if (!served && (n != 0 || m != 0)) {
+    if (!served && n != 0) {
         return sk_err_set(err, SK_ERR_FORMAT, "answer: timeline %" PRIu64
-            " is %s but has a checkpoint or entries", tid, sp + 1);
-    }
-    if (n == 0 && m != 0) {
-        return sk_err_set(err, SK_ERR_FORMAT, "answer: timeline %" PRIu64
-            ": entries without a checkpoint", tid);
+            " is %s but has a checkpoint", tid, sp + 1);
     }
     keep = n > 0 && sk_client_trust_find(a->t, tid) != NULL;
     if (keep && sk_client_view_add_cp(a->v, tid, note, (size_t) n, err)
@@ -295,8 +349,27 @@ sk_answer_block(sk_answer_t *a, uint64_t *prev_tid, sk_err_t *err)
         snprintf(a->v->cps[a->v->ncps - 1].state,
             sizeof(a->v->cps[0].state), "%s", sp + 1);
     }
+    /* An empty tree has no last entry: "Entries: " follows directly. */
+    if (n > 0 && (size_t) (a->end - a->p) >= 12
+        && memcmp(a->p, "Last-Entry: ", 12) == 0
+        && sk_answer_last(a, tid, keep, &mapped, err) != 0)
+    {
+        return -1;
+    }
+    if (sk_answer_num(a, "Entries: ", &m, NULL, "timeline block ", err) != 0)
+    {
+        return -1;
+    }
+    if (!served && m != 0) {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: timeline %" PRIu64
+            " is %s but has entries", tid, sp + 1);
+    }
+    if (n == 0 && m != 0) {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: timeline %" PRIu64
+            ": entries without a checkpoint", tid);
+    }
     for (i = 0; i < m; i++) {
-        if (sk_answer_entry(a, tid, &prev_sn, keep, err) != 0) {
+        if (sk_answer_entry(a, tid, &prev_sn, keep, mapped, err) != 0) {
             return -1;
         }
     }

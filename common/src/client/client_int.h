@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sk/client.h>
+
 /* A growing text buffer (a failed allocation sticks in failed). */
 typedef struct {
     char    *p;
@@ -27,5 +29,10 @@ int sk_cl_nums(const char *s, uint64_t *a, uint64_t *b);
 
 /* Bytes of one proof line: 44 standard base64 characters and "\n". */
 #define SK_CL_HASH_LINE  45
+
+/* The client rule for one checkpoint of v (client_map.c): its last entry
+ * and, for a Map-Root, the map proof against v's entries; sets cp->map. */
+int sk_cl_map_check(sk_client_cp_t *cp, const sk_client_view_t *v,
+    const sk_client_timeline_t *tl, sk_err_t *err) SK_WUR;
 
 #endif

@@ -83,9 +83,16 @@ sk_lookup_merge(sk_client_view_t *dst, const sk_client_view_t *src,
         {
             return -1;
         }
+        if (cp->last != NULL
+            && sk_client_view_set_last(dst, cp->tid, cp->last, cp->lastlen,
+                   &cp->last_proof, cp->mproof, err) != 0)
+        {
+            return -1;
+        }
         ncp = &dst->cps[dst->ncps - 1];
         ncp->cp = cp->cp;
         ncp->ts = cp->ts;
+        ncp->map = cp->map;
         memcpy(ncp->state, cp->state, sizeof(ncp->state));
         for (j = 0; j < src->nitems; j++) {
             if (src->items[j].tid == cp->tid
@@ -197,6 +204,30 @@ sk_lookup_reneged(sk_lookup_t *l, sk_client_result_t *res,
 }
 
 
+/* An answer (a staple's or a mirror's) may add to what the client holds,
+ * never take from it: a timeline's tree smaller than the cached one is an
+ * older answer, replayed (its map proof holds for its own, older
+ * checkpoint). */
+static int
+sk_lookup_older(const sk_client_view_t *v,
+    const sk_client_view_t *cached, sk_err_t *err)
+{
+    const sk_client_cp_t  *cp;
+    size_t                 i;
+
+    for (i = 0; i < cached->ncps; i++) {
+        cp = sk_client_view_cp(v, cached->cps[i].tid);
+        if (cp != NULL && cp->cp.size < cached->cps[i].cp.size) {
+            return sk_err_set(err, SK_ERR_SIGNATURE, "is older than what "
+                "the client holds: timeline %" PRIu64 " tree of %" PRIu64
+                " entries, the cache has %" PRIu64, cp->tid, cp->cp.size,
+                cached->cps[i].cp.size);
+        }
+    }
+    return 0;
+}
+
+
 /* Ask one mirror.  1: *v holds a verified, trusted answer; 0: nothing
  * usable (logged); -1: a local failure. */
 static int
@@ -263,6 +294,13 @@ sk_lookup_ask(sk_lookup_t *l, sk_client_result_t *res,
         sk_lookup_drop(l, res, st, &e);
         return 0;
     }
+    /* Not held against the mirror (it may lag behind the one the cache
+     * came from), but not believed either. */
+    if (l->have_cached && sk_lookup_older(v, &l->cached, &e) != 0) {
+        sk_client_view_free(v);
+        sk_lookup_log(res, m->url, "refused: the answer %s", e.msg);
+        return 0;
+    }
     sk_client_mstate_update(st, v);
     if (l->cache != NULL
         && sk_client_cache_put_mirror(l->cache, st, err) != 0)
@@ -275,28 +313,6 @@ sk_lookup_ask(sk_lookup_t *l, sk_client_result_t *res,
         return -1;
     }
     return 1;
-}
-
-
-/* A staple may add to what the client holds, never take from it: a
- * timeline's tree smaller than the cached one is an older answer. */
-static int
-sk_lookup_staple_older(const sk_client_view_t *v,
-    const sk_client_view_t *cached, sk_err_t *err)
-{
-    const sk_client_cp_t  *cp;
-    size_t                 i;
-
-    for (i = 0; i < cached->ncps; i++) {
-        cp = sk_client_view_cp(v, cached->cps[i].tid);
-        if (cp != NULL && cp->cp.size < cached->cps[i].cp.size) {
-            return sk_err_set(err, SK_ERR_SIGNATURE, "is older than what "
-                "the client holds: timeline %" PRIu64 " tree of %" PRIu64
-                " entries, the cache has %" PRIu64, cp->tid, cp->cp.size,
-                cached->cps[i].cp.size);
-        }
-    }
-    return 0;
 }
 
 
@@ -323,7 +339,7 @@ sk_lookup_staple(sk_lookup_t *l, sk_client_result_t *res, sk_err_t *err)
     }
     /* A replayed answer from before what the client holds. */
     if (l->have_cached
-        && (sk_lookup_staple_older(&v, &l->cached, &e) != 0
+        && (sk_lookup_older(&v, &l->cached, &e) != 0
             || sk_client_fresh_check_mirror(NULL, &v, &l->cached, l->t, &e)
                != 0))
     {

@@ -11,7 +11,20 @@
 
 #include <sk/client.h>
 
+#include "client_int.h"
+
 #define SK_VIEW_FUTURE  3600    /* checkpoint clocks may run this far ahead */
+
+
+static void
+sk_view_cp_clear(sk_client_cp_t *cp)
+{
+    free(cp->note);
+    free(cp->last);
+    free(cp->mproof);
+    cp->note = cp->last = NULL;
+    cp->mproof = NULL;
+}
 
 
 int
@@ -35,7 +48,7 @@ sk_client_view_add_cp(sk_client_view_t *v, uint64_t tid, const char *note,
     for (i = 0; i < v->ncps; i++) {
         if (v->cps[i].tid == tid) {
             cp = &v->cps[i];
-            free(cp->note);
+            sk_view_cp_clear(cp);
         }
     }
     if (cp == NULL) {
@@ -99,6 +112,59 @@ sk_client_view_add_item(sk_client_view_t *v, const char *text, size_t len,
     }
     v->nitems++;
     return 0;
+}
+
+
+int
+sk_client_view_set_last(sk_client_view_t *v, uint64_t tid, const char *text,
+    size_t len, const sk_merkle_proof_t *proof, const sk_map_proof_t *mp,
+    sk_err_t *err)
+{
+    sk_client_cp_t  *cp = (sk_client_cp_t *) sk_client_view_cp(v, tid);
+    char            *copy;
+    sk_map_proof_t  *mcopy = NULL;
+
+    if (cp == NULL) {
+        return sk_err_set(err, SK_ERR_USAGE, "timeline %" PRIu64 ": a last "
+            "entry without a checkpoint", tid);
+    }
+    if (len == 0 || len > SK_ENTRY_MAX) {
+        return sk_err_set(err, SK_ERR_FORMAT, "timeline %" PRIu64 ": last "
+            "entry of %zu bytes", tid, len);
+    }
+    copy = malloc(len + 1);
+    if (copy == NULL || (mp != NULL
+            && (mcopy = malloc(sizeof(*mcopy))) == NULL))
+    {
+        free(copy);
+        return sk_err_set(err, SK_ERR_NOMEM, "last entry");
+    }
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    if (mp != NULL) {
+        *mcopy = *mp;
+    }
+    free(cp->last);
+    free(cp->mproof);
+    cp->last = copy;
+    cp->lastlen = len;
+    cp->last_proof = *proof;
+    cp->mproof = mcopy;
+    cp->map = SK_CLIENT_MAP_UNMAPPED;
+    return 0;
+}
+
+
+const char *
+sk_client_map_name(sk_client_map_t m)
+{
+    switch (m) {
+    case SK_CLIENT_MAP_ABSENT:  return "absent";
+    case SK_CLIENT_MAP_PRESENT: return "present";
+    default:
+        break;
+    }
+    return "unmapped";
 }
 
 
@@ -262,6 +328,13 @@ sk_client_view_verify(sk_client_view_t *v, const sk_client_trust_t *t,
                 v->items[i].tid, v->items[i].sn);
         }
     }
+    for (i = 0; i < v->ncps; i++) {
+        if (sk_cl_map_check(&v->cps[i], v, sk_client_trust_find(t,
+                v->cps[i].tid), err) != 0)
+        {
+            return sk_err_prefix(err, "timeline %" PRIu64, v->cps[i].tid);
+        }
+    }
     return 0;
 }
 
@@ -296,7 +369,7 @@ sk_client_view_free(sk_client_view_t *v)
         return;
     }
     for (i = 0; i < v->ncps; i++) {
-        free(v->cps[i].note);
+        sk_view_cp_clear(&v->cps[i]);
     }
     for (i = 0; i < v->nitems; i++) {
         sk_entry_free(v->items[i].entry);
