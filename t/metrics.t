@@ -159,15 +159,18 @@ is(val("sk_timeline_append_duration_seconds_bucket{$i7,le=\"+Inf\"}"), 4,
     '... the +Inf bucket is the count');
 ok(val("sk_timeline_fsync_duration_seconds_count{$i7}") >= 2,
     '... an fdatasync timed per group commit');
-is(val("sk_timeline_tree_size{$i7}"), 2, '... tree size 2');
+# Each append is its own batch here, and each batch ends in its Map-Root
+# entry (docs/protocol.md, "The name map"): 2 entries make a tree of 4.
+is(val("sk_timeline_tree_size{$i7}"), 4,
+    '... tree size 4 (2 entries, each with its Map-Root)');
 is(val("sk_timeline_appends_refused{$i7}"), 0, '... appends not refused');
 my $age = val("sk_timeline_checkpoint_age_seconds{$i7}");
 ok($age ne 'none' && $age < 10,
     "... signed a checkpoint recently (the mirror polls): $age s");
 
-is(val('sk_mirror_entries_synced_total{tid="7"}'), 2,
-    'mirror: 2 entries synced from timeline 7');
-is(val('sk_mirror_entries{tid="8"}'), 2, '... 2 stored from timeline 8');
+is(val('sk_mirror_entries_synced_total{tid="7"}'), 4,
+    'mirror: 4 entries synced from timeline 7 (2 and their Map-Roots)');
+is(val('sk_mirror_entries{tid="8"}'), 4, '... 4 stored from timeline 8');
 is(val('sk_mirror_lag_entries{tid="7"}'), 0, '... no lag');
 is(val('sk_mirror_timeline_state{tid="7",state="Idle"}'), 1,
     '... timeline 7 Idle');

@@ -45,7 +45,8 @@ $r = sk('register', '-i', "$d/bind.e", '-t', $t->{url});
 is($r->{rc}, 0, 'sk register') or diag($r->{out} . $r->{err});
 my ($bind) = grep { /^Bind: / && /^Name: example\.com$/m }
     parse_entries(read_log("$d/tl"));
-like($bind // '', qr/^SN: 1$/m, 'the stamped Bind from the timeline');
+# SN 0 the root CA, SN 1 its batch's Map-Root entry.
+like($bind // '', qr/^SN: 2$/m, 'the stamped Bind from the timeline');
 stop_daemon($t->{pid});
 
 # The record in a cache directory and in Redis.
