@@ -756,8 +756,8 @@ tl_store_read_tree(tl_timeline_t *tl, char **out, size_t *len, uint64_t sn,
 }
 
 
-int
-tl_store_reindex(tl_timeline_t *tl, sk_err_t *err)
+static int
+tl_store_reindex_now(tl_timeline_t *tl, sk_err_t *err)
 {
     sk_merkle_tree_t  *tree = tl->tree;
     uint64_t           size = tl->size, logged = tl->logged;
@@ -766,9 +766,6 @@ tl_store_reindex(tl_timeline_t *tl, sk_err_t *err)
     off_t              inc_size = tl->inc.size;
     int                rc;
 
-    while (tl->index_syncing) {
-        pthread_cond_wait(&tl->synced, &tl->lock);  /* it uses tl->db */
-    }
     if (tl->mode != TL_RUN || !tl->db_ready || tl->reindexing
         || tl->failed)
     {
@@ -815,4 +812,16 @@ tl_store_reindex(tl_timeline_t *tl, sk_err_t *err)
     tl_log("%s: rebuilt from the log: %" PRIu64 " entries", tl->db_dir,
         tl->size);
     return 0;
+}
+
+
+int
+tl_store_reindex(tl_timeline_t *tl, sk_err_t *err)
+{
+    /* A batch's index sync, out of the lock, uses tl->db, which the
+     * rebuild reopens; what it saves of tl must be as after the wait. */
+    while (tl->index_syncing) {
+        pthread_cond_wait(&tl->synced, &tl->lock);
+    }
+    return tl_store_reindex_now(tl, err);
 }
