@@ -283,7 +283,10 @@ struct tl_timeline_s {
     uint64_t          logged;       /* entries fdatasync()ed */
     uint64_t          durable;      /* entries signed-head covers: all
                                        that may be shown */
-    int               log_syncing;  /* a writer is in the log's fdatasync */
+    int               log_syncing;  /* a writer is in the log's fdatasync
+                                       (and the index's after it) */
+    int               index_syncing; /* the writer is in the index's
+                                       sync, out of the lock: tl->db stays */
     int               head_syncing; /* a writer is writing signed-head */
     int               failed;       /* the log's sync failed: refuse
                                        appends until a restart */
@@ -328,8 +331,6 @@ struct tl_timeline_s {
     sk_merkle_hash_t  map_root;
     uint64_t          map_names;
     int               map_seal;     /* the next flush appends a Map-Root */
-    int               flush_sync;   /* the last flush's log sync: 0 not
-                                       reached, 1 done, -1 failed */
     uint64_t          seal_fails;   /* batches whose Map-Root could not be
                                        written: their waiters get 500 and
                                        the next batch's Map-Root covers
@@ -527,7 +528,15 @@ int tl_index_rebuild(tl_timeline_t *tl, const char *why, sk_err_t *err)
  * is full (force: whatever is pending).  A failed flush is logged and
  * retried later (the index only lags). */
 void tl_index_maybe_flush(tl_timeline_t *tl, int force);
+/* Sync the logs, commit everything pending, sync the index. */
 int tl_index_flush(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* A batch's seal, under tl->lock: commit everything pending (with the map,
+ * its Map-Root entry appended first) with no sync; the caller then, out
+ * of the lock and in this order, tl_index_sync_logs() and
+ * tl_index_sync(). */
+int tl_index_seal(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+int tl_index_sync_logs(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+int tl_index_sync(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 /* Flush (if db_ready) and close; removes a scratch index. */
 void tl_index_close(tl_timeline_t *tl);
 /* Under tl->lock: record SN tl->size (its offset is tl->end_off). */

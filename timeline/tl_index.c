@@ -23,10 +23,13 @@
  *
  * The logs stay the truth and the index is derived.  Entries written
  * since the last flush are kept in memory (tl->pend, the names' working
- * set); a flush writes them, with the meta records, in one transaction
- * after the log's fdatasync, so after kill -9 at any point the index is
- * as of some flush: whole, and behind the log or level with it.  Appends
- * are acknowledged on the log's sync as before, never on the index's.
+ * set); a flush writes them, with the meta records, in one transaction,
+ * and syncs it only after the log's fdatasync (the environment commits
+ * with no sync of its own: tl_index_commit), so after kill -9 at any
+ * point the index is as of some flush: whole, and behind the log or level
+ * with it; after a system crash between the two syncs it may be ahead of
+ * the log or its last commit partly written, and the checks below rebuild
+ * it.  Appends are acknowledged on the log's sync, never on the index's.
  *
  * At open the index must agree with the logs: its schema, TID and budget
  * settings; its end within the log; the last entry it indexed read back
@@ -91,7 +94,7 @@ static int
 tl_index_env(tl_timeline_t *tl, sk_err_t *err)
 {
     /* A scratch index (--check) need not survive a crash. */
-    sk_db_opts_t  o = { .lazy_sync = tl->db_scratch,
+    sk_db_opts_t  o = { .lazy_sync = tl->db_scratch, .no_sync = 1,
                         .map_size = tl->conf.index_map_size };
 
     if (sk_db_open(&tl->db, tl->db_dir, &o, err) != 0) {
@@ -1180,8 +1183,12 @@ tl_index_dirty(const tl_timeline_t *tl)
 }
 
 
-int
-tl_index_flush(tl_timeline_t *tl, sk_err_t *err)
+/* Everything pending in one transaction, committed.  The environment
+ * commits without an fsync (no_sync): with sync, the logs are synced
+ * first and the environment after the commit; without (a batch's seal),
+ * the caller syncs the logs, then tl_index_sync(), out of tl->lock. */
+static int
+tl_index_commit(tl_timeline_t *tl, int sync, sk_err_t *err)
 {
     sk_merkle_hash_t  root;
     sk_db_txn_t      *t;
@@ -1193,7 +1200,6 @@ tl_index_flush(tl_timeline_t *tl, sk_err_t *err)
         tl_state_forget(tl);
         return 0;
     }
-    tl->flush_sync = 0;
     if (sk_db_begin(tl->db, 1, &t, err) != 0) {
         return -1;
     }
@@ -1204,18 +1210,10 @@ tl_index_flush(tl_timeline_t *tl, sk_err_t *err)
         sk_db_abort(t);
         return -1;
     }
-    /* Never index what the log might still lose: an index ahead of the
-     * log would be thrown away at the next start. */
-    if (tl->mode != TL_CHECK
-        && ((tl->log.fd >= 0 && fdatasync(tl->log.fd) != 0)
-            || (tl->inc.fd >= 0 && fdatasync(tl->inc.fd) != 0)))
-    {
-        sk_err_sys(err, "%s: sync before indexing", tl->log.path);
+    if (sync && tl_index_sync_logs(tl, err) != 0) {
         sk_db_abort(t);
-        tl->flush_sync = -1;
         return -1;
     }
-    tl->flush_sync = 1;
     if (sk_db_commit(t, err) != 0) {
         return -1;
     }
@@ -1229,7 +1227,49 @@ tl_index_flush(tl_timeline_t *tl, sk_err_t *err)
     tl->roots_dirty = tl->stat_stale = 0;
     tl->flushes++;
     tl_state_forget(tl);
+    return sync ? tl_index_sync(tl, err) : 0;
+}
+
+
+/* fdatasync of the logs the index is about to cover. */
+int
+tl_index_sync_logs(tl_timeline_t *tl, sk_err_t *err)
+{
+    if (tl->mode != TL_CHECK
+        && ((tl->log.fd >= 0 && fdatasync(tl->log.fd) != 0)
+            || (tl->inc.fd >= 0 && fdatasync(tl->inc.fd) != 0)))
+    {
+        return sk_err_sys(err, "%s: sync before indexing", tl->log.path);
+    }
     return 0;
+}
+
+
+/* Never index what the log might still lose: the environment is synced
+ * only after the logs (an index found ahead of the log at a start, as a
+ * system crash between the two syncs could leave it, is rebuilt from the
+ * log: tl_index_agrees). */
+int
+tl_index_sync(tl_timeline_t *tl, sk_err_t *err)
+{
+    if (tl->db_scratch || sk_db_sync(tl->db, err) == 0) {
+        return 0;
+    }
+    return sk_err_prefix(err, "%s: after the log's sync", tl->db_dir);
+}
+
+
+int
+tl_index_flush(tl_timeline_t *tl, sk_err_t *err)
+{
+    return tl_index_commit(tl, 1, err);
+}
+
+
+int
+tl_index_seal(tl_timeline_t *tl, sk_err_t *err)
+{
+    return tl_index_commit(tl, 0, err);
 }
 
 

@@ -397,22 +397,19 @@ tl_store_write(tl_timeline_t *tl, const char *buf, size_t len, int64_t ts,
 }
 
 
-/* With the name map: end the batch with its Map-Root entry, appended by
- * the index's flush, which syncs the log before it commits (tl_map.c).
- * -1 only if the log's sync failed.  A commit that failed after it leaves
- * the batch sealed and on disk (the index lags, as any failed flush); a
- * Map-Root that could not be written (a full disk) fails this batch's
- * waiters (500), and the next batch's Map-Root covers its entries. */
+/* With the name map: end the batch with its Map-Root entry, appended and
+ * committed to the index (not yet synced) under the lock (tl_map.c).  A
+ * commit that failed after the Map-Root was written leaves the batch
+ * sealed (the index lags, as any failed flush); a Map-Root that could not
+ * be written (a full disk) fails this batch's waiters (500, returns 1),
+ * and the next batch's Map-Root covers its entries. */
 static int
 tl_store_seal(tl_timeline_t *tl, sk_err_t *err)
 {
-    if (tl_index_flush(tl, err) == 0) {
+    if (tl_index_seal(tl, err) == 0) {
         return 0;
     }
-    if (tl->flush_sync < 0) {
-        return -1;
-    }
-    if (tl->flush_sync > 0 && !tl->map_seal) {
+    if (!tl->map_seal) {
         tl_log("%s: flush: %s (the index lags; retried)", tl->db_dir,
             err->msg);
         return 0;
@@ -423,16 +420,39 @@ tl_store_seal(tl_timeline_t *tl, sk_err_t *err)
 }
 
 
-/* Lead one fdatasync of the log for everything written so far.  With
- * the name map, the batch ends in its Map-Root entry: the index's flush
- * appends it and syncs the log before it commits (tl_map.c), the lock
- * held. */
+/* Out of the lock, the log synced: the sealed batch's index commit.  The
+ * next leader waits for it (log_syncing), so at most one commit is ever
+ * not on disk; its waiters need not (acknowledged on the log's sync). */
+static void
+tl_store_sync_index(tl_timeline_t *tl)
+{
+    sk_err_t  err;
+    int       rc;
+
+    tl->index_syncing = 1;
+    pthread_mutex_unlock(&tl->lock);
+    rc = tl_index_sync(tl, &err);
+    pthread_mutex_lock(&tl->lock);
+    tl->index_syncing = 0;
+    if (rc != 0) {
+        /* What reached data.mdb is unknown: a start checks it. */
+        tl_store_fail(tl, "%s; appends refused until a restart checks the "
+            "index against the log", err.msg);
+    }
+}
+
+
+/* Lead one fdatasync of the log for everything written so far, out of
+ * the lock, so that appends go on meanwhile (they join the next batch).
+ * With the name map, the batch first ends in its Map-Root entry, the
+ * index committed with it (tl_store_seal); the index is synced after the
+ * log, never before: it must not get ahead of what the log keeps. */
 static void
 tl_store_sync_log(tl_timeline_t *tl)
 {
     uint64_t  target, us;
     sk_err_t  err;
-    int       rc;
+    int       rc = 0, sealed = 0;
 
     tl->log_syncing = 1;
     pthread_mutex_unlock(&tl->lock);
@@ -443,15 +463,17 @@ tl_store_sync_log(tl_timeline_t *tl)
     pthread_mutex_lock(&tl->lock);
     if (tl->map != NULL && tl->map_seal) {
         rc = tl_store_seal(tl, &err);
-        target = tl->size;
-    } else {
-        target = tl->size;
+        sealed = rc == 0;
+    }
+    target = tl->size;
+    if (rc == 0) {
         pthread_mutex_unlock(&tl->lock);
-        rc = fdatasync(tl->log.fd) != 0 ? sk_err_sys(&err, "fdatasync") : 0;
+        rc = sealed ? tl_index_sync_logs(tl, &err)
+             : fdatasync(tl->log.fd) != 0 ? sk_err_sys(&err, "fdatasync")
+             : 0;
         pthread_mutex_lock(&tl->lock);
     }
     tl_metrics_fsync(tl, tl_us() - us);
-    tl->log_syncing = 0;
     if (rc > 0) {
         tl_log("%s: %s (the batch's Map-Root entry could not be written: its "
             "appends answered 500)", tl->log.path, tl->seal_msg);
@@ -463,6 +485,11 @@ tl_store_sync_log(tl_timeline_t *tl)
     } else if (target > tl->logged) {
         tl->logged = target;
     }
+    pthread_cond_broadcast(&tl->synced);
+    if (rc == 0 && sealed) {
+        tl_store_sync_index(tl);
+    }
+    tl->log_syncing = 0;
     pthread_cond_broadcast(&tl->synced);
 }
 
@@ -729,8 +756,8 @@ tl_store_read_tree(tl_timeline_t *tl, char **out, size_t *len, uint64_t sn,
 }
 
 
-int
-tl_store_reindex(tl_timeline_t *tl, sk_err_t *err)
+static int
+tl_store_reindex_now(tl_timeline_t *tl, sk_err_t *err)
 {
     sk_merkle_tree_t  *tree = tl->tree;
     uint64_t           size = tl->size, logged = tl->logged;
@@ -785,4 +812,16 @@ tl_store_reindex(tl_timeline_t *tl, sk_err_t *err)
     tl_log("%s: rebuilt from the log: %" PRIu64 " entries", tl->db_dir,
         tl->size);
     return 0;
+}
+
+
+int
+tl_store_reindex(tl_timeline_t *tl, sk_err_t *err)
+{
+    /* A batch's index sync, out of the lock, uses tl->db, which the
+     * rebuild reopens; what it saves of tl must be as after the wait. */
+    while (tl->index_syncing) {
+        pthread_cond_wait(&tl->synced, &tl->lock);
+    }
+    return tl_store_reindex_now(tl, err);
 }

@@ -178,6 +178,9 @@ sk_db_open(sk_db_t **out, const char *dir, const sk_db_opts_t *opts,
     if (opts->lazy_sync) {
         flags |= MDB_NOMETASYNC;
     }
+    if (opts->no_sync) {
+        flags |= MDB_NOSYNC;
+    }
     if ((rc = mdb_env_open(db->env, dir, flags, 0600)) != 0) {
         sk_db_fail(db, rc, err, "open");
         goto fail;
@@ -277,6 +280,15 @@ sk_db_commit(sk_db_txn_t *t, sk_err_t *err)
     }
     free(t);
     return 0;
+}
+
+
+int
+sk_db_sync(sk_db_t *db, sk_err_t *err)
+{
+    int rc = mdb_env_sync(db->env, 1);
+
+    return rc != 0 ? sk_db_fail(db, rc, err, "sync") : 0;
 }
 
 

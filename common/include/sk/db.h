@@ -47,6 +47,13 @@ typedef struct {
                                system crash may undo the last commits,
                                never break the file (MDB_NOMETASYNC);
                                for indexes that catch up from a log */
+    int         no_sync;    /* commits write their pages and never
+                               fsync: durable only at sk_db_sync(), and a
+                               system crash before it may undo or tear
+                               the commits since (MDB_NOSYNC); for an
+                               index checked against a log at each start,
+                               whose syncs its caller orders with the
+                               log's */
 } sk_db_opts_t;
 
 /* Open (creating it, mode 0700, unless read_only) the environment in dir;
@@ -67,11 +74,15 @@ int sk_db_table(sk_db_t *db, const char *name, int create, sk_db_table_t *t,
 
 int sk_db_begin(sk_db_t *db, int write, sk_db_txn_t **txn, sk_err_t *err)
     SK_WUR;
-/* Commit (durable when this returns, unless lazy_sync) and free txn;
+/* Commit (durable when this returns, unless lazy_sync or no_sync) and
+ * free txn;
  * on failure txn is aborted and freed all the same. */
 int sk_db_commit(sk_db_txn_t *txn, sk_err_t *err) SK_WUR;
 /* Drop every change and free txn; NULL is accepted. */
 void sk_db_abort(sk_db_txn_t *txn);
+/* Flush every commit to disk (fdatasync of data.mdb): with no_sync, what
+ * makes them durable.  Safe while other threads read. */
+int sk_db_sync(sk_db_t *db, sk_err_t *err) SK_WUR;
 
 /* 0 and the value, 1 if no such key, -1 on error. */
 int sk_db_get(sk_db_txn_t *txn, sk_db_table_t t, const void *key,
