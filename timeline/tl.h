@@ -598,6 +598,14 @@ int tl_map_check_end(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 /* After tl_store_settle: append the Map-Root due, synced and signed. */
 int tl_map_start(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 
+/* tl_index_boot.c: index/boot names the boot the index was opened in
+ * (written durably before any commit); *crashed if one from another boot
+ * was left behind, when the index must be rebuilt from the log.  A
+ * clean close, after its last sync, removes it. */
+int tl_index_boot_begin(const char *dir, int *crashed, sk_err_t *err)
+    SK_WUR;
+void tl_index_boot_end(const char *dir);
+
 /* tl_index_check.c, --check: data_dir/index/ against the log just
  * replayed into the scratch index, a line each (tl_say); the number of
  * problems. */

@@ -529,7 +529,7 @@ tl_index_open(tl_timeline_t *tl, sk_err_t *err)
     sk_db_txn_t  *t;
     sk_err_t      why;
     const char   *tmp;
-    int           rc;
+    int           rc, crashed;
 
     if (tl->mode == TL_CHECK) {
         /* --check changes nothing in data_dir: it replays the whole log
@@ -545,6 +545,15 @@ tl_index_open(tl_timeline_t *tl, sk_err_t *err)
     }
     snprintf(tl->db_dir, sizeof(tl->db_dir), "%s/%s", tl->conf.data_dir,
         TL_INDEX_DIR);
+    if (tl_index_boot_begin(tl->db_dir, &crashed, err) != 0) {
+        return -1;
+    }
+    if (crashed && tl->mode != TL_REPAIR) {
+        tl_log("%s: the system went down while it was open (a batch's "
+            "commit is synced after it): rebuilding it from the log",
+            tl->db_dir);
+        return tl_index_fresh(tl, err);
+    }
     if (tl->mode == TL_REPAIR) {
         tl_say("%s: rebuilding it from the log", tl->db_dir);
         if (mkdir(tl->db_dir, 0700) != 0 && errno != EEXIST) {
@@ -1298,19 +1307,26 @@ void
 tl_index_close(tl_timeline_t *tl)
 {
     sk_err_t  err;
+    int       clean;
 
     /* A failed append cut back since the last flush changed the log's
      * mtime, not its entries: record the logs as they are left. */
     tl->stat_stale = 1;
-    if (tl->db != NULL && tl->db_ready && !tl->db_scratch && !tl->failed
-        && tl_index_flush(tl, &err) != 0)
-    {
-        tl_log("%s: flush: %s (a start catches up from the log)",
-            tl->db_dir, err.msg);
+    clean = 0;
+    if (tl->db != NULL && tl->db_ready && !tl->db_scratch && !tl->failed) {
+        if (tl_index_flush(tl, &err) != 0 || sk_db_sync(tl->db, &err) != 0) {
+            tl_log("%s: flush: %s (a start catches up from the log)",
+                tl->db_dir, err.msg);
+        } else {
+            clean = 1;
+        }
     }
     tl_map_close(tl);
     sk_db_close(tl->db);
     tl->db = NULL;
+    if (clean) {
+        tl_index_boot_end(tl->db_dir);
+    }
     if (tl->db_scratch) {
         if (tl_index_unlink(tl->db_dir, NULL) != 0 || rmdir(tl->db_dir) != 0)
         {
