@@ -306,6 +306,8 @@ struct tl_timeline_s {
                       t_state, t_logstat, t_sums;
     char              db_dir[4096];
     int               db_scratch;   /* --check: a temporary one, removed */
+    int               db_marked;    /* index/boot written: commits may
+                                       skip LMDB's syncs (tl_index_boot.c) */
     int               db_ready;     /* opened and caught up: flush on close */
     uint64_t          indexed;
     uint64_t          index_loaded; /* entries taken from it at open */
@@ -600,10 +602,10 @@ int tl_map_start(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 
 /* tl_index_boot.c: index/boot names the boot the index was opened in
  * (written durably before any commit); *crashed if one from another boot
- * was left behind, when the index must be rebuilt from the log.  A
- * clean close, after its last sync, removes it. */
-int tl_index_boot_begin(const char *dir, int *crashed, sk_err_t *err)
-    SK_WUR;
+ * was left behind, when the index must be rebuilt from the log; *marked
+ * 0 if it could not be written (a full disk), when every commit must
+ * sync itself.  A clean close, after its last sync, removes it. */
+void tl_index_boot_begin(const char *dir, int *crashed, int *marked);
 void tl_index_boot_end(const char *dir);
 
 /* tl_index_check.c, --check: data_dir/index/ against the log just

@@ -94,7 +94,8 @@ static int
 tl_index_env(tl_timeline_t *tl, sk_err_t *err)
 {
     /* A scratch index (--check) need not survive a crash. */
-    sk_db_opts_t  o = { .lazy_sync = tl->db_scratch, .no_sync = 1,
+    sk_db_opts_t  o = { .lazy_sync = tl->db_scratch,
+                        .no_sync = tl->db_scratch || tl->db_marked,
                         .map_size = tl->conf.index_map_size };
 
     if (sk_db_open(&tl->db, tl->db_dir, &o, err) != 0) {
@@ -545,9 +546,7 @@ tl_index_open(tl_timeline_t *tl, sk_err_t *err)
     }
     snprintf(tl->db_dir, sizeof(tl->db_dir), "%s/%s", tl->conf.data_dir,
         TL_INDEX_DIR);
-    if (tl_index_boot_begin(tl->db_dir, &crashed, err) != 0) {
-        return -1;
-    }
+    tl_index_boot_begin(tl->db_dir, &crashed, &tl->db_marked);
     if (crashed && tl->mode != TL_REPAIR) {
         tl_log("%s: the system went down while it was open (a batch's "
             "commit is synced after it): rebuilding it from the log",
@@ -1324,7 +1323,7 @@ tl_index_close(tl_timeline_t *tl)
     tl_map_close(tl);
     sk_db_close(tl->db);
     tl->db = NULL;
-    if (clean) {
+    if (clean && tl->db_marked) {
         tl_index_boot_end(tl->db_dir);
     }
     if (tl->db_scratch) {

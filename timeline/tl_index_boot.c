@@ -49,17 +49,15 @@ tl_index_boot_id(char id[TL_BOOT_MAX])
 }
 
 
-int
-tl_index_boot_begin(const char *dir, int *crashed, sk_err_t *err)
+void
+tl_index_boot_begin(const char *dir, int *crashed, int *marked)
 {
-    char     path[4200], id[TL_BOOT_MAX], *old;
-    size_t   len;
+    char      path[4200], id[TL_BOOT_MAX], *old;
+    size_t    len;
     sk_err_t  why;
 
     *crashed = 0;
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        return sk_err_sys(err, "%s: mkdir", dir);
-    }
+    *marked = 0;
     snprintf(path, sizeof(path), "%s/%s", dir, TL_BOOT_FILE);
     tl_index_boot_id(id);
     if (sk_file_read(&old, &len, path, TL_BOOT_MAX - 1, &why) == 0) {
@@ -68,8 +66,15 @@ tl_index_boot_begin(const char *dir, int *crashed, sk_err_t *err)
     } else if (why.code != SK_ERR_SYSTEM || why.sys_errno != ENOENT) {
         *crashed = 1;           /* unreadable: assume the worst */
     }
-    /* Durable before the first commit that could be torn. */
-    return sk_file_write_atomic(path, id, strlen(id), 0600, err);
+    /* Durable before the first commit that could be torn; without it
+     * (a full disk) the index commits with LMDB's own syncs. */
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        sk_err_sys(&why, "%s: mkdir", dir);
+    } else if (sk_file_write_atomic(path, id, strlen(id), 0600, &why) == 0) {
+        *marked = 1;
+        return;
+    }
+    tl_log("%s: %s: the index syncs every commit", path, why.msg);
 }
 
 
