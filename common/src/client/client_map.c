@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include <sk/client.h>
-#include <sk/b64.h>
+#include <sk/evidence.h>
 
 #include "client_int.h"
 
@@ -56,28 +56,6 @@ fail:
 }
 
 
-/* The Map-Hash of a Map-Root entry. */
-static int
-sk_clmap_root(sk_merkle_hash_t root, const sk_entry_t *e, sk_err_t *err)
-{
-    const char     *s = sk_entry_get(e, "Map-Hash");
-    unsigned char  *h;
-    size_t          n;
-
-    if (s == NULL || sk_b64_decode(&h, &n, s, strlen(s), NULL) != 0) {
-        return sk_err_set(err, SK_ERR_FORMAT, "the Map-Root entry has no "
-            "valid Map-Hash");
-    }
-    if (n != sizeof(sk_merkle_hash_t)) {
-        free(h);
-        return sk_err_set(err, SK_ERR_FORMAT, "a Map-Hash of %zu bytes", n);
-    }
-    memcpy(root, h, n);
-    free(h);
-    return 0;
-}
-
-
 /* The value the view's entries of cp's timeline give, in SN order. */
 static int
 sk_clmap_history(sk_map_value_t *val, const sk_client_view_t *v,
@@ -115,13 +93,14 @@ sk_clmap_proof(sk_client_cp_t *cp, const sk_client_view_t *v,
     unsigned char     key[SK_MAP_KEY_BYTES];
     sk_merkle_hash_t  root, value, got;
     sk_map_value_t    val;
+    uint64_t          names;
     int               present;
 
     if (cp->mproof == NULL) {
         return sk_err_set(err, SK_ERR_SIGNATURE, "map proof: none, but the "
             "last entry is a Map-Root");
     }
-    if (sk_clmap_root(root, last, err) != 0
+    if (sk_evidence_map_root(last, root, &names, err) != 0
         || sk_map_key(key, v->name, err) != 0
         || sk_map_proof_verify(cp->mproof, key, root, &present, value, err)
            != 0)
