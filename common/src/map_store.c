@@ -573,24 +573,14 @@ sk_map_descend(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
 }
 
 
-int
-sk_map_prove(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
-    const unsigned char key[SK_MAP_KEY_BYTES], sk_map_proof_t *pr,
-    sk_err_t *err)
+/* The proof of key from a descent (its path and tip). */
+static void
+sk_map_proof_of(sk_map_proof_t *pr, const unsigned char *key,
+    const sk_map_path_t *p, const sk_map_tip_t *tip)
 {
-    sk_map_path_t        *p;
-    sk_map_tip_t          tip;
     const unsigned char  *sib;
     unsigned              t;
 
-    p = malloc(sizeof(*p));
-    if (p == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "map path");
-    }
-    if (sk_map_descend(txn, m, space, key, NULL, p, &tip, err) != 0) {
-        free(p);
-        return -1;
-    }
     memset(pr, 0, sizeof(*pr));
     pr->depth = p->depth;
     for (t = 0; t < p->depth; t++) {
@@ -600,20 +590,20 @@ sk_map_prove(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
             memcpy(pr->siblings[pr->nsiblings++], sib, SK_MAP_HASH);
         }
     }
-    pr->end = tip.found ? SK_MAP_END_LEAF : SK_MAP_END_EMPTY;
-    if (tip.found) {
-        memcpy(pr->leaf_key, tip.key, SK_MAP_KEY_BYTES);
-        sk_map_value_hash(pr->leaf_value, &tip.value);
+    pr->end = tip->found ? SK_MAP_END_LEAF : SK_MAP_END_EMPTY;
+    if (tip->found) {
+        memcpy(pr->leaf_key, tip->key, SK_MAP_KEY_BYTES);
+        sk_map_value_hash(pr->leaf_value, &tip->value);
     }
-    free(p);
-    return 0;
 }
 
 
-int
-sk_map_get_proven(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
-    const unsigned char key[SK_MAP_KEY_BYTES], const sk_merkle_hash_t root,
-    sk_map_value_t *v, sk_err_t *err)
+/* One descent: key's value (with root: hash-linked to it) and, with pr,
+ * its proof. */
+static int
+sk_map_lookup(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char *key, const unsigned char *root, sk_map_value_t *v,
+    sk_map_proof_t *pr, sk_err_t *err)
 {
     sk_map_path_t  *p;
     sk_map_tip_t    tip;
@@ -624,6 +614,9 @@ sk_map_get_proven(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
         return sk_err_set(err, SK_ERR_NOMEM, "map path");
     }
     rc = sk_map_descend(txn, m, space, key, root, p, &tip, err);
+    if (rc == 0 && pr != NULL) {
+        sk_map_proof_of(pr, key, p, &tip);
+    }
     free(p);
     if (rc != 0) {
         return -1;
@@ -631,8 +624,38 @@ sk_map_get_proven(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     if (!tip.found || memcmp(tip.key, key, SK_MAP_KEY_BYTES) != 0) {
         return 1;
     }
-    *v = tip.value;
+    if (v != NULL) {
+        *v = tip.value;
+    }
     return 0;
+}
+
+
+int
+sk_map_prove(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char key[SK_MAP_KEY_BYTES], sk_map_proof_t *pr,
+    sk_err_t *err)
+{
+    return sk_map_lookup(txn, m, space, key, NULL, NULL, pr, err) < 0
+        ? -1 : 0;
+}
+
+
+int
+sk_map_get_proven(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char key[SK_MAP_KEY_BYTES], const sk_merkle_hash_t root,
+    sk_map_value_t *v, sk_err_t *err)
+{
+    return sk_map_lookup(txn, m, space, key, root, v, NULL, err);
+}
+
+
+int
+sk_map_get_proof(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char key[SK_MAP_KEY_BYTES], const sk_merkle_hash_t root,
+    sk_map_value_t *v, sk_map_proof_t *pr, sk_err_t *err)
+{
+    return sk_map_lookup(txn, m, space, key, root, v, pr, err);
 }
 
 
