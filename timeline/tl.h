@@ -544,11 +544,8 @@ void tl_index_close(tl_timeline_t *tl);
 /* Under tl->lock: record SN tl->size (its offset is tl->end_off). */
 int tl_index_add(tl_timeline_t *tl, int64_t ts, const sk_merkle_hash_t leaf,
     sk_err_t *err) SK_WUR;
-/* Under tl->lock: where SN sn starts (sn == size: the log's end), its
- * stamp (read from the entry, checked, not from the index's row). */
+/* Under tl->lock: where SN sn starts (sn == size: the log's end). */
 int tl_index_off(tl_timeline_t *tl, uint64_t sn, off_t *off, sk_err_t *err)
-    SK_WUR;
-int tl_index_ts(tl_timeline_t *tl, uint64_t sn, int64_t *ts, sk_err_t *err)
     SK_WUR;
 /* Under tl->lock: the leaf hash entry sn must have: the tree's if tree
  * (and it has sn), else the index's (its row, or pending). */
@@ -666,10 +663,6 @@ tl_verdict_t tl_append(tl_timeline_t *tl, char **out, size_t *outlen,
     sk_err_t *err);
 /* Wait for the appends still finishing after a 202 (at shutdown). */
 void tl_append_drain(tl_timeline_t *tl);
-/* "now" from the clock (or conf.clock_file). */
-int64_t tl_now(const tl_timeline_t *tl);
-/* Milliseconds of CLOCK_MONOTONIC. */
-uint64_t tl_ms(void);
 
 /* tl_token.c: the ring of 202 outcomes; all but init/free under tl->lock.
  * A token lives until conf.tokens newer ones have been issued. */
@@ -683,9 +676,10 @@ tl_token_t *tl_token_find(tl_timeline_t *tl,
     const unsigned char id[TL_TOKEN_BYTES]);
 tl_token_t *tl_token_find_hex(tl_timeline_t *tl, const char *hex);
 
-/* tl_publish.c: TFM and checkpoint of the durable tree. */
-int tl_publish_tfm(tl_timeline_t *tl, char **out, size_t *len, sk_err_t *err)
-    SK_WUR;
+/* tl_publish.c: TFM and checkpoint of the durable tree; published is
+ * tl_chunk_published's count. */
+int tl_publish_tfm(tl_timeline_t *tl, char **out, size_t *len,
+    uint64_t published, sk_err_t *err) SK_WUR;
 /* A TFM of the tree of the first size entries, published entries so far
  * (size <= durable). */
 int tl_publish_tfm_at(tl_timeline_t *tl, char **out, size_t *len,
@@ -765,12 +759,16 @@ void tl_metrics_stop(tl_timeline_t *tl);
 /* An append's final verdict after us microseconds (TL_QUEUED: not
  * final, not counted). */
 void tl_metrics_append(tl_timeline_t *tl, tl_verdict_t v, uint64_t us);
-/* Microseconds of CLOCK_MONOTONIC. */
-uint64_t tl_us(void);
 /* One fdatasync of the log took us microseconds. */
 void tl_metrics_fsync(tl_timeline_t *tl, uint64_t us);
 /* A TFM or checkpoint was just signed. */
 void tl_metrics_signed(tl_timeline_t *tl);
+
+/* tl_time.c: "now" from the clock (or conf.clock_file). */
+int64_t tl_now(const tl_timeline_t *tl);
+/* Milliseconds, microseconds of CLOCK_MONOTONIC. */
+uint64_t tl_ms(void);
+uint64_t tl_us(void);
 
 /* tl_log.c: "sk-timeline: ..." lines; tl_say to stdout (--check,
  * --repair). */

@@ -683,34 +683,6 @@ tl_index_off(tl_timeline_t *tl, uint64_t sn, off_t *off, sk_err_t *err)
 
 
 int
-tl_index_ts(tl_timeline_t *tl, uint64_t sn, int64_t *ts, sk_err_t *err)
-{
-    sk_entry_t  *e = NULL;
-    size_t       len;
-    char        *text;
-    int          rc;
-
-    if (sn >= tl->size) {
-        return sk_err_set(err, SK_ERR_USAGE, "SN %" PRIu64 " past the log",
-            sn);
-    }
-    if (sn >= tl->indexed) {
-        *ts = tl->pend[sn - tl->indexed].ts;
-        return 0;
-    }
-    /* The row's stamp is not covered by the leaf hash: the entry's is. */
-    if (tl_store_read_locked(tl, &text, &len, sn, err) != 0) {
-        return -1;
-    }
-    rc = sk_entry_parse(&e, text, len, err) != 0 ? -1
-        : sk_entry_timestamp(e, ts, err);
-    sk_entry_free(e);
-    free(text);
-    return rc;
-}
-
-
-int
 tl_index_leaf(tl_timeline_t *tl, uint64_t sn, int tree, sk_merkle_hash_t leaf,
     sk_err_t *err)
 {
