@@ -248,6 +248,9 @@ int tl_file_trim(tl_file_t *f, sk_err_t *err) SK_WUR;
  * cut back to its last whole record. */
 int tl_file_append(tl_file_t *f, const void *buf, size_t len, int sync,
     sk_err_t *err) SK_WUR;
+/* The length of the stored entry at p, up to and with its blank line;
+ * 0 if no whole entry is left (a write cut short). */
+size_t tl_file_entry_len(const char *p, size_t len);
 
 /* tl_metrics.c: the series /metrics shows; all NULL (no-ops) while
  * metrics_listen is off. */
@@ -440,14 +443,9 @@ void tl_tree_note(tl_timeline_t *tl);
 /* tl_tree.c: --check: every full tile equals what the log gives. */
 int tl_tree_check(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 void tl_store_close(tl_timeline_t *tl);
-/* The length of the stored entry at p, up to and with its blank line;
- * 0 if no whole entry is left (a write cut short). */
-size_t tl_store_entry_len(const char *p, size_t len);
 /* After every start check: cut the logs' torn tails, sync the logs, and
  * make signed-head cover every entry on disk. */
 int tl_store_settle(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
-/* Under tl->lock: refuse appends from now on, saying why (logged). */
-void tl_store_fail(tl_timeline_t *tl, const char *fmt, ...) SK_PRINTF(2, 3);
 /* --repair: check the canonical entry (its signature too) as SN
  * tl->size, then write it. */
 int tl_store_restore(tl_timeline_t *tl, const char *text, size_t len,
@@ -490,6 +488,10 @@ int tl_store_read_leaf(tl_timeline_t *tl, char **out, size_t *len,
 /* Apply an accepted (or replayed) entry to names and roots. */
 int tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
     sk_err_t *err) SK_WUR;
+/* Apply an Incorporate: its copy (ref; NULL: the one kept, as at replay)
+ * as an entry of its own. */
+int tl_state_incorporate(tl_timeline_t *tl, const sk_entry_t *e,
+    const sk_entry_t *ref, int64_t ts, sk_err_t *err) SK_WUR;
 tl_name_t *tl_state_name(tl_timeline_t *tl, const char *name);
 /* Refill, then spend one of n's tokens (only check if dry); -1 if none. */
 int tl_state_spend(tl_timeline_t *tl, tl_name_t *n, int64_t now, int dry);
@@ -594,8 +596,6 @@ int tl_map_note(tl_timeline_t *tl, tl_name_t *n, const sk_entry_t *e,
 /* After the replay: a last entry that is a Map-Root must give the map's
  * root (else -1 naming the log); otherwise a Map-Root is due at start. */
 int tl_map_check_end(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
-/* After tl_store_settle: append the Map-Root due, synced and signed. */
-int tl_map_start(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 
 /* tl_index_boot.c: index/boot names the boot the index was opened in
  * (written durably before any commit); *crashed if one from another boot
@@ -624,12 +624,28 @@ void tl_validate_free(tl_timeline_t *tl);
 tl_verdict_t tl_validate_state(tl_timeline_t *tl, const sk_entry_t *e,
     int64_t now, sk_err_t *err);
 
-/* tl_incorporate.c: copies of other timelines' entries. */
+/* tl_incorporated.c: incorporated.log, the copies of other timelines'
+ * entries, and the peers. */
 /* Load the peers' keys and open incorporated.log (before tl_store_open). */
 int tl_inc_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 /* Index its copies from where the index ends (tl_store_open). */
 int tl_inc_replay(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 void tl_inc_close(tl_timeline_t *tl);
+/* The configured peer of this TID, or NULL. */
+tl_peer_t *tl_inc_find_peer(tl_timeline_t *tl, uint64_t tid);
+/* Under tl->lock: keep the copy durably (before the Incorporate is
+ * written). */
+int tl_inc_write(tl_timeline_t *tl, const sk_entry_t *ref, sk_err_t *err)
+    SK_WUR;
+/* Under tl->lock: where the copy e's Incorporated-Hash names is kept; 1
+ * if nowhere. */
+int tl_inc_copy(tl_timeline_t *tl, const sk_entry_t *e, tl_copy_t *c,
+    sk_err_t *err) SK_WUR;
+/* The copy c names, read and checked against its hash. */
+int tl_inc_load(tl_timeline_t *tl, const tl_copy_t *c, char **out,
+    sk_err_t *err) SK_WUR;
+
+/* tl_incorporate.c: the rules an Incorporate and its copy are held to. */
 /* The checks on an Incorporate and its copy ref (the peer's stamped
  * entry, as text) that need no state; *ref is the parsed copy. */
 tl_verdict_t tl_inc_validate_static(tl_timeline_t *tl, const sk_entry_t *e,
@@ -637,13 +653,6 @@ tl_verdict_t tl_inc_validate_static(tl_timeline_t *tl, const sk_entry_t *e,
 /* Under tl->lock: the copy's own rules against this timeline's state. */
 tl_verdict_t tl_inc_validate_state(tl_timeline_t *tl, const sk_entry_t *ref,
     int64_t now, sk_err_t *err);
-/* Under tl->lock: keep the copy durably (before the Incorporate is
- * written). */
-int tl_inc_write(tl_timeline_t *tl, const sk_entry_t *ref, sk_err_t *err)
-    SK_WUR;
-/* Apply an Incorporate to the state; ref NULL: find the copy (replay). */
-int tl_inc_apply(tl_timeline_t *tl, const sk_entry_t *e,
-    const sk_entry_t *ref, int64_t ts, sk_err_t *err) SK_WUR;
 /* The copy an Incorporate refers to, as text; SK_ERR_NOT_FOUND if none. */
 int tl_inc_read(tl_timeline_t *tl, const sk_entry_t *e, char **out,
     size_t *len, sk_err_t *err) SK_WUR;
@@ -775,5 +784,7 @@ uint64_t tl_us(void);
 void tl_log(const char *fmt, ...) SK_PRINTF(1, 2);
 void tl_say(const char *fmt, ...) SK_PRINTF(1, 2);
 void tl_vlog(FILE *f, const char *fmt, va_list ap);
+/* Under tl->lock: refuse appends from now on, saying why (logged). */
+void tl_fail(tl_timeline_t *tl, const char *fmt, ...) SK_PRINTF(2, 3);
 
 #endif

@@ -196,10 +196,10 @@ tl_append_locked(tl_timeline_t *tl, sk_entry_t *e, const sk_entry_t *ref,
         w->stamped = 1;
         w->sn = tl->size - 1;
         tl->rate_count++;
-        if ((ref != NULL ? tl_inc_apply(tl, e, ref, now, err)
+        if ((ref != NULL ? tl_state_incorporate(tl, e, ref, now, err)
                          : tl_state_apply(tl, e, now, err)) != 0)
         {
-            tl_store_fail(tl, "state: %s; appends refused until a restart",
+            tl_fail(tl, "state: %s; appends refused until a restart",
                 err->msg);
         }
         tl_index_maybe_flush(tl, 0);

@@ -262,7 +262,7 @@ tl_index_leaf_at(tl_timeline_t *tl, off_t a, off_t b, sk_merkle_hash_t leaf,
             tl->log.path, (intmax_t) a);
     }
     stored[slen] = '\0';
-    if (tl_store_entry_len(stored, slen) != slen) {
+    if (tl_file_entry_len(stored, slen) != slen) {
         free(stored);
         return sk_err_set(err, SK_ERR_FORMAT, "%s: offset %jd is not one "
             "whole entry of %zu bytes", tl->log.path, (intmax_t) a, slen);

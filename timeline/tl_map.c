@@ -336,31 +336,3 @@ tl_map_check_end(tl_timeline_t *tl, sk_err_t *err)
     sk_entry_free(e);
     return rc;
 }
-
-
-int
-tl_map_start(tl_timeline_t *tl, sk_err_t *err)
-{
-    sk_merkle_hash_t  root;
-    uint64_t          from = tl->size;
-
-    if (!tl->map_seal) {
-        return 0;
-    }
-    tl_log("%s: %" PRIu64 " entries and no Map-Root entry after them: the "
-        "name map is built from the log, a Map-Root entry appended",
-        tl->log.path, tl->size);
-    if (tl_index_flush(tl, err) != 0) {
-        return -1;
-    }
-    tl->map_seal = 0;
-    if (sk_merkle_tree_root(root, tl->tree, tl->size, err) != 0
-        || tl_signed_write(tl, tl->size, root, err) != 0)
-    {
-        return -1;
-    }
-    tl->logged = tl->durable = tl->size;
-    tl_log("%s: Map-Root entry at SN %" PRIu64 ": %" PRIu64 " names",
-        tl->log.path, from, tl->map_names);
-    return 0;
-}

@@ -106,7 +106,7 @@ tl_state_name(tl_timeline_t *tl, const char *name)
     }
     if (tl->db == NULL || (n = calloc(1, sizeof(*n))) == NULL) {
         if (tl->db != NULL) {
-            tl_store_fail(tl, "name table: out of memory; appends refused "
+            tl_fail(tl, "name table: out of memory; appends refused "
                 "until a restart");
         }
         return NULL;
@@ -409,6 +409,48 @@ tl_state_root_change(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
 
 
 int
+tl_state_incorporate(tl_timeline_t *tl, const sk_entry_t *e, const sk_entry_t *ref,
+    int64_t ts, sk_err_t *err)
+{
+    tl_copy_t         c;
+    sk_entry_t       *own = NULL;
+    tl_peer_t        *p;
+    uint64_t          tid, sn;
+    char             *text;
+    int               rc;
+
+    if (ref == NULL) {
+        rc = tl_inc_copy(tl, e, &c, err);
+        if (rc != 0) {
+            return rc < 0 ? -1 : sk_err_set(err, SK_ERR_NOT_FOUND,
+                "Incorporate: no copy of the entry in %s", TL_INC_FILE);
+        }
+        if (tl_inc_load(tl, &c, &text, err) != 0) {
+            return -1;
+        }
+        rc = sk_entry_parse(&own, text, c.len, err);
+        free(text);
+        if (rc != 0) {
+            return -1;
+        }
+        ref = own;
+    }
+    rc = -1;
+    if (sk_entry_tid(ref, &tid, err) == 0 && sk_entry_sn(ref, &sn, err) == 0)
+    {
+        /* A peer no longer configured: its copies were checked then. */
+        p = tl_inc_find_peer(tl, tid);
+        if (p != NULL) {
+            p->next_sn = sn + 1;
+        }
+        rc = tl_state_apply(tl, ref, ts, err);
+    }
+    sk_entry_free(own);
+    return rc;
+}
+
+
+int
 tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
     sk_err_t *err)
 {
@@ -436,7 +478,7 @@ tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
         }
         break;
     case SK_ENTRY_INCORPORATE:
-        return tl_inc_apply(tl, e, NULL, ts, err);
+        return tl_state_incorporate(tl, e, NULL, ts, err);
     case SK_ENTRY_ADD_ROOT_CA:
     case SK_ENTRY_REMOVE_ROOT_CA:
         return tl_state_root_change(tl, e, err);
