@@ -484,6 +484,23 @@ int tl_store_read_locked(tl_timeline_t *tl, char **out, size_t *len,
 int tl_store_read_leaf(tl_timeline_t *tl, char **out, size_t *len,
     uint64_t sn, sk_err_t *err) SK_WUR;
 
+/* tl_names.c: the working set of names (tl->names). */
+/* The slot of name in the table: its entry, or the free slot. */
+tl_name_t **tl_names_slot(tl_name_t **slots, size_t nslots,
+    const char *name);
+/* Put n (its own allocation) into the working set. */
+int tl_names_insert(tl_timeline_t *tl, tl_name_t *n, sk_err_t *err) SK_WUR;
+/* Empty the working set (after a flush, or before a rebuild). */
+void tl_names_forget(tl_timeline_t *tl);
+void tl_name_free(tl_name_t *n);                    /* NULL ok */
+
+/* tl_roots.c: the trusted roots (tl->roots) and their X509_STORE. */
+/* Add a root (DER): 0 once added, 1 if trusted already, -1 on error. */
+int tl_roots_add(tl_timeline_t *tl, const unsigned char *der, size_t len,
+    sk_err_t *err);
+/* Make tl->store anew from the roots (after they change). */
+int tl_roots_store(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+
 /* tl_state.c: what the entries so far imply. */
 /* Apply an accepted (or replayed) entry to names and roots. */
 int tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
@@ -503,12 +520,6 @@ int tl_state_root_serial(const tl_timeline_t *tl, const sk_entry_t *e,
     sk_err_t *err);
 /* Index of the root with this base64url SHA-256, or -1. */
 int tl_state_root_find(tl_timeline_t *tl, const char *hash_b64);
-/* A root as the index stores it: DER; the store is remade once all are. */
-int tl_state_root_load(tl_timeline_t *tl, const unsigned char *der,
-    size_t len, sk_err_t *err) SK_WUR;
-int tl_state_roots_done(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
-/* Empty the working set (after a flush, or before a rebuild). */
-void tl_state_forget(tl_timeline_t *tl);
 void tl_state_free(tl_timeline_t *tl);
 
 #define TL_INDEX_SCHEMA  2       /* the rows' layout (tl_index.c) */

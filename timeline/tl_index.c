@@ -432,7 +432,7 @@ tl_index_root(tl_timeline_t *tl, const void *k, size_t klen, const void *v,
         return sk_err_set(err, SK_ERR_FORMAT, "%s/data.mdb: table roots: a "
             "row whose DER does not hash to its key", tl->db_dir);
     }
-    return tl_state_root_load(tl, v, vlen, err);
+    return tl_roots_add(tl, v, vlen, err) < 0 ? -1 : 0;
 }
 
 
@@ -456,7 +456,7 @@ tl_index_load(tl_timeline_t *tl, sk_db_txn_t *t, const sk_db_meta_t *m,
     {
     }
     sk_db_iter_close(it);
-    if (rc < 0 || tl_state_roots_done(tl, err) != 0) {
+    if (rc < 0 || tl_roots_store(tl, err) != 0) {
         return -1;
     }
     rc = tl_index_state_get(tl, t, "ca_next", 7, &val, err);
@@ -502,7 +502,7 @@ tl_index_forget(tl_timeline_t *tl)
 {
     size_t  i;
 
-    tl_state_forget(tl);
+    tl_names_forget(tl);
     for (i = 0; i < tl->nroots; i++) {
         X509_free(tl->roots[i].cert);
     }
@@ -1177,7 +1177,7 @@ tl_index_commit(tl_timeline_t *tl, int sync, sk_err_t *err)
         return 0;
     }
     if (!tl_index_dirty(tl)) {
-        tl_state_forget(tl);
+        tl_names_forget(tl);
         return 0;
     }
     if (sk_db_begin(tl->db, 1, &t, err) != 0) {
@@ -1206,7 +1206,7 @@ tl_index_commit(tl_timeline_t *tl, int sync, sk_err_t *err)
     tl->inc_indexed = tl->inc.end;
     tl->roots_dirty = tl->stat_stale = 0;
     tl->flushes++;
-    tl_state_forget(tl);
+    tl_names_forget(tl);
     return sync ? tl_index_sync(tl, err) : 0;
 }
 
