@@ -221,6 +221,19 @@ typedef enum {
 
 typedef struct tl_timeline_s tl_timeline_t;
 
+/* The log as the files under tl_store.c use it: tl_tree.c hashes entries
+ * again, tl_map.c reads a name's newest entry and appends a batch's
+ * Map-Root.  tl_store.c's read_leaf, read_tree and write, set by tl_init,
+ * so that no call runs back up to the store. */
+typedef struct {
+    int  (*read_leaf)(tl_timeline_t *tl, char **out, size_t *len,
+             uint64_t sn, sk_err_t *err);
+    int  (*read_tree)(tl_timeline_t *tl, char **out, size_t *len,
+             uint64_t sn, sk_err_t *err);
+    int  (*write)(tl_timeline_t *tl, const char *buf, size_t len,
+             int64_t ts, sk_err_t *err);
+} tl_log_io_t;
+
 /* An append-only file of whole records (tl_file.c). */
 typedef struct {
     int               fd;
@@ -273,6 +286,7 @@ struct tl_timeline_s {
     tl_mode_t         mode;
     int               dir_fd;       /* data_dir, flock()ed: one user */
     tl_ocsp_t        *ocsp;         /* the answer cache, own lock */
+    tl_log_io_t       log_io;       /* the log, for tl_tree.c, tl_map.c */
     sk_key_t         *key;          /* the timeline's Ed25519 key */
     sk_key_t         *operator_key; /* NULL: no root-CA entries accepted */
     sk_dnssec_anchors_t *anchors;   /* conf.dnssec_anchors; NULL unless

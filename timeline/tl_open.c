@@ -26,6 +26,9 @@ tl_init(tl_timeline_t *tl, tl_mode_t mode)
     tl->mode = mode;
     tl->dir_fd = tl->signed_fd = -1;
     tl->log.fd = tl->calog_file.fd = tl->inc.fd = -1;
+    tl->log_io.read_leaf = tl_store_read_leaf;
+    tl->log_io.read_tree = tl_store_read_tree;
+    tl->log_io.write = tl_store_write;
     pthread_mutex_init(&tl->lock, NULL);
     /* Appends wait for a sync with a deadline on the monotonic clock. */
     pthread_condattr_init(&ca);
