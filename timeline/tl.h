@@ -7,6 +7,17 @@
  * signatures, the CA chain) run there without locks;
  * tl_timeline_t.lock covers the state, the stamp and the write, and group
  * commit shares one fdatasync among all writers waiting at that moment.
+ *
+ * Layers: calls run top down, never back up (a lower file that needs the
+ * log gets it through tl->log_io, which tl_init fills):
+ *   tl_main -> tl_repair, tl_check -> tl_open (the data directory)
+ *   -> tl_http -> tl_chunk -> tl_publish; tl_append -> tl_incorporate
+ *      (an Incorporate's rules) -> tl_validate (the rules) -> tl_ocsp
+ *   -> tl_store (entries.log: replay, write, group commit, reads)
+ *   -> tl_state (entries applied to names, budgets, roots)
+ *   -> tl_incorporated (incorporated.log, peers) -> tl_index (LMDB)
+ *   -> tl_map, tl_tree, tl_signed, tl_calog, tl_index_boot
+ *   -> tl_names, tl_roots, tl_file, tl_metrics, tl_time, tl_log, tl_conf.
  */
 #ifndef SK_TL_H
 #define SK_TL_H
