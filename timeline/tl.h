@@ -15,7 +15,8 @@
  *      (an Incorporate's rules) -> tl_validate (the rules) -> tl_ocsp
  *   -> tl_store (entries.log: replay, write, group commit, reads)
  *   -> tl_state (entries applied to names, budgets, roots)
- *   -> tl_incorporated (incorporated.log, peers) -> tl_index (LMDB)
+ *   -> tl_incorporated (incorporated.log, peers), tl_index_check
+ *   -> tl_index (LMDB)
  *   -> tl_map, tl_tree, tl_signed, tl_calog, tl_index_boot
  *   -> tl_names, tl_roots, tl_file, tl_metrics, tl_time, tl_log, tl_conf.
  */

@@ -13,16 +13,9 @@
  * state rules (no second Bind, the SK in force, rebinders, the budget).
  * The copies and the peers are tl_incorporated.c's.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <openssl/evp.h>
 
 #include "tl.h"
 

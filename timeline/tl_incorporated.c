@@ -9,13 +9,10 @@
  * failed after it, is ignored.  The rules an Incorporate is held to are
  * tl_incorporate.c's.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
