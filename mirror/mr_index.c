@@ -44,7 +44,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/sha.h>
 #include <sk/db.h>
 
 #include "mr.h"
@@ -69,7 +68,7 @@ mr_index_row_hash(unsigned char h[SK_SHA256_BYTES], const void *k,
     if (klen + vlen <= sizeof(buf)) {
         memcpy(buf, k, klen);
         memcpy(buf + klen, v, vlen);
-        SHA256(buf, klen + vlen, h);
+        sk_merkle_digest(h, buf, klen + vlen);
     }
 }
 
@@ -137,7 +136,7 @@ mr_index_bucket(unsigned char b[MR_IX_BUCKET], const char *name, size_t n)
 {
     unsigned char  h[SK_SHA256_BYTES];
 
-    SHA256((const unsigned char *) name, n, h);
+    sk_merkle_digest(h, name, n);
     memcpy(b, h, MR_IX_BUCKET);
 }
 

@@ -210,16 +210,13 @@ mr_map_answer(mr_mirror_t *m, const mr_tl_t *t, const char *name,
     if (sk_map_key(key, name, err) != 0) {
         return -1;
     }
-    rc = sk_map_get_proven(t->snap, m->map, t->conf->tid, key, t->map_hash,
-        v, err);
+    rc = sk_map_get_proof(t->snap, m->map, t->conf->tid, key, t->map_hash,
+        v, &p, err);
     if (rc == -1) {
         return sk_err_prefix(err, "map: timeline %" PRIu64, t->conf->tid);
     }
     if (rc == 1) {
         sk_map_value_init(v);
-    }
-    if (sk_map_prove(t->snap, m->map, t->conf->tid, key, &p, err) != 0) {
-        return -1;
     }
     return sk_map_proof_format(proof, plen, &p, err);
 }

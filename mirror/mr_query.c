@@ -167,10 +167,25 @@ mr_query_timeline(mr_mirror_t *m, mr_buf_t *b, mr_tl_t *t, const char *name,
 }
 
 
-/* The unsigned body, under the lock. */
+/* Under the lock: how many of refs the copies hold (published: below
+ * each timeline's size). */
+static size_t
+mr_query_held(const mr_mirror_t *m, const mr_ref_t *refs, size_t n)
+{
+    size_t  i, cnt = 0;
+
+    for (i = 0; i < n; i++) {
+        cnt += refs[i].sn < m->tl[refs[i].tl].size;
+    }
+    return cnt;
+}
+
+
+/* The unsigned body, under the lock; *held: mr_query_count's figure, from
+ * the same read of the index. */
 static int
 mr_query_body(mr_mirror_t *m, mr_buf_t *b, const char *name, int64_t since,
-    sk_err_t *err)
+    size_t *held, sk_err_t *err)
 {
     mr_ref_t  *refs;
     size_t     i, hlen, nrefs;
@@ -180,6 +195,7 @@ mr_query_body(mr_mirror_t *m, mr_buf_t *b, const char *name, int64_t since,
     if (mr_index_refs(m, name, &refs, &nrefs, err) != 0) {
         return -1;
     }
+    *held = mr_query_held(m, refs, nrefs);
     if (mr_track_list(m, &list, &hlen, hash, err) != 0) {
         free(refs);
         return -1;
@@ -207,15 +223,13 @@ static size_t
 mr_query_count(mr_mirror_t *m, const char *name)
 {
     mr_ref_t  *refs;
-    size_t     i, n, cnt = 0;
+    size_t     n, cnt;
     sk_err_t   err;
 
     if (mr_index_refs(m, name, &refs, &n, &err) != 0) {
         return (size_t) -1;
     }
-    for (i = 0; i < n; i++) {
-        cnt += refs[i].sn < m->tl[refs[i].tl].size;
-    }
+    cnt = mr_query_held(m, refs, n);
     free(refs);
     return cnt;
 }
@@ -315,8 +329,7 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     m->cache_misses++;
     gen = m->gen;
     mr_query_servable(m, fp, sizeof(fp));
-    nrefs = mr_query_count(m, name);
-    rc = mr_query_body(m, &b, name, since, err);
+    rc = mr_query_body(m, &b, name, since, &nrefs, err);
     pthread_mutex_unlock(&m->lock);
     if (rc != 0 || mr_query_sign(m, &b, err) != 0) {
         free(b.p);

@@ -51,7 +51,7 @@ mr_track_list(mr_mirror_t *m, char **out, size_t *len, char hash[9],
     if (mr_buf_finish(&b, out, len, err) != 0) {
         return -1;
     }
-    SHA256((unsigned char *) *out, *len, md);
+    sk_merkle_digest(md, *out, *len);
     snprintf(hash, 9, "%02x%02x%02x%02x", md[0], md[1], md[2], md[3]);
     return 0;
 }

@@ -22,6 +22,7 @@
  * behind.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,10 @@ typedef struct {
 } sk_map_tip_t;
 
 static const sk_merkle_hash_t  sk_map_zero;
+
+static pthread_key_t    sk_map_path_key;
+static pthread_once_t   sk_map_path_once = PTHREAD_ONCE_INIT;
+static int              sk_map_path_keyed;
 
 
 static unsigned
@@ -573,24 +578,14 @@ sk_map_descend(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
 }
 
 
-int
-sk_map_prove(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
-    const unsigned char key[SK_MAP_KEY_BYTES], sk_map_proof_t *pr,
-    sk_err_t *err)
+/* The proof of key from a descent (its path and tip). */
+static void
+sk_map_proof_of(sk_map_proof_t *pr, const unsigned char *key,
+    const sk_map_path_t *p, const sk_map_tip_t *tip)
 {
-    sk_map_path_t        *p;
-    sk_map_tip_t          tip;
     const unsigned char  *sib;
     unsigned              t;
 
-    p = malloc(sizeof(*p));
-    if (p == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "map path");
-    }
-    if (sk_map_descend(txn, m, space, key, NULL, p, &tip, err) != 0) {
-        free(p);
-        return -1;
-    }
     memset(pr, 0, sizeof(*pr));
     pr->depth = p->depth;
     for (t = 0; t < p->depth; t++) {
@@ -600,13 +595,84 @@ sk_map_prove(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
             memcpy(pr->siblings[pr->nsiblings++], sib, SK_MAP_HASH);
         }
     }
-    pr->end = tip.found ? SK_MAP_END_LEAF : SK_MAP_END_EMPTY;
-    if (tip.found) {
-        memcpy(pr->leaf_key, tip.key, SK_MAP_KEY_BYTES);
-        sk_map_value_hash(pr->leaf_value, &tip.value);
+    pr->end = tip->found ? SK_MAP_END_LEAF : SK_MAP_END_EMPTY;
+    if (tip->found) {
+        memcpy(pr->leaf_key, tip->key, SK_MAP_KEY_BYTES);
+        sk_map_value_hash(pr->leaf_value, &tip->value);
     }
-    free(p);
+}
+
+
+static void
+sk_map_path_key_make(void)
+{
+    sk_map_path_keyed = pthread_key_create(&sk_map_path_key, free) == 0;
+}
+
+
+/* The calling thread's path for lookups, kept for its life (freed when
+ * it ends): malloc gives 41 KiB back to the system at each free, and a
+ * lookup that takes it again faults its pages in (an eighth of an
+ * answer's time).  NULL without memory. */
+static sk_map_path_t *
+sk_map_path_get(void)
+{
+    sk_map_path_t  *p;
+
+    pthread_once(&sk_map_path_once, sk_map_path_key_make);
+    if (!sk_map_path_keyed) {
+        return NULL;
+    }
+    p = pthread_getspecific(sk_map_path_key);
+    if (p == NULL && (p = malloc(sizeof(*p))) != NULL
+        && pthread_setspecific(sk_map_path_key, p) != 0)
+    {
+        free(p);
+        p = NULL;
+    }
+    return p;
+}
+
+
+/* One descent: key's value (with root: hash-linked to it) and, with pr,
+ * its proof. */
+static int
+sk_map_lookup(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char *key, const unsigned char *root, sk_map_value_t *v,
+    sk_map_proof_t *pr, sk_err_t *err)
+{
+    sk_map_path_t  *p;
+    sk_map_tip_t    tip;
+    int             rc;
+
+    p = sk_map_path_get();
+    if (p == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "map path");
+    }
+    rc = sk_map_descend(txn, m, space, key, root, p, &tip, err);
+    if (rc == 0 && pr != NULL) {
+        sk_map_proof_of(pr, key, p, &tip);
+    }
+    if (rc != 0) {
+        return -1;
+    }
+    if (!tip.found || memcmp(tip.key, key, SK_MAP_KEY_BYTES) != 0) {
+        return 1;
+    }
+    if (v != NULL) {
+        *v = tip.value;
+    }
     return 0;
+}
+
+
+int
+sk_map_prove(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char key[SK_MAP_KEY_BYTES], sk_map_proof_t *pr,
+    sk_err_t *err)
+{
+    return sk_map_lookup(txn, m, space, key, NULL, NULL, pr, err) < 0
+        ? -1 : 0;
 }
 
 
@@ -615,24 +681,16 @@ sk_map_get_proven(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     const unsigned char key[SK_MAP_KEY_BYTES], const sk_merkle_hash_t root,
     sk_map_value_t *v, sk_err_t *err)
 {
-    sk_map_path_t  *p;
-    sk_map_tip_t    tip;
-    int             rc;
+    return sk_map_lookup(txn, m, space, key, root, v, NULL, err);
+}
 
-    p = malloc(sizeof(*p));
-    if (p == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "map path");
-    }
-    rc = sk_map_descend(txn, m, space, key, root, p, &tip, err);
-    free(p);
-    if (rc != 0) {
-        return -1;
-    }
-    if (!tip.found || memcmp(tip.key, key, SK_MAP_KEY_BYTES) != 0) {
-        return 1;
-    }
-    *v = tip.value;
-    return 0;
+
+int
+sk_map_get_proof(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char key[SK_MAP_KEY_BYTES], const sk_merkle_hash_t root,
+    sk_map_value_t *v, sk_map_proof_t *pr, sk_err_t *err)
+{
+    return sk_map_lookup(txn, m, space, key, root, v, pr, err);
 }
 
 

@@ -16,10 +16,23 @@ static EVP_MD          *sk_merkle_md;
 static pthread_once_t   sk_merkle_md_once = PTHREAD_ONCE_INIT;
 
 
+static pthread_key_t    sk_merkle_ctx_key;
+static int              sk_merkle_ctx_keyed;
+
+
+static void
+sk_merkle_ctx_free(void *ctx)
+{
+    EVP_MD_CTX_free(ctx);
+}
+
+
 static void
 sk_merkle_md_fetch(void)
 {
     sk_merkle_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+    sk_merkle_ctx_keyed = pthread_key_create(&sk_merkle_ctx_key,
+        sk_merkle_ctx_free) == 0;
 }
 
 
@@ -35,21 +48,42 @@ sk_merkle_sha256(void)
 }
 
 
+/* The calling thread's digest context, kept for its life (freed when it
+ * ends): EVP_Digest allocates, sets up and frees one each call, a third
+ * of the cost of a node hash.  NULL without memory. */
+static EVP_MD_CTX *
+sk_merkle_ctx(void)
+{
+    EVP_MD_CTX  *ctx;
+
+    (void) sk_merkle_sha256();
+    if (!sk_merkle_ctx_keyed) {
+        return NULL;
+    }
+    ctx = pthread_getspecific(sk_merkle_ctx_key);
+    if (ctx == NULL && (ctx = EVP_MD_CTX_new()) != NULL
+        && pthread_setspecific(sk_merkle_ctx_key, ctx) != 0)
+    {
+        EVP_MD_CTX_free(ctx);
+        ctx = NULL;
+    }
+    return ctx;
+}
+
+
 int
 sk_merkle_leaf_hash(sk_merkle_hash_t out, const void *data, size_t len,
     sk_err_t *err)
 {
     static const unsigned char  zero = 0x00;
-    EVP_MD_CTX                 *ctx;
+    EVP_MD_CTX                 *ctx = sk_merkle_ctx();
     int                         ok;
 
-    ctx = EVP_MD_CTX_new();
     ok = ctx != NULL
-         && EVP_DigestInit_ex(ctx, sk_merkle_sha256(), NULL) == 1
+         && EVP_DigestInit_ex2(ctx, sk_merkle_sha256(), NULL) == 1
          && EVP_DigestUpdate(ctx, &zero, 1) == 1
          && EVP_DigestUpdate(ctx, data, len) == 1
          && EVP_DigestFinal_ex(ctx, out, NULL) == 1;
-    EVP_MD_CTX_free(ctx);
     return ok ? 0 : sk_err_crypto(err, "merkle leaf hash");
 }
 
@@ -57,9 +91,15 @@ sk_merkle_leaf_hash(sk_merkle_hash_t out, const void *data, size_t len,
 void
 sk_merkle_digest(sk_merkle_hash_t out, const void *buf, size_t len)
 {
+    EVP_MD_CTX  *ctx = sk_merkle_ctx();
+
     /* Fails only without memory for its context: then SHA256(), whose
      * context is on the stack. */
-    if (EVP_Digest(buf, len, out, NULL, sk_merkle_sha256(), NULL) != 1) {
+    if (ctx == NULL
+        || EVP_DigestInit_ex2(ctx, sk_merkle_sha256(), NULL) != 1
+        || EVP_DigestUpdate(ctx, buf, len) != 1
+        || EVP_DigestFinal_ex(ctx, out, NULL) != 1)
+    {
         SHA256(buf, len, out);
     }
 }

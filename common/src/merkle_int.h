@@ -28,9 +28,6 @@ struct sk_merkle_tree_s {
     sk_merkle_tiles_t  *tiles;                     /* NULL: in memory */
 };
 
-/* merkle_hash.c: SHA-256 of buf[0..len), through a digest fetched once
- * (map.c hashes with it too). */
-void sk_merkle_digest(sk_merkle_hash_t out, const void *buf, size_t len);
 /* merkle.c: a hash in standard base64 with padding, as proof lines are
  * (SK_B64STD_HASH_LEN characters and a NUL), and its strict decoding
  * (SK_ERR_FORMAT naming what). */

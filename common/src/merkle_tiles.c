@@ -3,8 +3,9 @@
  *
  * Tile level L holds the hashes at tree level 8L, 256 to a file.  In RAM
  * are only the right edge (the hashes of each level not yet in a full
- * tile: at most 255 a level, 64 KiB in all) and a few cached tiles; every
- * other node hash is one tile read and at most 127 node hashes away.
+ * tile: at most 255 a level, 64 KiB in all, and the inner nodes of the
+ * complete subtrees among them, as much again) and a few cached tiles
+ * with their inner nodes; every other node hash is one tile read away.
  *
  * Trust: a full tile read from disk is checked against its parent hash
  * (the parent tile, itself checked, or the right edge) before use, so a
@@ -50,6 +51,13 @@ struct sk_merkle_tiles_s {
     /* edge[L]: hashes at tree level 8L past the last full tile L/N;
      * their number is (size >> 8L) % 256. */
     unsigned char      edge[SK_TILE_LEVELS][SK_TILE_BYTES];
+    /* edge_inner[L]: the inner nodes (as in a slot) of the complete
+     * subtrees among edge[L]'s hashes, each hashed once when its last
+     * hash comes: a proof reads them instead of recomputing up to 127
+     * node hashes per edge node, and a tile's root is there when it
+     * fills. */
+    unsigned char      edge_inner[SK_TILE_LEVELS][SK_TILE_WIDTH - 1]
+                                 [SK_MERKLE_HASH_BYTES];
     sk_tiles_slot_t    cache[SK_TILES_CACHE];
     unsigned long      rebuilt;     /* tiles found bad and rebuilt, or
                                        not written */
@@ -138,6 +146,31 @@ sk_tiles_inner(unsigned char inner[][SK_MERKLE_HASH_BYTES],
             sk_merkle_node_hash(inner[SK_TILES_INNER(r) + j], below,
                 below + SK_MERKLE_HASH_BYTES);
         }
+    }
+}
+
+
+/* Hash h goes to edge[level] at w, and every subtree of the edge it
+ * completes to edge_inner[level] (one node hash per subtree). */
+static void
+sk_tiles_edge_put(sk_merkle_tiles_t *tt, unsigned level, unsigned w,
+    const unsigned char *h)
+{
+    unsigned char  (*inner)[SK_MERKLE_HASH_BYTES] = tt->edge_inner[level];
+    const unsigned char  *below;
+    unsigned              r, j;
+
+    memcpy(tt->edge[level] + (size_t) w * SK_MERKLE_HASH_BYTES, h,
+        SK_MERKLE_HASH_BYTES);
+    for (r = 1; r <= SK_TILE_HEIGHT && ((w + 1) & ((1u << r) - 1)) == 0;
+         r++)
+    {
+        j = w >> r;
+        below = r == 1 ? tt->edge[level] + (size_t) 2 * j
+                         * SK_MERKLE_HASH_BYTES
+                       : inner[SK_TILES_INNER(r - 1) + 2 * j];
+        sk_merkle_node_hash(inner[SK_TILES_INNER(r) + j], below,
+            below + SK_MERKLE_HASH_BYTES);
     }
 }
 
@@ -432,6 +465,13 @@ sk_merkle_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
     if (sk_tiles_hash(&first, t, level, i, err) != 0) {
         return -1;
     }
+    if (r > 0 && first >= t->tiles->edge[level]
+        && first < t->tiles->edge[level] + SK_TILE_BYTES)
+    {
+        memcpy(out, t->tiles->edge_inner[level][SK_TILES_INNER(r)
+            + (i % SK_TILE_WIDTH >> r)], SK_MERKLE_HASH_BYTES);
+        return 0;
+    }
     s = sk_tiles_slot(t->tiles, level, i / SK_TILE_WIDTH);
     if (r > 0 && s->used && s->level == level && s->n == i / SK_TILE_WIDTH
         && first >= s->hash && first < s->hash + SK_TILE_BYTES)
@@ -465,20 +505,20 @@ sk_merkle_tiles_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
         {
             break;
         }
-        memcpy(tt->edge[level] + (size_t) w * SK_MERKLE_HASH_BYTES, h,
-            sizeof(h));
+        sk_tiles_edge_put(tt, level, w, h);
         if (sk_tiles_store(tt, level, count / SK_TILE_WIDTH - 1,
                 tt->edge[level], err) != 0)
         {
             return -1;
         }
-        sk_tiles_subtree(h, tt->edge[level], SK_TILE_WIDTH);
+        memcpy(h, tt->edge_inner[level][SK_TILES_INNER(SK_TILE_HEIGHT)],
+            sizeof(h));
     }
     top = level;
     if (top < SK_TILE_LEVELS) {
         count = (t->size + 1) >> (SK_TILE_HEIGHT * top);
-        memcpy(tt->edge[top] + (size_t) ((count - 1) % SK_TILE_WIDTH)
-            * SK_MERKLE_HASH_BYTES, h, sizeof(h));
+        sk_tiles_edge_put(tt, top, (unsigned) ((count - 1) % SK_TILE_WIDTH),
+            h);
     }
     /* The tiles written are on disk; drop stale copies of them. */
     for (level = 0; level < top; level++) {
@@ -511,6 +551,7 @@ sk_merkle_tiles_edge(sk_merkle_tree_t *t, uint64_t size, sk_err_t *err)
 {
     sk_merkle_tiles_t  *tt = t->tiles;
     unsigned char       tile[SK_TILE_BYTES];
+    sk_merkle_hash_t    h;
     char                why[4096 + 64];
     uint64_t            full, i;
     unsigned            level, k, w;
@@ -522,11 +563,10 @@ sk_merkle_tiles_edge(sk_merkle_tree_t *t, uint64_t size, sk_err_t *err)
         for (k = 0; k < w; k++) {
             i = full * SK_TILE_WIDTH + k;
             if (level == 0) {
-                if (tt->leaf(tt->edge[0] + (size_t) k * SK_MERKLE_HASH_BYTES,
-                        i, tt->arg, err) != 0)
-                {
+                if (tt->leaf(h, i, tt->arg, err) != 0) {
                     return -1;
                 }
+                sk_tiles_edge_put(tt, 0, k, h);
                 continue;
             }
             /* Full tile level-1/i: its root is this edge hash.  Nothing
@@ -547,8 +587,8 @@ sk_merkle_tiles_edge(sk_merkle_tree_t *t, uint64_t size, sk_err_t *err)
                     return -1;
                 }
             }
-            sk_tiles_subtree(tt->edge[level]
-                + (size_t) k * SK_MERKLE_HASH_BYTES, tile, SK_TILE_WIDTH);
+            sk_tiles_subtree(h, tile, SK_TILE_WIDTH);
+            sk_tiles_edge_put(tt, level, k, h);
         }
     }
     t->size = size;

@@ -122,15 +122,16 @@ check_root(fixture_t *f, sk_db_txn_t *txn, int i, sk_merkle_hash_t root)
 }
 
 
-/* One key of space i: proof (the model's, and it verifies), get and
- * get_proven agree with the model. */
+/* One key of space i: proof (the model's, and it verifies), get,
+ * get_proven and get_proof (value and proof of one descent) agree with
+ * the model. */
 static void
 check_key(fixture_t *f, sk_db_txn_t *txn, int i, const unsigned char *key,
     const sk_merkle_hash_t root)
 {
     const mm_item_t  *it = mm_find(&f->model[i], key);
-    sk_map_proof_t    p, want;
-    sk_map_value_t    v, pv;
+    sk_map_proof_t    p, want, gp;
+    sk_map_value_t    v, pv, gv;
     sk_merkle_hash_t  value, vh;
     int               present, rc;
     sk_err_t          err;
@@ -146,7 +147,11 @@ check_key(fixture_t *f, sk_db_txn_t *txn, int i, const unsigned char *key,
     assert_int_equal(rc, it != NULL ? 0 : 1);
     rc = sk_map_get_proven(txn, f->map, spaces[i], key, root, &pv, &err);
     assert_int_equal(rc, it != NULL ? 0 : 1);
+    rc = sk_map_get_proof(txn, f->map, spaces[i], key, root, &gv, &gp, &err);
+    assert_int_equal(rc, it != NULL ? 0 : 1);
+    assert_memory_equal(&gp, &want, sizeof(gp));
     if (it != NULL) {
+        assert_memory_equal(&gv, &v, sizeof(v));
         assert_memory_equal(value, it->value, 32);
         sk_map_value_hash(vh, &v);
         assert_memory_equal(vh, it->value, 32);

@@ -137,6 +137,12 @@ int sk_map_prove(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
 int sk_map_get_proven(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     const unsigned char key[SK_MAP_KEY_BYTES], const sk_merkle_hash_t root,
     sk_map_value_t *v, sk_err_t *err) SK_WUR;
+/* sk_map_get_proven and, from the same descent, key's proof (*p, what
+ * sk_map_prove gives) whatever it returns but -1: one walk where an
+ * answer needs both. */
+int sk_map_get_proof(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
+    const unsigned char key[SK_MAP_KEY_BYTES], const sk_merkle_hash_t root,
+    sk_map_value_t *v, sk_map_proof_t *p, sk_err_t *err) SK_WUR;
 /* Drop space's map (to rebuild it from the log). */
 int sk_map_clear(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     sk_err_t *err) SK_WUR;
