@@ -442,6 +442,31 @@ tl_store_sync_index(tl_timeline_t *tl)
 }
 
 
+/* Lead one write of signed-head for everything the log has synced; only
+ * then may those entries be shown. */
+static int
+tl_store_sign(tl_timeline_t *tl, sk_err_t *err)
+{
+    sk_merkle_hash_t  root;
+    uint64_t          target = tl->logged;
+    int               rc;
+
+    if (sk_merkle_tree_root(root, tl->tree, target, err) != 0) {
+        return -1;
+    }
+    tl->head_syncing = 1;
+    pthread_mutex_unlock(&tl->lock);
+    rc = tl_signed_write(tl, target, root, err);
+    pthread_mutex_lock(&tl->lock);
+    tl->head_syncing = 0;
+    if (rc == 0 && target > tl->durable) {
+        tl->durable = target;
+    }
+    pthread_cond_broadcast(&tl->synced);
+    return rc;
+}
+
+
 /* Lead one fdatasync of the log for everything written so far, out of
  * the lock, so that appends go on meanwhile (they join the next batch).
  * With the name map, the batch first ends in its Map-Root entry, the
@@ -485,37 +510,20 @@ tl_store_sync_log(tl_timeline_t *tl)
     } else if (target > tl->logged) {
         tl->logged = target;
     }
-    pthread_cond_broadcast(&tl->synced);
+    /* The leader writes the batch's head itself rather than wake every
+     * waiter for one of them to do it: the head's broadcast wakes them
+     * once, acknowledged.  A head that could not be written, or one being
+     * written, is left to the waiters (tl_store_wait). */
+    if (rc == 0 && !tl->head_syncing) {
+        (void) tl_store_sign(tl, &err);
+    } else {
+        pthread_cond_broadcast(&tl->synced);
+    }
     if (rc == 0 && sealed) {
         tl_store_sync_index(tl);
     }
     tl->log_syncing = 0;
     pthread_cond_broadcast(&tl->synced);
-}
-
-
-/* Lead one write of signed-head for everything the log has synced; only
- * then may those entries be shown. */
-static int
-tl_store_sign(tl_timeline_t *tl, sk_err_t *err)
-{
-    sk_merkle_hash_t  root;
-    uint64_t          target = tl->logged;
-    int               rc;
-
-    if (sk_merkle_tree_root(root, tl->tree, target, err) != 0) {
-        return -1;
-    }
-    tl->head_syncing = 1;
-    pthread_mutex_unlock(&tl->lock);
-    rc = tl_signed_write(tl, target, root, err);
-    pthread_mutex_lock(&tl->lock);
-    tl->head_syncing = 0;
-    if (rc == 0 && target > tl->durable) {
-        tl->durable = target;
-    }
-    pthread_cond_broadcast(&tl->synced);
-    return rc;
 }
 
 
