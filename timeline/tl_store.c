@@ -355,6 +355,17 @@ tl_store_close(tl_timeline_t *tl)
 }
 
 
+/* Every waiter, whatever it waits for: after a failure, or a head
+ * written outside a batch's own order. */
+static void
+tl_store_wake_all(tl_timeline_t *tl)
+{
+    pthread_cond_broadcast(&tl->batch[0]);
+    pthread_cond_broadcast(&tl->batch[1]);
+    pthread_cond_broadcast(&tl->synced);
+}
+
+
 void
 tl_store_fail(tl_timeline_t *tl, const char *fmt, ...)
 {
@@ -365,6 +376,7 @@ tl_store_fail(tl_timeline_t *tl, const char *fmt, ...)
     va_end(ap);
     tl->failed = 1;
     tl_log("%s", tl->failed_msg);
+    tl_store_wake_all(tl);
 }
 
 
@@ -434,6 +446,7 @@ tl_store_sync_index(tl_timeline_t *tl)
     rc = tl_index_sync(tl, &err);
     pthread_mutex_lock(&tl->lock);
     tl->index_syncing = 0;
+    pthread_cond_broadcast(&tl->synced);
     if (rc != 0) {
         /* What reached data.mdb is unknown: a start checks it. */
         tl_store_fail(tl, "%s; appends refused until a restart checks the "
@@ -462,8 +475,21 @@ tl_store_sign(tl_timeline_t *tl, sk_err_t *err)
     if (rc == 0 && target > tl->durable) {
         tl->durable = target;
     }
-    pthread_cond_broadcast(&tl->synced);
     return rc;
+}
+
+
+/* Where an append that waits for SN sn sleeps: with the batch the log
+ * sync under way covers, or with the next one's. */
+static pthread_cond_t *
+tl_store_cond(tl_timeline_t *tl, uint64_t sn)
+{
+    uint64_t  gen = tl->sync_gen;
+
+    if (!tl->log_syncing || sn >= tl->sync_end) {
+        gen++;
+    }
+    return &tl->batch[gen & 1];
 }
 
 
@@ -477,9 +503,11 @@ tl_store_sync_log(tl_timeline_t *tl)
 {
     uint64_t  target, us;
     sk_err_t  err;
-    int       rc = 0, sealed = 0;
+    int       rc = 0, sealed = 0, shown;
 
     tl->log_syncing = 1;
+    tl->sync_gen++;
+    tl->sync_end = UINT64_MAX;
     pthread_mutex_unlock(&tl->lock);
     if (tl->conf.sync_delay_ms != 0) {
         usleep((useconds_t) (tl->conf.sync_delay_ms * 1000));
@@ -490,7 +518,7 @@ tl_store_sync_log(tl_timeline_t *tl)
         rc = tl_store_seal(tl, &err);
         sealed = rc == 0;
     }
-    target = tl->size;
+    target = tl->sync_end = tl->size;
     if (rc == 0) {
         pthread_mutex_unlock(&tl->lock);
         rc = sealed ? tl_index_sync_logs(tl, &err)
@@ -510,20 +538,26 @@ tl_store_sync_log(tl_timeline_t *tl)
     } else if (target > tl->logged) {
         tl->logged = target;
     }
-    /* The leader writes the batch's head itself rather than wake every
-     * waiter for one of them to do it: the head's broadcast wakes them
-     * once, acknowledged.  A head that could not be written, or one being
-     * written, is left to the waiters (tl_store_wait). */
-    if (rc == 0 && !tl->head_syncing) {
-        (void) tl_store_sign(tl, &err);
+    /* The leader writes the batch's head itself, then wakes the batch's
+     * appends, acknowledged, and only them.  A head that could not be
+     * written, or one being written, is left to the waiters
+     * (tl_store_wait): all are woken. */
+    shown = rc == 0 && !tl->head_syncing && tl_store_sign(tl, &err) == 0;
+    if (shown) {
+        pthread_cond_broadcast(&tl->batch[tl->sync_gen & 1]);
     } else {
-        pthread_cond_broadcast(&tl->synced);
+        tl_store_wake_all(tl);
     }
     if (rc == 0 && sealed) {
         tl_store_sync_index(tl);
     }
     tl->log_syncing = 0;
-    pthread_cond_broadcast(&tl->synced);
+    /* One of the next batch's appends leads its sync (any of them can). */
+    if (shown && !tl->failed) {
+        pthread_cond_signal(&tl->batch[(tl->sync_gen + 1) & 1]);
+    } else {
+        tl_store_wake_all(tl);
+    }
 }
 
 
@@ -533,6 +567,7 @@ tl_store_wait(tl_timeline_t *tl, uint64_t sn, uint64_t until_ms,
 {
     struct timespec  at;
     uint64_t         fails = tl->seal_fails;
+    int              rc;
 
     at.tv_sec = (time_t) (until_ms / 1000);
     at.tv_nsec = (long) (until_ms % 1000) * 1000000L;
@@ -544,15 +579,18 @@ tl_store_wait(tl_timeline_t *tl, uint64_t sn, uint64_t until_ms,
             return sk_err_set(err, SK_ERR_SYSTEM, "%s", tl->seal_msg);
         }
         if (tl->logged > sn && !tl->head_syncing) {
-            if (tl_store_sign(tl, err) != 0) {
+            rc = tl_store_sign(tl, err);
+            tl_store_wake_all(tl);
+            if (rc != 0) {
                 /* Stored, but not shown: the next head write covers it. */
                 return -1;
             }
         } else if (tl->logged <= sn && !tl->log_syncing) {
             tl_store_sync_log(tl);
         } else if (until_ms == UINT64_MAX) {
-            pthread_cond_wait(&tl->synced, &tl->lock);
-        } else if (pthread_cond_timedwait(&tl->synced, &tl->lock, &at) != 0
+            pthread_cond_wait(tl_store_cond(tl, sn), &tl->lock);
+        } else if (pthread_cond_timedwait(tl_store_cond(tl, sn), &tl->lock,
+                       &at) != 0
                    && (tl->log_syncing || tl->head_syncing)
                    && tl->durable <= sn)
         {
