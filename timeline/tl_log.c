@@ -39,3 +39,26 @@ tl_say(const char *fmt, ...)
     tl_vlog(stdout, fmt, ap);
     va_end(ap);
 }
+
+
+void
+tl_fail(tl_timeline_t *tl, const char *fmt, ...)
+{
+    va_list  ap;
+
+    va_start(ap, fmt);
+    vsnprintf(tl->failed_msg, sizeof(tl->failed_msg), fmt, ap);
+    va_end(ap);
+    tl->failed = 1;
+    tl_log("%s", tl->failed_msg);
+    tl_wake_all(tl);
+}
+
+
+void
+tl_wake_all(tl_timeline_t *tl)
+{
+    pthread_cond_broadcast(&tl->batch[0]);
+    pthread_cond_broadcast(&tl->batch[1]);
+    pthread_cond_broadcast(&tl->synced);
+}
