@@ -305,8 +305,16 @@ struct tl_timeline_s {
                                        evidence has dnssec */
 
     pthread_mutex_t   lock;         /* everything below */
-    pthread_cond_t    synced;       /* durable moved, or a sync ended (its
-                                       clock is CLOCK_MONOTONIC) */
+    pthread_cond_t    synced;       /* a sync ended or failed (its clock,
+                                       as batch's, is CLOCK_MONOTONIC) */
+    pthread_cond_t    batch[2];     /* appends waiting for their batch:
+                                       batch[sync_gen & 1] those the log
+                                       sync under way covers, the other
+                                       the next batch's (tl_store_wait) */
+    uint64_t          sync_gen;     /* log syncs led so far */
+    uint64_t          sync_end;     /* the one under way covers the SNs
+                                       below this (UINT64_MAX until its
+                                       batch is sealed) */
     tl_file_t         log;          /* entries.log */
     uint64_t          size;         /* entries written */
     uint64_t          logged;       /* entries fdatasync()ed */
@@ -821,7 +829,11 @@ uint64_t tl_us(void);
 void tl_log(const char *fmt, ...) SK_PRINTF(1, 2);
 void tl_say(const char *fmt, ...) SK_PRINTF(1, 2);
 void tl_vlog(FILE *f, const char *fmt, va_list ap);
-/* Under tl->lock: refuse appends from now on, saying why (logged). */
+/* Under tl->lock: refuse appends from now on, saying why (logged); every
+ * append waiting for a sync is woken to see it. */
 void tl_fail(tl_timeline_t *tl, const char *fmt, ...) SK_PRINTF(2, 3);
+/* Under tl->lock: wake every waiter of group commit, whatever it waits
+ * for (after a failure, or a head written out of a batch's order). */
+void tl_wake_all(tl_timeline_t *tl);
 
 #endif

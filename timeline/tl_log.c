@@ -51,4 +51,14 @@ tl_fail(tl_timeline_t *tl, const char *fmt, ...)
     va_end(ap);
     tl->failed = 1;
     tl_log("%s", tl->failed_msg);
+    tl_wake_all(tl);
+}
+
+
+void
+tl_wake_all(tl_timeline_t *tl)
+{
+    pthread_cond_broadcast(&tl->batch[0]);
+    pthread_cond_broadcast(&tl->batch[1]);
+    pthread_cond_broadcast(&tl->synced);
 }

@@ -34,6 +34,8 @@ tl_init(tl_timeline_t *tl, tl_mode_t mode)
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&tl->synced, &ca);
+    pthread_cond_init(&tl->batch[0], &ca);
+    pthread_cond_init(&tl->batch[1], &ca);
     pthread_condattr_destroy(&ca);
     pthread_cond_init(&tl->jobs_done, NULL);
     pthread_mutex_init(&tl->chunk_lock, NULL);

@@ -405,63 +405,12 @@ tl_store_sync_index(tl_timeline_t *tl)
     rc = tl_index_sync(tl, &err);
     pthread_mutex_lock(&tl->lock);
     tl->index_syncing = 0;
+    pthread_cond_broadcast(&tl->synced);
     if (rc != 0) {
         /* What reached data.mdb is unknown: a start checks it. */
         tl_fail(tl, "%s; appends refused until a restart checks the "
             "index against the log", err.msg);
     }
-}
-
-
-/* Lead one fdatasync of the log for everything written so far, out of
- * the lock, so that appends go on meanwhile (they join the next batch).
- * With the name map, the batch first ends in its Map-Root entry, the
- * index committed with it (tl_store_seal); the index is synced after the
- * log, never before: it must not get ahead of what the log keeps. */
-static void
-tl_store_sync_log(tl_timeline_t *tl)
-{
-    uint64_t  target, us;
-    sk_err_t  err;
-    int       rc = 0, sealed = 0;
-
-    tl->log_syncing = 1;
-    pthread_mutex_unlock(&tl->lock);
-    if (tl->conf.sync_delay_ms != 0) {
-        usleep((useconds_t) (tl->conf.sync_delay_ms * 1000));
-    }
-    us = tl_us();
-    pthread_mutex_lock(&tl->lock);
-    if (tl->map != NULL && tl->map_seal) {
-        rc = tl_store_seal(tl, &err);
-        sealed = rc == 0;
-    }
-    target = tl->size;
-    if (rc == 0) {
-        pthread_mutex_unlock(&tl->lock);
-        rc = sealed ? tl_index_sync_logs(tl, &err)
-             : fdatasync(tl->log.fd) != 0 ? sk_err_sys(&err, "fdatasync")
-             : 0;
-        pthread_mutex_lock(&tl->lock);
-    }
-    tl_metrics_fsync(tl, tl_us() - us);
-    if (rc > 0) {
-        tl_log("%s: %s (the batch's Map-Root entry could not be written: its "
-            "appends answered 500)", tl->log.path, tl->seal_msg);
-    } else if (rc != 0) {
-        /* Linux may have dropped the pages it could not write and will
-         * not say so twice: only a fresh read tells what is on disk. */
-        tl_fail(tl, "%s: %s; appends refused until a restart reads "
-            "back what is on disk", tl->log.path, err.msg);
-    } else if (target > tl->logged) {
-        tl->logged = target;
-    }
-    pthread_cond_broadcast(&tl->synced);
-    if (rc == 0 && sealed) {
-        tl_store_sync_index(tl);
-    }
-    tl->log_syncing = 0;
-    pthread_cond_broadcast(&tl->synced);
 }
 
 
@@ -485,8 +434,89 @@ tl_store_sign(tl_timeline_t *tl, sk_err_t *err)
     if (rc == 0 && target > tl->durable) {
         tl->durable = target;
     }
-    pthread_cond_broadcast(&tl->synced);
     return rc;
+}
+
+
+/* Where an append that waits for SN sn sleeps: with the batch the log
+ * sync under way covers, or with the next one's. */
+static pthread_cond_t *
+tl_store_cond(tl_timeline_t *tl, uint64_t sn)
+{
+    uint64_t  gen = tl->sync_gen;
+
+    if (!tl->log_syncing || sn >= tl->sync_end) {
+        gen++;
+    }
+    return &tl->batch[gen & 1];
+}
+
+
+/* Lead one fdatasync of the log for everything written so far, out of
+ * the lock, so that appends go on meanwhile (they join the next batch).
+ * With the name map, the batch first ends in its Map-Root entry, the
+ * index committed with it (tl_store_seal); the index is synced after the
+ * log, never before: it must not get ahead of what the log keeps. */
+static void
+tl_store_sync_log(tl_timeline_t *tl)
+{
+    uint64_t  target, us;
+    sk_err_t  err;
+    int       rc = 0, sealed = 0, shown;
+
+    tl->log_syncing = 1;
+    tl->sync_gen++;
+    tl->sync_end = UINT64_MAX;
+    pthread_mutex_unlock(&tl->lock);
+    if (tl->conf.sync_delay_ms != 0) {
+        usleep((useconds_t) (tl->conf.sync_delay_ms * 1000));
+    }
+    us = tl_us();
+    pthread_mutex_lock(&tl->lock);
+    if (tl->map != NULL && tl->map_seal) {
+        rc = tl_store_seal(tl, &err);
+        sealed = rc == 0;
+    }
+    target = tl->sync_end = tl->size;
+    if (rc == 0) {
+        pthread_mutex_unlock(&tl->lock);
+        rc = sealed ? tl_index_sync_logs(tl, &err)
+             : fdatasync(tl->log.fd) != 0 ? sk_err_sys(&err, "fdatasync")
+             : 0;
+        pthread_mutex_lock(&tl->lock);
+    }
+    tl_metrics_fsync(tl, tl_us() - us);
+    if (rc > 0) {
+        tl_log("%s: %s (the batch's Map-Root entry could not be written: its "
+            "appends answered 500)", tl->log.path, tl->seal_msg);
+    } else if (rc != 0) {
+        /* Linux may have dropped the pages it could not write and will
+         * not say so twice: only a fresh read tells what is on disk. */
+        tl_fail(tl, "%s: %s; appends refused until a restart reads "
+            "back what is on disk", tl->log.path, err.msg);
+    } else if (target > tl->logged) {
+        tl->logged = target;
+    }
+    /* The leader writes the batch's head itself, then wakes the batch's
+     * appends, acknowledged, and only them.  A head that could not be
+     * written, or one being written, is left to the waiters
+     * (tl_store_wait): all are woken. */
+    shown = rc == 0 && !tl->head_syncing && tl_store_sign(tl, &err) == 0;
+    if (shown) {
+        pthread_cond_broadcast(&tl->batch[tl->sync_gen & 1]);
+    } else {
+        tl_wake_all(tl);
+    }
+    if (rc == 0 && sealed) {
+        tl_store_sync_index(tl);
+    }
+    tl->log_syncing = 0;
+    /* One of the next batch's appends leads its sync (any of them can). */
+    if (shown && !tl->failed) {
+        pthread_cond_signal(&tl->batch[(tl->sync_gen + 1) & 1]);
+    } else {
+        tl_wake_all(tl);
+    }
 }
 
 
@@ -496,6 +526,7 @@ tl_store_wait(tl_timeline_t *tl, uint64_t sn, uint64_t until_ms,
 {
     struct timespec  at;
     uint64_t         fails = tl->seal_fails;
+    int              rc;
 
     at.tv_sec = (time_t) (until_ms / 1000);
     at.tv_nsec = (long) (until_ms % 1000) * 1000000L;
@@ -507,15 +538,18 @@ tl_store_wait(tl_timeline_t *tl, uint64_t sn, uint64_t until_ms,
             return sk_err_set(err, SK_ERR_SYSTEM, "%s", tl->seal_msg);
         }
         if (tl->logged > sn && !tl->head_syncing) {
-            if (tl_store_sign(tl, err) != 0) {
+            rc = tl_store_sign(tl, err);
+            tl_wake_all(tl);
+            if (rc != 0) {
                 /* Stored, but not shown: the next head write covers it. */
                 return -1;
             }
         } else if (tl->logged <= sn && !tl->log_syncing) {
             tl_store_sync_log(tl);
         } else if (until_ms == UINT64_MAX) {
-            pthread_cond_wait(&tl->synced, &tl->lock);
-        } else if (pthread_cond_timedwait(&tl->synced, &tl->lock, &at) != 0
+            pthread_cond_wait(tl_store_cond(tl, sn), &tl->lock);
+        } else if (pthread_cond_timedwait(tl_store_cond(tl, sn), &tl->lock,
+                       &at) != 0
                    && (tl->log_syncing || tl->head_syncing)
                    && tl->durable <= sn)
         {
