@@ -12,6 +12,19 @@ package SKFault;
 #                        file, then one-page files; returns how many pages
 #                        the latter took
 #   free_pages(DIR, N)   give back N pages (0: all the filler)
+#
+# and bytes to change in a stopped daemon's LMDB file (data.mdb: no
+# checksums), found by their content, every copy of them (LMDB keeps
+# older pages too):
+#
+#   damage(FILE, BYTES, EDIT, FROM)
+#                        EDIT applied at each place BYTES is in FROM (the
+#                        file's content, undef: as it is now), written to
+#                        FILE; how many places.  EDIT is an offset into
+#                        BYTES whose byte is flipped (xor 0x01), or a sub
+#                        (\$content, $position) changing the content there
+#   flip(AT, MASK)       the EDIT xoring the byte AT from BYTES' start
+#                        with MASK
 
 use strict;
 use warnings;
@@ -20,7 +33,7 @@ use Exporter 'import';
 use File::Temp qw(tempdir);
 use SKTest;
 
-our @EXPORT = qw(tmpfs fill free_pages);
+our @EXPORT = qw(tmpfs fill free_pages damage flip);
 our $why = '';
 
 my @mounts;
@@ -89,6 +102,26 @@ sub free_pages {
     }
     die "free_pages: only " . @pages . " page files" if @pages < $n;
     unlink map { "$dir/$_" } @pages[0 .. $n - 1];
+}
+
+sub flip {
+    my ($at, $mask) = @_;
+    return sub { my ($data, $pos) = @_;
+        substr($$data, $pos + $at, 1) ^= chr($mask) };
+}
+
+sub damage {
+    my ($file, $bytes, $edit, $from) = @_;
+    my $data = $from // slurp($file);
+    $edit = flip($edit, 0x01) unless ref $edit;
+    my ($pos, $n) = (0, 0);
+    while (($pos = index($data, $bytes, $pos)) >= 0) {
+        $edit->(\$data, $pos);
+        $pos += length $bytes;
+        $n++;
+    }
+    spew($file, $data);
+    return $n;
 }
 
 1;
