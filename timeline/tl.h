@@ -597,6 +597,10 @@ int tl_map_note(tl_timeline_t *tl, tl_name_t *n, const sk_entry_t *e,
 /* After the replay: a last entry that is a Map-Root must give the map's
  * root (else -1 naming the log); otherwise a Map-Root is due at start. */
 int tl_map_check_end(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* After a rebuild while serving: the map's root must be the Map-Hash of
+ * the log's last entry when that is a Map-Root entry (else -1 naming the
+ * index and the log: nothing is served from that map). */
+int tl_map_rebuilt(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 /* After tl_store_settle: append the Map-Root due, synced and signed. */
 int tl_map_start(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 

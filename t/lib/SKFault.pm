@@ -25,15 +25,27 @@ package SKFault;
 #                        (\$content, $position) changing the content there
 #   flip(AT, MASK)       the EDIT xoring the byte AT from BYTES' start
 #                        with MASK
+#
+# and a damaged sk-timeline started again (t/fault/timeline-*-rows.t):
+#
+#   restart_logged(T)    restart timeline T (SKTimeline), ok that it is
+#                        up; a sub giving its log since
+#   append_after_rebuild(T, WHAT, ENTRY, CODE, LIKE)
+#                        POST ENTRY: 503 with Retry-After saying the index
+#                        is rebuilt from the log, then again: CODE, and a
+#                        body like LIKE
 
 use strict;
 use warnings;
 
 use Exporter 'import';
 use File::Temp qw(tempdir);
+use Test::More;
 use SKTest;
+use SKTimeline qw(restart_timeline append);
 
-our @EXPORT = qw(tmpfs fill free_pages damage flip);
+our @EXPORT = qw(tmpfs fill free_pages damage flip restart_logged
+    append_after_rebuild);
 our $why = '';
 
 my @mounts;
@@ -122,6 +134,28 @@ sub damage {
     }
     spew($file, $data);
     return $n;
+}
+
+sub restart_logged {
+    my ($t) = @_;
+    my $from = -s $t->{log};
+    restart_timeline($t);
+    ok($t->{up}, 'restarts with the damage') or diag(slurp($t->{log}));
+    return sub { substr(slurp($t->{log}), $from) };
+}
+
+sub append_after_rebuild {
+    my ($t, $what, $e, $code, $like) = @_;
+    spew("$t->{dir}/e.txt", $e);
+    my $r = run_cmd(['curl', '-s', '-i', '--data-urlencode',
+        "e\@$t->{dir}/e.txt", "$t->{url}/append"]);
+    like($r->{out}, qr{^HTTP/1\.1 503 }m, "$what: 503 at first");
+    like($r->{out}, qr{^Retry-After: 1\r?$}mi, '... with Retry-After');
+    like($r->{out}, qr{found damaged and rebuilt from the log},
+        '... saying why');
+    my $again = append($t, $e);
+    is($again->{code}, $code, "$what: then $code") or diag($again->{body});
+    like($again->{body}, $like, '... as the log implies');
 }
 
 1;
