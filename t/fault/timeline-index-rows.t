@@ -189,6 +189,11 @@ ok(!grep({ $_ == 201 } @codes), 'the append refused, not taken') or diag("@codes
 like($said->(), qr{/data\.mdb: the name map rebuilt from the log: SN \d+ of \S+entries\.log is a Map-Root entry with Map-Hash \S+, but the map gives},
     'logged, naming the index and the log') or diag($said->());
 stop_daemon($t->{pid});
+my $from = -s $t->{log};
+restart_timeline($t);
+ok(!$t->{up}, 'a restart refuses to start');
+like(substr(slurp($t->{log}), $from), qr{entries\.log: its first \d+ entries are not those signed},
+    '... naming entries.log');
 
 unlike(slurp($p->{log}) . slurp($t->{log}), qr/Sanitizer|runtime error/,
     'no sanitizer reports');
