@@ -192,7 +192,7 @@ stop_daemon($t->{pid});
 my $from = -s $t->{log};
 restart_timeline($t);
 ok(!$t->{up}, 'a restart refuses to start');
-like(substr(slurp($t->{log}), $from), qr{entries\.log: its first \d+ entries are not those signed},
+like(substr(slurp($t->{log}), $from), qr{the name map built from the log: SN \d+ of \S+entries\.log is a Map-Root entry with Map-Hash \S+, but the map gives},
     '... naming entries.log');
 
 unlike(slurp($p->{log}) . slurp($t->{log}), qr/Sanitizer|runtime error/,
