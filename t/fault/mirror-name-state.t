@@ -39,21 +39,14 @@ my %key = map { $_ => ed25519_key($d, $_) } qw(owner other);
 my %crt = map { $_ => issue($d, $ca, $key{$_}, "$_.example", "$d/$_") }
     qw(owner other);
 
-my (%t, %keys, @tl);
-for my $tid (1, 2) {
-    mkdir "$d/tl$tid";
-    $t{$tid} = start_timeline("$d/tl$tid", tid => $tid,
-        operator_key => "$d/operator.pub", chunk_interval => 1);
-    ok($t{$tid}{up}, "timeline $tid listens")
-        or BAIL_OUT(slurp($t{$tid}{log}));
-    $keys{$tid} = ["$d/tl$tid/timeline.pub", "sk-timeline-$tid"];
-    push @tl, [$tid, $t{$tid}{url}, $keys{$tid}[0]];
-    is(append($t{$tid}, root_entry(cert => "$ca.crt", key => $op))->{code},
-        201, "timeline $tid: the CA trusted");
-    is(append($t{$tid}, bind_entry(name => "$_.example", key => $key{$_},
-        chain => [$crt{$_}]))->{code}, 201, "timeline $tid: $_.example bound")
-        for qw(owner other);
-}
+my ($t, $tl, $got) = start_timelines($d, [1, 2],
+    [root_entry(cert => "$ca.crt", key => $op),
+     map { bind_entry(name => "$_.example", key => $key{$_},
+         chain => [$crt{$_}]) } qw(owner other)], chunk_interval => 1);
+my %t = %$t;
+my %keys = map { $_ => ["$d/tl$_/timeline.pub", "sk-timeline-$_"] } 1, 2;
+is(join(' ', map { $_->{code} } map { @{$got->{$_}} } 1, 2),
+    '201 201 201 201 201 201', 'each timeline: the CA trusted, both names bound');
 
 sub tl_size {
     my ($tid) = @_;
@@ -61,7 +54,7 @@ sub tl_size {
         // -1;
 }
 
-my $m = start_mirror("$d/m", \@tl);
+my $m = start_mirror("$d/m", $tl);
 ok($m->{up}, 'mirror listens') or BAIL_OUT(slurp($m->{log}));
 
 # Timeline 1's state once the mirror holds its checkpoint or gave up on
