@@ -17,7 +17,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_sk_module.h"
+#include "ngx_http_sk.h"
 
 
 #define NGX_HTTP_SK_METRICS_ZONE_SIZE  (8 * ngx_pagesize)
@@ -45,24 +45,9 @@ static ngx_http_sk_metric_def_t  ngx_http_sk_counters[NGX_HTTP_SK_M_N] = {
 };
 
 
-typedef struct {
-    ngx_atomic_t              count[NGX_HTTP_SK_M_N];
-} ngx_http_sk_metrics_shm_t;
-
-
-static ngx_http_sk_metrics_shm_t  *ngx_http_sk_metrics_shm;
 static int  ngx_http_sk_ctx_index = -1;
 static int  ngx_http_sk_ssl_index = -1;
 static void (*ngx_http_sk_next_info)(const SSL *ssl, int where, int ret);
-
-
-void
-ngx_http_sk_metric_inc(ngx_http_sk_metric_e m)
-{
-    if (ngx_http_sk_metrics_shm != NULL) {
-        (void) ngx_atomic_fetch_add(&ngx_http_sk_metrics_shm->count[m], 1);
-    }
-}
 
 
 static ngx_int_t
@@ -98,12 +83,8 @@ ngx_http_sk_metrics_zone_init(ngx_shm_zone_t *zone, void *data)
 /* A process counts into its own cycle's zone, or nowhere (a reload may
  * have dropped the directive, and the old zone with it). */
 void
-ngx_http_sk_metrics_init_process(ngx_cycle_t *cycle)
+ngx_http_sk_metrics_init_process(ngx_http_sk_main_conf_t *mcf)
 {
-    ngx_http_sk_main_conf_t  *mcf;
-
-    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_sk_module);
-
     ngx_http_sk_metrics_shm = mcf != NULL && mcf->metrics != NULL
                               ? mcf->metrics->data : NULL;
 }
@@ -111,20 +92,18 @@ ngx_http_sk_metrics_init_process(ngx_cycle_t *cycle)
 
 /* The directive's share of the work: the zone, once per configuration. */
 ngx_int_t
-ngx_http_sk_metrics_zone(ngx_conf_t *cf)
+ngx_http_sk_metrics_zone(ngx_conf_t *cf, ngx_http_sk_main_conf_t *mcf,
+    void *tag)
 {
     ngx_str_t                 name = ngx_string("sovereign_key_metrics");
     ngx_shm_zone_t           *zone;
-    ngx_http_sk_main_conf_t  *mcf;
-
-    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_sk_module);
 
     if (mcf->metrics != NULL) {
         return NGX_OK;
     }
 
     zone = ngx_shared_memory_add(cf, &name, NGX_HTTP_SK_METRICS_ZONE_SIZE,
-                                 &ngx_http_sk_module);
+                                 tag);
     if (zone == NULL) {
         return NGX_ERROR;
     }
@@ -139,14 +118,11 @@ ngx_http_sk_metrics_zone(ngx_conf_t *cf)
 /* Remembers a carrier's name and end for its expiry gauge; the earliest
  * end per name. */
 ngx_int_t
-ngx_http_sk_metrics_carrier(ngx_conf_t *cf, const char *name,
-    time_t not_after)
+ngx_http_sk_metrics_carrier(ngx_conf_t *cf, ngx_http_sk_main_conf_t *mcf,
+    const char *name, time_t not_after)
 {
     ngx_uint_t                 i;
     ngx_http_sk_expiry_t      *e;
-    ngx_http_sk_main_conf_t   *mcf;
-
-    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_sk_module);
 
     e = mcf->expiry.elts;
     for (i = 0; i < mcf->expiry.nelts; i++) {
@@ -211,7 +187,7 @@ ngx_http_sk_metrics_info(const SSL *ssl, int where, int ret)
 /* Postconfiguration: every TLS server's handshakes are watched (nginx
  * sets the same info callback on each, which is called first). */
 ngx_int_t
-ngx_http_sk_metrics_register(ngx_conf_t *cf)
+ngx_http_sk_metrics_register(ngx_conf_t *cf, ngx_uint_t ctx_index)
 {
     ngx_uint_t                  s;
     ngx_http_sk_srv_conf_t     *skcf;
@@ -237,7 +213,7 @@ ngx_http_sk_metrics_register(ngx_conf_t *cf)
     cscfp = cmcf->servers.elts;
 
     for (s = 0; s < cmcf->servers.nelts; s++) {
-        skcf = cscfp[s]->ctx->srv_conf[ngx_http_sk_module.ctx_index];
+        skcf = cscfp[s]->ctx->srv_conf[ctx_index];
         sscf = cscfp[s]->ctx->srv_conf[ngx_http_ssl_module.ctx_index];
 
         if (sscf->ssl.ctx == NULL) {
@@ -331,13 +307,13 @@ ngx_http_sk_metrics_render(u_char *p, u_char *last,
 
 
 ngx_int_t
-ngx_http_sk_metrics_handler(ngx_http_request_t *r)
+ngx_http_sk_metrics_handler(ngx_http_request_t *r,
+    ngx_http_sk_main_conf_t *mcf)
 {
     u_char                   *p;
     size_t                    size;
     ngx_int_t                 rc;
     ngx_buf_t                *b;
-    ngx_http_sk_main_conf_t  *mcf;
 
     if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
         return NGX_HTTP_NOT_ALLOWED;
@@ -352,7 +328,6 @@ ngx_http_sk_metrics_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    mcf = ngx_http_get_module_main_conf(r, ngx_http_sk_module);
     size = ngx_http_sk_metrics_size(mcf);
 
     p = ngx_pnalloc(r->pool, size);
@@ -365,4 +340,33 @@ ngx_http_sk_metrics_handler(ngx_http_request_t *r)
     b->last = ngx_http_sk_metrics_render(p, p + size, mcf);
 
     return ngx_http_sk_send(r, b, SK_METRICS_CONTENT_TYPE);
+}
+
+
+/* The whole answer, b, with its Content-Type. */
+ngx_int_t
+ngx_http_sk_send(ngx_http_request_t *r, ngx_buf_t *b, const char *type)
+{
+    ngx_int_t    rc;
+    ngx_chain_t  out;
+
+    r->headers_out.content_type.data = (u_char *) type;
+    r->headers_out.content_type.len = ngx_strlen(type);
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = b->last - b->pos;
+
+    rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b->memory = 1;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
 }

@@ -17,7 +17,7 @@
 #include <pwd.h>
 #include <openssl/sha.h>
 
-#include "ngx_http_sk_module.h"
+#include "ngx_http_sk.h"
 
 
 #define NGX_HTTP_SK_SERVICES  "https"
@@ -663,6 +663,14 @@ ngx_http_sk_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+static ngx_int_t
+ngx_http_sk_metrics_page(ngx_http_request_t *r)
+{
+    return ngx_http_sk_metrics_handler(r,
+               ngx_http_get_module_main_conf(r, ngx_http_sk_module));
+}
+
+
 static char *
 ngx_http_sk_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -676,12 +684,16 @@ ngx_http_sk_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     slcf->metrics = 1;
 
-    if (ngx_http_sk_metrics_zone(cf) != NGX_OK) {
+    if (ngx_http_sk_metrics_zone(cf,
+            ngx_http_conf_get_module_main_conf(cf, ngx_http_sk_module),
+            &ngx_http_sk_module)
+        != NGX_OK)
+    {
         return NGX_CONF_ERROR;
     }
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
-    clcf->handler = ngx_http_sk_metrics_handler;
+    clcf->handler = ngx_http_sk_metrics_page;
 
     return NGX_CONF_OK;
 }
@@ -1168,31 +1180,6 @@ ngx_http_sk_find(ngx_conf_t *cf, ngx_http_sk_src_t *src,
 }
 
 
-u_char *
-ngx_http_sk_json_str(u_char *p, u_char *last, const char *s)
-{
-    if (s == NULL) {
-        return ngx_slprintf(p, last, "null");
-    }
-
-    p = ngx_slprintf(p, last, "\"");
-
-    for ( /* void */ ; *s != '\0'; s++) {
-        if (*s == '"' || *s == '\\') {
-            p = ngx_slprintf(p, last, "\\%c", *s);
-
-        } else if ((u_char) *s < 0x20) {
-            p = ngx_slprintf(p, last, "\\u%04xd", (ngx_uint_t) *s);
-
-        } else {
-            p = ngx_slprintf(p, last, "%c", *s);
-        }
-    }
-
-    return ngx_slprintf(p, last, "\"");
-}
-
-
 /*
  * {"name":N,"sk":"sha256:…","services":S,"carriers":[{"key":"sha256:…",
  * "not_before":T,"not_after":T}…],"onion":O|null, and the staple's
@@ -1341,8 +1328,10 @@ ngx_http_sk_attach(ngx_conf_t *cf, ngx_http_core_srv_conf_t *cscf,
 
         c->used = 1;
 
-        if (ngx_http_sk_metrics_carrier(cf, sk_carrier_name(c->carrier),
-                                        sk_carrier_not_after(c->carrier))
+        if (ngx_http_sk_metrics_carrier(cf,
+                ngx_http_conf_get_module_main_conf(cf, ngx_http_sk_module),
+                sk_carrier_name(c->carrier),
+                sk_carrier_not_after(c->carrier))
             != NGX_OK)
         {
             return NGX_ERROR;
@@ -1469,7 +1458,9 @@ ngx_http_sk_staple_names(ngx_conf_t *cf, ngx_http_core_srv_conf_t *cscf,
         }
     }
 
-    return ngx_http_sk_staple_init(cf, cscf, skcf, ctx, names, n);
+    return ngx_http_sk_staple_init(cf,
+               ngx_http_conf_get_module_main_conf(cf, ngx_http_sk_module),
+               cscf, skcf, ctx, names, n);
 }
 
 
@@ -1790,12 +1781,14 @@ ngx_http_sk_init(ngx_conf_t *cf)
         }
     }
 
-    if (mcf->staples.nelts > 0 && ngx_http_sk_staple_register(cf) != NGX_OK)
+    if (mcf->staples.nelts > 0 && ngx_http_sk_staple_register(cf, ngx_http_sk_module.ctx_index)
+           != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    if (mcf->metrics != NULL && ngx_http_sk_metrics_register(cf) != NGX_OK)
+    if (mcf->metrics != NULL && ngx_http_sk_metrics_register(cf, ngx_http_sk_module.ctx_index)
+           != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -1866,9 +1859,13 @@ ngx_http_sk_header_filter(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_sk_init_process(ngx_cycle_t *cycle)
 {
-    ngx_http_sk_metrics_init_process(cycle);
+    ngx_http_sk_main_conf_t  *mcf;
 
-    return ngx_http_sk_staple_init_process(cycle);
+    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_sk_module);
+
+    ngx_http_sk_metrics_init_process(mcf);
+
+    return ngx_http_sk_staple_init_process(cycle, mcf);
 }
 
 
@@ -1919,33 +1916,4 @@ ngx_http_sk_status_handler(ngx_http_request_t *r)
     b->last = p;
 
     return ngx_http_sk_send(r, b, "application/json");
-}
-
-
-/* The whole answer, b, with its Content-Type. */
-ngx_int_t
-ngx_http_sk_send(ngx_http_request_t *r, ngx_buf_t *b, const char *type)
-{
-    ngx_int_t    rc;
-    ngx_chain_t  out;
-
-    r->headers_out.content_type.data = (u_char *) type;
-    r->headers_out.content_type.len = ngx_strlen(type);
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
-    r->headers_out.status = NGX_HTTP_OK;
-    r->headers_out.content_length_n = b->last - b->pos;
-
-    rc = ngx_http_send_header(r);
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-
-    b->memory = 1;
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
-
-    out.buf = b;
-    out.next = NULL;
-
-    return ngx_http_output_filter(r, &out);
 }

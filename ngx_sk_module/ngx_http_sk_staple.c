@@ -26,7 +26,7 @@
 
 #include <curl/curl.h>
 
-#include "ngx_http_sk_module.h"
+#include "ngx_http_sk.h"
 
 
 /* Last good answers, kept across reloads (the .so stays mapped) for a
@@ -54,6 +54,7 @@ typedef struct {
 
 
 struct ngx_http_sk_staple_s {
+    ngx_http_sk_main_conf_t  *mcf;            /* its thread pool */
     ngx_uint_t                mode;
     SSL_CTX                  *ctx;
     const sk_client_trust_t  *trust;
@@ -161,16 +162,13 @@ ngx_http_sk_trust_cleanup(void *data)
 
 /* A trust file, loaded once however many servers name it. */
 static const sk_client_trust_t *
-ngx_http_sk_trust_get(ngx_conf_t *cf, ngx_str_t *path, u_char *file,
-    ngx_uint_t line)
+ngx_http_sk_trust_get(ngx_conf_t *cf, ngx_http_sk_main_conf_t *mcf,
+    ngx_str_t *path, u_char *file, ngx_uint_t line)
 {
     sk_err_t                  err;
     ngx_uint_t                i;
     ngx_pool_cleanup_t       *cln;
     ngx_http_sk_trust_t     **tp, *t;
-    ngx_http_sk_main_conf_t  *mcf;
-
-    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_sk_module);
 
     if (mcf->trusts.elts == NULL
         && ngx_array_init(&mcf->trusts, cf->pool, 2,
@@ -292,9 +290,9 @@ ngx_http_sk_staple_last_good(ngx_http_sk_staple_t *st, ngx_log_t *log)
 
 
 ngx_int_t
-ngx_http_sk_staple_init(ngx_conf_t *cf, ngx_http_core_srv_conf_t *cscf,
-    ngx_http_sk_srv_conf_t *skcf, SSL_CTX *ctx, const char **names,
-    ngx_uint_t n)
+ngx_http_sk_staple_init(ngx_conf_t *cf, ngx_http_sk_main_conf_t *mcf,
+    ngx_http_core_srv_conf_t *cscf, ngx_http_sk_srv_conf_t *skcf,
+    SSL_CTX *ctx, const char **names, ngx_uint_t n)
 {
     X509                     *x;
     sk_err_t                  err;
@@ -302,7 +300,6 @@ ngx_http_sk_staple_init(ngx_conf_t *cf, ngx_http_core_srv_conf_t *cscf,
     sk_cache_t               *cache;
     ngx_pool_cleanup_t       *cln;
     ngx_http_sk_staple_t     *st, **stp;
-    ngx_http_sk_main_conf_t  *mcf;
 
 #if !(NGX_THREADS)
 
@@ -321,14 +318,13 @@ ngx_http_sk_staple_init(ngx_conf_t *cf, ngx_http_core_srv_conf_t *cscf,
         return NGX_ERROR;
     }
 
-    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_sk_module);
-
     st = ngx_pcalloc(cf->pool, sizeof(ngx_http_sk_staple_t));
     cln = ngx_pool_cleanup_add(cf->pool, 0);
     if (st == NULL || cln == NULL) {
         return NGX_ERROR;
     }
 
+    st->mcf = mcf;
     cln->handler = ngx_http_sk_staple_cleanup;
     cln->data = st;
 
@@ -337,7 +333,7 @@ ngx_http_sk_staple_init(ngx_conf_t *cf, ngx_http_core_srv_conf_t *cscf,
     st->file = skcf->staple_file;
     st->line = skcf->staple_line;
 
-    st->trust = ngx_http_sk_trust_get(cf, &skcf->trust, st->file, st->line);
+    st->trust = ngx_http_sk_trust_get(cf, mcf, &skcf->trust, st->file, st->line);
     if (st->trust == NULL) {
         return NGX_ERROR;
     }
@@ -567,7 +563,7 @@ ngx_http_sk_staple_log(ngx_http_sk_staple_t *st, ngx_log_t *log, int64_t now)
 
 
 ngx_int_t
-ngx_http_sk_staple_register(ngx_conf_t *cf)
+ngx_http_sk_staple_register(ngx_conf_t *cf, ngx_uint_t ctx_index)
 {
     ngx_uint_t                  s;
     ngx_http_sk_srv_conf_t     *skcf;
@@ -582,7 +578,7 @@ ngx_http_sk_staple_register(ngx_conf_t *cf)
      * switch (OpenSSL copies the "received" mark between contexts that
      * both know the type) */
     for (s = 0; s < cmcf->servers.nelts; s++) {
-        skcf = cscfp[s]->ctx->srv_conf[ngx_http_sk_module.ctx_index];
+        skcf = cscfp[s]->ctx->srv_conf[ctx_index];
         sscf = cscfp[s]->ctx->srv_conf[ngx_http_ssl_module.ctx_index];
 
         if (sscf->ssl.ctx == NULL) {
@@ -660,20 +656,18 @@ ngx_http_sk_staple_schedule(ngx_http_sk_staple_t *st, time_t delay)
 
 
 ngx_int_t
-ngx_http_sk_staple_init_process(ngx_cycle_t *cycle)
+ngx_http_sk_staple_init_process(ngx_cycle_t *cycle,
+    ngx_http_sk_main_conf_t *mcf)
 {
     time_t                    now, delay;
     ngx_uint_t                i, k;
     ngx_http_sk_staple_t    **stp, *st;
-    ngx_http_sk_main_conf_t  *mcf;
 
     if (ngx_process != NGX_PROCESS_WORKER
         && ngx_process != NGX_PROCESS_SINGLE)
     {
         return NGX_OK;
     }
-
-    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_sk_module);
 
     if (mcf == NULL || mcf->staples.nelts == 0) {
         return NGX_OK;
@@ -731,17 +725,13 @@ ngx_http_sk_staple_timer(ngx_event_t *ev)
 {
     ngx_http_sk_staple_t *st = ev->data;
 
-    ngx_http_sk_main_conf_t  *mcf;
-
     if (st->loading) {
         return;
     }
 
-    mcf = ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_http_sk_module);
-
     st->loading = 1;
 
-    if (ngx_thread_task_post(mcf->thread_pool, st->task) != NGX_OK) {
+    if (ngx_thread_task_post(st->mcf->thread_pool, st->task) != NGX_OK) {
         st->loading = 0;
         ngx_http_sk_staple_schedule(st, st->trust->staple_retry);
     }
@@ -826,7 +816,8 @@ ngx_http_sk_staple_done(ngx_event_t *ev)
 #else
 
 ngx_int_t
-ngx_http_sk_staple_init_process(ngx_cycle_t *cycle)
+ngx_http_sk_staple_init_process(ngx_cycle_t *cycle,
+    ngx_http_sk_main_conf_t *mcf)
 {
     return NGX_OK;
 }
@@ -976,4 +967,29 @@ ngx_http_sk_staple_in_chain(ngx_http_sk_staple_t *st)
 {
     return st != NULL && st->mode == NGX_HTTP_SK_STAPLE_CHAIN
            && st->cert != NULL;
+}
+
+
+u_char *
+ngx_http_sk_json_str(u_char *p, u_char *last, const char *s)
+{
+    if (s == NULL) {
+        return ngx_slprintf(p, last, "null");
+    }
+
+    p = ngx_slprintf(p, last, "\"");
+
+    for ( /* void */ ; *s != '\0'; s++) {
+        if (*s == '"' || *s == '\\') {
+            p = ngx_slprintf(p, last, "\\%c", *s);
+
+        } else if ((u_char) *s < 0x20) {
+            p = ngx_slprintf(p, last, "\\u%04xd", (ngx_uint_t) *s);
+
+        } else {
+            p = ngx_slprintf(p, last, "%c", *s);
+        }
+    }
+
+    return ngx_slprintf(p, last, "\"");
 }

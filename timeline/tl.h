@@ -7,6 +7,18 @@
  * signatures, the CA chain) run there without locks;
  * tl_timeline_t.lock covers the state, the stamp and the write, and group
  * commit shares one fdatasync among all writers waiting at that moment.
+ *
+ * Layers: calls run top down, never back up (a lower file that needs the
+ * log gets it through tl->log_io, which tl_init fills):
+ *   tl_main -> tl_repair, tl_check -> tl_open (the data directory)
+ *   -> tl_http -> tl_chunk -> tl_publish; tl_append -> tl_incorporate
+ *      (an Incorporate's rules) -> tl_validate (the rules) -> tl_ocsp
+ *   -> tl_store (entries.log: replay, write, group commit, reads)
+ *   -> tl_state (entries applied to names, budgets, roots)
+ *   -> tl_incorporated (incorporated.log, peers), tl_index_check
+ *   -> tl_index (LMDB)
+ *   -> tl_map, tl_tree, tl_signed, tl_calog, tl_index_boot
+ *   -> tl_names, tl_roots, tl_file, tl_metrics, tl_time, tl_log, tl_conf.
  */
 #ifndef SK_TL_H
 #define SK_TL_H
@@ -221,6 +233,19 @@ typedef enum {
 
 typedef struct tl_timeline_s tl_timeline_t;
 
+/* The log as the files under tl_store.c use it: tl_tree.c hashes entries
+ * again, tl_map.c reads a name's newest entry and appends a batch's
+ * Map-Root.  tl_store.c's read_leaf, read_tree and write, set by tl_init,
+ * so that no call runs back up to the store. */
+typedef struct {
+    int  (*read_leaf)(tl_timeline_t *tl, char **out, size_t *len,
+             uint64_t sn, sk_err_t *err);
+    int  (*read_tree)(tl_timeline_t *tl, char **out, size_t *len,
+             uint64_t sn, sk_err_t *err);
+    int  (*write)(tl_timeline_t *tl, const char *buf, size_t len,
+             int64_t ts, sk_err_t *err);
+} tl_log_io_t;
+
 /* An append-only file of whole records (tl_file.c). */
 typedef struct {
     int               fd;
@@ -248,6 +273,9 @@ int tl_file_trim(tl_file_t *f, sk_err_t *err) SK_WUR;
  * cut back to its last whole record. */
 int tl_file_append(tl_file_t *f, const void *buf, size_t len, int sync,
     sk_err_t *err) SK_WUR;
+/* The length of the stored entry at p, up to and with its blank line;
+ * 0 if no whole entry is left (a write cut short). */
+size_t tl_file_entry_len(const char *p, size_t len);
 
 /* tl_metrics.c: the series /metrics shows; all NULL (no-ops) while
  * metrics_listen is off. */
@@ -270,6 +298,7 @@ struct tl_timeline_s {
     tl_mode_t         mode;
     int               dir_fd;       /* data_dir, flock()ed: one user */
     tl_ocsp_t        *ocsp;         /* the answer cache, own lock */
+    tl_log_io_t       log_io;       /* the log, for tl_tree.c, tl_map.c */
     sk_key_t         *key;          /* the timeline's Ed25519 key */
     sk_key_t         *operator_key; /* NULL: no root-CA entries accepted */
     sk_dnssec_anchors_t *anchors;   /* conf.dnssec_anchors; NULL unless
@@ -440,14 +469,9 @@ void tl_tree_note(tl_timeline_t *tl);
 /* tl_tree.c: --check: every full tile equals what the log gives. */
 int tl_tree_check(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 void tl_store_close(tl_timeline_t *tl);
-/* The length of the stored entry at p, up to and with its blank line;
- * 0 if no whole entry is left (a write cut short). */
-size_t tl_store_entry_len(const char *p, size_t len);
 /* After every start check: cut the logs' torn tails, sync the logs, and
  * make signed-head cover every entry on disk. */
 int tl_store_settle(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
-/* Under tl->lock: refuse appends from now on, saying why (logged). */
-void tl_store_fail(tl_timeline_t *tl, const char *fmt, ...) SK_PRINTF(2, 3);
 /* --repair: check the canonical entry (its signature too) as SN
  * tl->size, then write it. */
 int tl_store_restore(tl_timeline_t *tl, const char *text, size_t len,
@@ -486,10 +510,31 @@ int tl_store_read_locked(tl_timeline_t *tl, char **out, size_t *len,
 int tl_store_read_leaf(tl_timeline_t *tl, char **out, size_t *len,
     uint64_t sn, sk_err_t *err) SK_WUR;
 
+/* tl_names.c: the working set of names (tl->names). */
+/* The slot of name in the table: its entry, or the free slot. */
+tl_name_t **tl_names_slot(tl_name_t **slots, size_t nslots,
+    const char *name);
+/* Put n (its own allocation) into the working set. */
+int tl_names_insert(tl_timeline_t *tl, tl_name_t *n, sk_err_t *err) SK_WUR;
+/* Empty the working set (after a flush, or before a rebuild). */
+void tl_names_forget(tl_timeline_t *tl);
+void tl_name_free(tl_name_t *n);                    /* NULL ok */
+
+/* tl_roots.c: the trusted roots (tl->roots) and their X509_STORE. */
+/* Add a root (DER): 0 once added, 1 if trusted already, -1 on error. */
+int tl_roots_add(tl_timeline_t *tl, const unsigned char *der, size_t len,
+    sk_err_t *err);
+/* Make tl->store anew from the roots (after they change). */
+int tl_roots_store(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+
 /* tl_state.c: what the entries so far imply. */
 /* Apply an accepted (or replayed) entry to names and roots. */
 int tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
     sk_err_t *err) SK_WUR;
+/* Apply an Incorporate: its copy (ref; NULL: the one kept, as at replay)
+ * as an entry of its own. */
+int tl_state_incorporate(tl_timeline_t *tl, const sk_entry_t *e,
+    const sk_entry_t *ref, int64_t ts, sk_err_t *err) SK_WUR;
 tl_name_t *tl_state_name(tl_timeline_t *tl, const char *name);
 /* Refill, then spend one of n's tokens (only check if dry); -1 if none. */
 int tl_state_spend(tl_timeline_t *tl, tl_name_t *n, int64_t now, int dry);
@@ -501,12 +546,6 @@ int tl_state_root_serial(const tl_timeline_t *tl, const sk_entry_t *e,
     sk_err_t *err);
 /* Index of the root with this base64url SHA-256, or -1. */
 int tl_state_root_find(tl_timeline_t *tl, const char *hash_b64);
-/* A root as the index stores it: DER; the store is remade once all are. */
-int tl_state_root_load(tl_timeline_t *tl, const unsigned char *der,
-    size_t len, sk_err_t *err) SK_WUR;
-int tl_state_roots_done(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
-/* Empty the working set (after a flush, or before a rebuild). */
-void tl_state_forget(tl_timeline_t *tl);
 void tl_state_free(tl_timeline_t *tl);
 
 #define TL_INDEX_SCHEMA  2       /* the rows' layout (tl_index.c) */
@@ -544,11 +583,8 @@ void tl_index_close(tl_timeline_t *tl);
 /* Under tl->lock: record SN tl->size (its offset is tl->end_off). */
 int tl_index_add(tl_timeline_t *tl, int64_t ts, const sk_merkle_hash_t leaf,
     sk_err_t *err) SK_WUR;
-/* Under tl->lock: where SN sn starts (sn == size: the log's end), its
- * stamp (read from the entry, checked, not from the index's row). */
+/* Under tl->lock: where SN sn starts (sn == size: the log's end). */
 int tl_index_off(tl_timeline_t *tl, uint64_t sn, off_t *off, sk_err_t *err)
-    SK_WUR;
-int tl_index_ts(tl_timeline_t *tl, uint64_t sn, int64_t *ts, sk_err_t *err)
     SK_WUR;
 /* Under tl->lock: the leaf hash entry sn must have: the tree's if tree
  * (and it has sn), else the index's (its row, or pending). */
@@ -601,8 +637,6 @@ int tl_map_check_end(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
  * the log's last entry when that is a Map-Root entry (else -1 naming the
  * index and the log: nothing is served from that map). */
 int tl_map_rebuilt(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
-/* After tl_store_settle: append the Map-Root due, synced and signed. */
-int tl_map_start(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 
 /* tl_index_boot.c: index/boot names the boot the index was opened in
  * (written durably before any commit); *crashed if one from another boot
@@ -631,12 +665,28 @@ void tl_validate_free(tl_timeline_t *tl);
 tl_verdict_t tl_validate_state(tl_timeline_t *tl, const sk_entry_t *e,
     int64_t now, sk_err_t *err);
 
-/* tl_incorporate.c: copies of other timelines' entries. */
+/* tl_incorporated.c: incorporated.log, the copies of other timelines'
+ * entries, and the peers. */
 /* Load the peers' keys and open incorporated.log (before tl_store_open). */
 int tl_inc_open(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 /* Index its copies from where the index ends (tl_store_open). */
 int tl_inc_replay(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 void tl_inc_close(tl_timeline_t *tl);
+/* The configured peer of this TID, or NULL. */
+tl_peer_t *tl_inc_find_peer(tl_timeline_t *tl, uint64_t tid);
+/* Under tl->lock: keep the copy durably (before the Incorporate is
+ * written). */
+int tl_inc_write(tl_timeline_t *tl, const sk_entry_t *ref, sk_err_t *err)
+    SK_WUR;
+/* Under tl->lock: where the copy e's Incorporated-Hash names is kept; 1
+ * if nowhere. */
+int tl_inc_copy(tl_timeline_t *tl, const sk_entry_t *e, tl_copy_t *c,
+    sk_err_t *err) SK_WUR;
+/* The copy c names, read and checked against its hash. */
+int tl_inc_load(tl_timeline_t *tl, const tl_copy_t *c, char **out,
+    sk_err_t *err) SK_WUR;
+
+/* tl_incorporate.c: the rules an Incorporate and its copy are held to. */
 /* The checks on an Incorporate and its copy ref (the peer's stamped
  * entry, as text) that need no state; *ref is the parsed copy. */
 tl_verdict_t tl_inc_validate_static(tl_timeline_t *tl, const sk_entry_t *e,
@@ -644,13 +694,6 @@ tl_verdict_t tl_inc_validate_static(tl_timeline_t *tl, const sk_entry_t *e,
 /* Under tl->lock: the copy's own rules against this timeline's state. */
 tl_verdict_t tl_inc_validate_state(tl_timeline_t *tl, const sk_entry_t *ref,
     int64_t now, sk_err_t *err);
-/* Under tl->lock: keep the copy durably (before the Incorporate is
- * written). */
-int tl_inc_write(tl_timeline_t *tl, const sk_entry_t *ref, sk_err_t *err)
-    SK_WUR;
-/* Apply an Incorporate to the state; ref NULL: find the copy (replay). */
-int tl_inc_apply(tl_timeline_t *tl, const sk_entry_t *e,
-    const sk_entry_t *ref, int64_t ts, sk_err_t *err) SK_WUR;
 /* The copy an Incorporate refers to, as text; SK_ERR_NOT_FOUND if none. */
 int tl_inc_read(tl_timeline_t *tl, const sk_entry_t *e, char **out,
     size_t *len, sk_err_t *err) SK_WUR;
@@ -670,10 +713,6 @@ tl_verdict_t tl_append(tl_timeline_t *tl, char **out, size_t *outlen,
     sk_err_t *err);
 /* Wait for the appends still finishing after a 202 (at shutdown). */
 void tl_append_drain(tl_timeline_t *tl);
-/* "now" from the clock (or conf.clock_file). */
-int64_t tl_now(const tl_timeline_t *tl);
-/* Milliseconds of CLOCK_MONOTONIC. */
-uint64_t tl_ms(void);
 
 /* tl_token.c: the ring of 202 outcomes; all but init/free under tl->lock.
  * A token lives until conf.tokens newer ones have been issued. */
@@ -687,9 +726,10 @@ tl_token_t *tl_token_find(tl_timeline_t *tl,
     const unsigned char id[TL_TOKEN_BYTES]);
 tl_token_t *tl_token_find_hex(tl_timeline_t *tl, const char *hex);
 
-/* tl_publish.c: TFM and checkpoint of the durable tree. */
-int tl_publish_tfm(tl_timeline_t *tl, char **out, size_t *len, sk_err_t *err)
-    SK_WUR;
+/* tl_publish.c: TFM and checkpoint of the durable tree; published is
+ * tl_chunk_published's count. */
+int tl_publish_tfm(tl_timeline_t *tl, char **out, size_t *len,
+    uint64_t published, sk_err_t *err) SK_WUR;
 /* A TFM of the tree of the first size entries, published entries so far
  * (size <= durable). */
 int tl_publish_tfm_at(tl_timeline_t *tl, char **out, size_t *len,
@@ -769,17 +809,23 @@ void tl_metrics_stop(tl_timeline_t *tl);
 /* An append's final verdict after us microseconds (TL_QUEUED: not
  * final, not counted). */
 void tl_metrics_append(tl_timeline_t *tl, tl_verdict_t v, uint64_t us);
-/* Microseconds of CLOCK_MONOTONIC. */
-uint64_t tl_us(void);
 /* One fdatasync of the log took us microseconds. */
 void tl_metrics_fsync(tl_timeline_t *tl, uint64_t us);
 /* A TFM or checkpoint was just signed. */
 void tl_metrics_signed(tl_timeline_t *tl);
+
+/* tl_time.c: "now" from the clock (or conf.clock_file). */
+int64_t tl_now(const tl_timeline_t *tl);
+/* Milliseconds, microseconds of CLOCK_MONOTONIC. */
+uint64_t tl_ms(void);
+uint64_t tl_us(void);
 
 /* tl_log.c: "sk-timeline: ..." lines; tl_say to stdout (--check,
  * --repair). */
 void tl_log(const char *fmt, ...) SK_PRINTF(1, 2);
 void tl_say(const char *fmt, ...) SK_PRINTF(1, 2);
 void tl_vlog(FILE *f, const char *fmt, va_list ap);
+/* Under tl->lock: refuse appends from now on, saying why (logged). */
+void tl_fail(tl_timeline_t *tl, const char *fmt, ...) SK_PRINTF(2, 3);
 
 #endif

@@ -13,26 +13,6 @@
 #define TL_CLOCK_POLL_MS  20
 
 
-int64_t
-tl_now(const tl_timeline_t *tl)
-{
-    char      *buf;
-    size_t     len;
-    long long  t;
-
-    if (tl->conf.clock_file == NULL) {
-        return (int64_t) time(NULL);
-    }
-    /* The test clock: one decimal number in a file. */
-    if (sk_file_read(&buf, &len, tl->conf.clock_file, 64, NULL) != 0) {
-        return 0;
-    }
-    t = strtoll(buf, NULL, 10);
-    free(buf);
-    return (int64_t) t;
-}
-
-
 static tl_verdict_t
 tl_append_parse(sk_entry_t **e, const char *text, size_t len, sk_err_t *err)
 {
@@ -79,16 +59,6 @@ typedef struct {
     tl_wait_t       w;
     unsigned char   id[TL_TOKEN_BYTES];
 } tl_job_t;
-
-
-uint64_t
-tl_ms(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
 
 
 /* With tl->lock held: wait for a lagging clock, refuse a runaway one. */
@@ -226,10 +196,10 @@ tl_append_locked(tl_timeline_t *tl, sk_entry_t *e, const sk_entry_t *ref,
         w->stamped = 1;
         w->sn = tl->size - 1;
         tl->rate_count++;
-        if ((ref != NULL ? tl_inc_apply(tl, e, ref, now, err)
+        if ((ref != NULL ? tl_state_incorporate(tl, e, ref, now, err)
                          : tl_state_apply(tl, e, now, err)) != 0)
         {
-            tl_store_fail(tl, "state: %s; appends refused until a restart",
+            tl_fail(tl, "state: %s; appends refused until a restart",
                 err->msg);
         }
         tl_index_maybe_flush(tl, 0);

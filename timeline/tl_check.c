@@ -156,7 +156,7 @@ tl_check_chunk(tl_timeline_t *tl, tl_chunk_t *c, sk_err_t *err)
         return -1;
     }
     for (sn = c->first; rc == 0 && sn <= c->last; sn++, pos += n) {
-        n = tl_store_entry_len(text + pos, len - pos);
+        n = tl_file_entry_len(text + pos, len - pos);
         if (n == 0) {
             rc = sk_err_set(err, SK_ERR_FORMAT, "SN %" PRIu64 ": no whole "
                 "entry", sn);

@@ -135,3 +135,19 @@ tl_file_append(tl_file_t *f, const void *buf, size_t len, int sync,
     }
     return -1;
 }
+
+
+/* The stored entry at p: its length up to and with its blank line, or 0
+ * if no whole entry is left. */
+size_t
+tl_file_entry_len(const char *p, size_t len)
+{
+    size_t  i;
+
+    for (i = 1; i < len; i++) {
+        if (p[i] == '\n' && p[i - 1] == '\n') {
+            return i + 1;
+        }
+    }
+    return 0;
+}

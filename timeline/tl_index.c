@@ -262,7 +262,7 @@ tl_index_leaf_at(tl_timeline_t *tl, off_t a, off_t b, sk_merkle_hash_t leaf,
             tl->log.path, (intmax_t) a);
     }
     stored[slen] = '\0';
-    if (tl_store_entry_len(stored, slen) != slen) {
+    if (tl_file_entry_len(stored, slen) != slen) {
         free(stored);
         return sk_err_set(err, SK_ERR_FORMAT, "%s: offset %jd is not one "
             "whole entry of %zu bytes", tl->log.path, (intmax_t) a, slen);
@@ -432,7 +432,7 @@ tl_index_root(tl_timeline_t *tl, const void *k, size_t klen, const void *v,
         return sk_err_set(err, SK_ERR_FORMAT, "%s/data.mdb: table roots: a "
             "row whose DER does not hash to its key", tl->db_dir);
     }
-    return tl_state_root_load(tl, v, vlen, err);
+    return tl_roots_add(tl, v, vlen, err) < 0 ? -1 : 0;
 }
 
 
@@ -456,7 +456,7 @@ tl_index_load(tl_timeline_t *tl, sk_db_txn_t *t, const sk_db_meta_t *m,
     {
     }
     sk_db_iter_close(it);
-    if (rc < 0 || tl_state_roots_done(tl, err) != 0) {
+    if (rc < 0 || tl_roots_store(tl, err) != 0) {
         return -1;
     }
     rc = tl_index_state_get(tl, t, "ca_next", 7, &val, err);
@@ -502,7 +502,7 @@ tl_index_forget(tl_timeline_t *tl)
 {
     size_t  i;
 
-    tl_state_forget(tl);
+    tl_names_forget(tl);
     for (i = 0; i < tl->nroots; i++) {
         X509_free(tl->roots[i].cert);
     }
@@ -679,34 +679,6 @@ tl_index_off(tl_timeline_t *tl, uint64_t sn, off_t *off, sk_err_t *err)
     }
     *off = (off_t) sk_db_u64_get(row);
     return 0;
-}
-
-
-int
-tl_index_ts(tl_timeline_t *tl, uint64_t sn, int64_t *ts, sk_err_t *err)
-{
-    sk_entry_t  *e = NULL;
-    size_t       len;
-    char        *text;
-    int          rc;
-
-    if (sn >= tl->size) {
-        return sk_err_set(err, SK_ERR_USAGE, "SN %" PRIu64 " past the log",
-            sn);
-    }
-    if (sn >= tl->indexed) {
-        *ts = tl->pend[sn - tl->indexed].ts;
-        return 0;
-    }
-    /* The row's stamp is not covered by the leaf hash: the entry's is. */
-    if (tl_store_read_locked(tl, &text, &len, sn, err) != 0) {
-        return -1;
-    }
-    rc = sk_entry_parse(&e, text, len, err) != 0 ? -1
-        : sk_entry_timestamp(e, ts, err);
-    sk_entry_free(e);
-    free(text);
-    return rc;
 }
 
 
@@ -1205,7 +1177,7 @@ tl_index_commit(tl_timeline_t *tl, int sync, sk_err_t *err)
         return 0;
     }
     if (!tl_index_dirty(tl)) {
-        tl_state_forget(tl);
+        tl_names_forget(tl);
         return 0;
     }
     if (sk_db_begin(tl->db, 1, &t, err) != 0) {
@@ -1234,7 +1206,7 @@ tl_index_commit(tl_timeline_t *tl, int sync, sk_err_t *err)
     tl->inc_indexed = tl->inc.end;
     tl->roots_dirty = tl->stat_stale = 0;
     tl->flushes++;
-    tl_state_forget(tl);
+    tl_names_forget(tl);
     return sync ? tl_index_sync(tl, err) : 0;
 }
 

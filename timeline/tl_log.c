@@ -39,3 +39,16 @@ tl_say(const char *fmt, ...)
     tl_vlog(stdout, fmt, ap);
     va_end(ap);
 }
+
+
+void
+tl_fail(tl_timeline_t *tl, const char *fmt, ...)
+{
+    va_list  ap;
+
+    va_start(ap, fmt);
+    vsnprintf(tl->failed_msg, sizeof(tl->failed_msg), fmt, ap);
+    va_end(ap);
+    tl->failed = 1;
+    tl_log("%s", tl->failed_msg);
+}

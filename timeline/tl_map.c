@@ -132,7 +132,7 @@ tl_map_append(tl_timeline_t *tl, const sk_merkle_hash_t root, uint64_t names,
          || sk_entry_set(e, "Map-Names", n, err) != 0
          || sk_entry_stamp(e, tl->conf.tid, tl->size, ts, tl->key, err) != 0
          || sk_entry_format(&out, &len, e, err) != 0
-         || tl_store_write(tl, out, len, ts, err) != 0 ? -1 : 0;
+         || tl->log_io.write(tl, out, len, ts, err) != 0 ? -1 : 0;
     if (rc == 0) {
         tl->map_seal = 0;
     }
@@ -190,7 +190,7 @@ tl_map_newest(tl_timeline_t *tl, const char *name, const sk_map_value_t *v,
             "newest entry is SN %" PRIu64 ", past the log's %" PRIu64,
             tl->db_dir, name, v->newest_sn, tl->size);
     }
-    if (tl_store_read_tree(tl, &text, &len, v->newest_sn, err) != 0) {
+    if (tl->log_io.read_tree(tl, &text, &len, v->newest_sn, err) != 0) {
         return -1;
     }
     rc = sk_entry_parse(&e, text, len, err);
@@ -294,7 +294,7 @@ tl_map_last(tl_timeline_t *tl, sk_entry_t **e, sk_err_t *err)
     if (tl->size == 0) {
         return 0;
     }
-    if (tl_store_read_tree(tl, &text, &len, tl->size - 1, err) != 0) {
+    if (tl->log_io.read_tree(tl, &text, &len, tl->size - 1, err) != 0) {
         return -1;
     }
     rc = sk_entry_parse(e, text, len, err);
@@ -362,30 +362,3 @@ tl_map_rebuilt(tl_timeline_t *tl, sk_err_t *err)
     return rc;
 }
 
-
-int
-tl_map_start(tl_timeline_t *tl, sk_err_t *err)
-{
-    sk_merkle_hash_t  root;
-    uint64_t          from = tl->size;
-
-    if (!tl->map_seal) {
-        return 0;
-    }
-    tl_log("%s: %" PRIu64 " entries and no Map-Root entry after them: the "
-        "name map is built from the log, a Map-Root entry appended",
-        tl->log.path, tl->size);
-    if (tl_index_flush(tl, err) != 0) {
-        return -1;
-    }
-    tl->map_seal = 0;
-    if (sk_merkle_tree_root(root, tl->tree, tl->size, err) != 0
-        || tl_signed_write(tl, tl->size, root, err) != 0)
-    {
-        return -1;
-    }
-    tl->logged = tl->durable = tl->size;
-    tl_log("%s: Map-Root entry at SN %" PRIu64 ": %" PRIu64 " names",
-        tl->log.path, from, tl->map_names);
-    return 0;
-}

@@ -145,16 +145,6 @@ tl_metrics_stop(tl_timeline_t *tl)
 }
 
 
-uint64_t
-tl_us(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
-
 void
 tl_metrics_fsync(tl_timeline_t *tl, uint64_t us)
 {

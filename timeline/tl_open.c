@@ -26,6 +26,9 @@ tl_init(tl_timeline_t *tl, tl_mode_t mode)
     tl->mode = mode;
     tl->dir_fd = tl->signed_fd = -1;
     tl->log.fd = tl->calog_file.fd = tl->inc.fd = -1;
+    tl->log_io.read_leaf = tl_store_read_leaf;
+    tl->log_io.read_tree = tl_store_read_tree;
+    tl->log_io.write = tl_store_write;
     pthread_mutex_init(&tl->lock, NULL);
     /* Appends wait for a sync with a deadline on the monotonic clock. */
     pthread_condattr_init(&ca);
@@ -145,6 +148,35 @@ tl_open_key(tl_timeline_t *tl, sk_err_t *err)
 }
 
 
+/* After tl_store_settle: append the Map-Root due, synced and signed. */
+static int
+tl_open_map(tl_timeline_t *tl, sk_err_t *err)
+{
+    sk_merkle_hash_t  root;
+    uint64_t          from = tl->size;
+
+    if (!tl->map_seal) {
+        return 0;
+    }
+    tl_log("%s: %" PRIu64 " entries and no Map-Root entry after them: the "
+        "name map is built from the log, a Map-Root entry appended",
+        tl->log.path, tl->size);
+    if (tl_index_flush(tl, err) != 0) {
+        return -1;
+    }
+    tl->map_seal = 0;
+    if (sk_merkle_tree_root(root, tl->tree, tl->size, err) != 0
+        || tl_signed_write(tl, tl->size, root, err) != 0)
+    {
+        return -1;
+    }
+    tl->logged = tl->durable = tl->size;
+    tl_log("%s: Map-Root entry at SN %" PRIu64 ": %" PRIu64 " names",
+        tl->log.path, from, tl->map_names);
+    return 0;
+}
+
+
 int
 tl_open(tl_timeline_t *tl, sk_err_t *err)
 {
@@ -167,7 +199,7 @@ tl_open(tl_timeline_t *tl, sk_err_t *err)
         return -1;
     }
     tl->db_ready = 1;
-    if (tl_map_start(tl, err) != 0) {
+    if (tl_open_map(tl, err) != 0) {
         return -1;
     }
     /* The log is the truth and is whole: an index that cannot be written

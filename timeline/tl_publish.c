@@ -34,6 +34,36 @@ typedef struct {
 } tl_head_t;
 
 
+/* Under tl->lock: entry sn's stamp, read from the entry (checked), not
+ * from the index's row. */
+static int
+tl_publish_ts(tl_timeline_t *tl, uint64_t sn, int64_t *ts, sk_err_t *err)
+{
+    sk_entry_t  *e = NULL;
+    size_t       len;
+    char        *text;
+    int          rc;
+
+    if (sn >= tl->size) {
+        return sk_err_set(err, SK_ERR_USAGE, "SN %" PRIu64 " past the log",
+            sn);
+    }
+    if (sn >= tl->indexed) {
+        *ts = tl->pend[sn - tl->indexed].ts;
+        return 0;
+    }
+    /* The row's stamp is not covered by the leaf hash: the entry's is. */
+    if (tl_store_read_locked(tl, &text, &len, sn, err) != 0) {
+        return -1;
+    }
+    rc = sk_entry_parse(&e, text, len, err) != 0 ? -1
+        : sk_entry_timestamp(e, ts, err);
+    sk_entry_free(e);
+    free(text);
+    return rc;
+}
+
+
 static int
 tl_publish_head(tl_timeline_t *tl, tl_head_t *h, uint64_t size,
     sk_err_t *err)
@@ -44,10 +74,10 @@ tl_publish_head(tl_timeline_t *tl, tl_head_t *h, uint64_t size,
     h->max_sn = tl->durable;
     h->size = size == UINT64_MAX ? tl->durable : size;
     h->max_ts = h->pub_ts = 0;
-    rc = (h->max_sn > 0 && tl_index_ts(tl, h->max_sn - 1, &h->max_ts, err)
+    rc = (h->max_sn > 0 && tl_publish_ts(tl, h->max_sn - 1, &h->max_ts, err)
             != 0)
          || (h->published > 0
-             && tl_index_ts(tl, h->published - 1, &h->pub_ts, err) != 0)
+             && tl_publish_ts(tl, h->published - 1, &h->pub_ts, err) != 0)
          ? -1 : sk_merkle_tree_root(h->root, tl->tree, h->size, err);
     pthread_mutex_unlock(&tl->lock);
     return rc;
@@ -123,10 +153,10 @@ tl_publish_tfm_at(tl_timeline_t *tl, char **out, size_t *len, uint64_t size,
 
 
 int
-tl_publish_tfm(tl_timeline_t *tl, char **out, size_t *len, sk_err_t *err)
+tl_publish_tfm(tl_timeline_t *tl, char **out, size_t *len,
+    uint64_t published, sk_err_t *err)
 {
-    return tl_publish_tfm_at(tl, out, len, UINT64_MAX,
-        tl_chunk_published(tl), err);
+    return tl_publish_tfm_at(tl, out, len, UINT64_MAX, published, err);
 }
 
 

@@ -209,7 +209,7 @@ tl_repair_text(tl_repair_t *r, tl_timeline_t *tl, const char *buf,
     if (src == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "repair");
     }
-    while (pos < len && (n = tl_store_entry_len(buf + pos, len - pos)) != 0)
+    while (pos < len && (n = tl_file_entry_len(buf + pos, len - pos)) != 0)
     {
         if (strncmp(buf + pos, SK_TFM_HEADER, sizeof(SK_TFM_HEADER) - 1) != 0
             && tl_repair_offer(r, tl, buf + pos, n, src, err) != 0)

@@ -13,79 +13,6 @@
 #include "tl.h"
 
 
-static uint64_t
-tl_state_hash(const char *s)
-{
-    uint64_t  h = 14695981039346656037ull;      /* FNV-1a */
-
-    while (*s != '\0') {
-        h = (h ^ (unsigned char) *s++) * 1099511628211ull;
-    }
-    return h;
-}
-
-
-/* The slot of name in the working set: its entry, or the free slot. */
-static tl_name_t **
-tl_state_slot(tl_name_t **slots, size_t nslots, const char *name)
-{
-    size_t  i = (size_t) tl_state_hash(name) & (nslots - 1);
-
-    while (slots[i] != NULL && strcmp(slots[i]->name, name) != 0) {
-        i = (i + 1) & (nslots - 1);
-    }
-    return &slots[i];
-}
-
-
-static int
-tl_state_grow(tl_timeline_t *tl, sk_err_t *err)
-{
-    tl_name_t  **slots;
-    size_t       n = tl->nslots != 0 ? tl->nslots * 2 : 1024, i;
-
-    slots = calloc(n, sizeof(*slots));
-    if (slots == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "name table");
-    }
-    for (i = 0; i < tl->nslots; i++) {
-        if (tl->names[i] != NULL) {
-            *tl_state_slot(slots, n, tl->names[i]->name) = tl->names[i];
-        }
-    }
-    free(tl->names);
-    tl->names = slots;
-    tl->nslots = n;
-    return 0;
-}
-
-
-static void
-tl_state_name_free(tl_name_t *n)
-{
-    if (n != NULL) {
-        free(n->name);
-        free(n->key);
-        free(n->rebinders);
-        free(n->seen);
-        free(n);
-    }
-}
-
-
-/* Put n (its own allocation) into the working set. */
-static int
-tl_state_insert(tl_timeline_t *tl, tl_name_t *n, sk_err_t *err)
-{
-    if (2 * (tl->nnames + 1) > tl->nslots && tl_state_grow(tl, err) != 0) {
-        return -1;
-    }
-    *tl_state_slot(tl->names, tl->nslots, n->name) = n;
-    tl->nnames++;
-    return 0;
-}
-
-
 /* The name from the working set, else from the index (then kept in the
  * working set until the next flush); NULL if neither has it.  An index
  * that cannot be read, or whose rows for the name do not check, is
@@ -99,14 +26,14 @@ tl_state_name(tl_timeline_t *tl, const char *name)
     int         rc;
 
     if (tl->nslots > 0) {
-        slot = tl_state_slot(tl->names, tl->nslots, name);
+        slot = tl_names_slot(tl->names, tl->nslots, name);
         if (*slot != NULL) {
             return *slot;
         }
     }
     if (tl->db == NULL || (n = calloc(1, sizeof(*n))) == NULL) {
         if (tl->db != NULL) {
-            tl_store_fail(tl, "name table: out of memory; appends refused "
+            tl_fail(tl, "name table: out of memory; appends refused "
                 "until a restart");
         }
         return NULL;
@@ -118,28 +45,14 @@ tl_state_name(tl_timeline_t *tl, const char *name)
     if (rc == 0 && (n->name = strdup(name)) == NULL) {
         rc = sk_err_set(&err, SK_ERR_NOMEM, "name table");
     }
-    if (rc == 0 && tl_state_insert(tl, n, &err) == 0) {
+    if (rc == 0 && tl_names_insert(tl, n, &err) == 0) {
         return n;
     }
-    tl_state_name_free(n);
+    tl_name_free(n);
     if (rc != 1) {
         tl_index_damaged(tl, "%s", err.msg);
     }
     return NULL;
-}
-
-
-void
-tl_state_forget(tl_timeline_t *tl)
-{
-    size_t  i;
-
-    for (i = 0; i < tl->nslots; i++) {
-        tl_state_name_free(tl->names[i]);
-    }
-    free(tl->names);
-    tl->names = NULL;
-    tl->nslots = tl->nnames = 0;
 }
 
 
@@ -175,9 +88,9 @@ tl_state_bind(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
         }
         if ((n = calloc(1, sizeof(*n))) == NULL
             || (n->name = strdup(name)) == NULL
-            || tl_state_insert(tl, n, err) != 0)
+            || tl_names_insert(tl, n, err) != 0)
         {
-            tl_state_name_free(n);
+            tl_name_free(n);
             return sk_err_set(err, SK_ERR_NOMEM, "name table");
         }
         sk_map_value_init(&n->mval);
@@ -251,39 +164,6 @@ tl_state_spend(tl_timeline_t *tl, tl_name_t *n, int64_t now, int dry)
 }
 
 
-/* 0 once the root (DER) is added; 1 if it is trusted already. */
-static int
-tl_state_root_der(tl_timeline_t *tl, const unsigned char *der, size_t len,
-    sk_err_t *err)
-{
-    unsigned char         h[SK_SHA256_BYTES];
-    const unsigned char  *p;
-    size_t                i;
-    tl_root_t            *r;
-    X509                 *x;
-
-    SHA256(der, len, h);
-    for (i = 0; i < tl->nroots; i++) {
-        if (memcmp(tl->roots[i].hash, h, sizeof(h)) == 0) {
-            return 1;
-        }
-    }
-    p = der;
-    x = d2i_X509(NULL, &p, (long) len);
-    r = realloc(tl->roots, (tl->nroots + 1) * sizeof(*r));
-    if (x == NULL || r == NULL) {
-        X509_free(x);
-        return x == NULL ? sk_err_crypto(err, "CA-Cert")
-                         : sk_err_set(err, SK_ERR_NOMEM, "roots");
-    }
-    tl->roots = r;
-    r += tl->nroots++;
-    r->cert = x;
-    memcpy(r->hash, h, sizeof(h));
-    return 0;
-}
-
-
 /* 0 once e's root is added; 1 if it is trusted already. */
 static int
 tl_state_root_add(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
@@ -297,17 +177,9 @@ tl_state_root_add(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
     {
         return -1;
     }
-    rc = tl_state_root_der(tl, der, len, err);
+    rc = tl_roots_add(tl, der, len, err);
     free(der);
     return rc;
-}
-
-
-int
-tl_state_root_load(tl_timeline_t *tl, const unsigned char *der, size_t len,
-    sk_err_t *err)
-{
-    return tl_state_root_der(tl, der, len, err) < 0 ? -1 : 0;
 }
 
 
@@ -347,36 +219,6 @@ tl_state_root_find(tl_timeline_t *tl, const char *hash_b64)
 }
 
 
-/* The store chains verify against: every root, made anew when they
- * change (a chain being verified keeps its reference to the old one). */
-static int
-tl_state_store(tl_timeline_t *tl, sk_err_t *err)
-{
-    X509_STORE  *st = X509_STORE_new();
-    size_t       i;
-
-    for (i = 0; st != NULL && i < tl->nroots; i++) {
-        if (X509_STORE_add_cert(st, tl->roots[i].cert) != 1) {
-            X509_STORE_free(st);
-            st = NULL;
-        }
-    }
-    if (st == NULL) {
-        return sk_err_crypto(err, "roots: store");
-    }
-    X509_STORE_free(tl->store);
-    tl->store = st;
-    return 0;
-}
-
-
-int
-tl_state_roots_done(tl_timeline_t *tl, sk_err_t *err)
-{
-    return tl_state_store(tl, err);
-}
-
-
 /* A root change as sk-mirror applies it too: one whose CA-Serial is not
  * above the newest taken changes nothing (a log from before the rule may
  * hold such a replay), an Add of a trusted root changes nothing, a Remove
@@ -397,14 +239,56 @@ tl_state_root_change(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
     tl->roots_dirty = 1;
     if (add) {
         i = tl_state_root_add(tl, e, err);
-        return i == 0 ? tl_state_store(tl, err) : i > 0 ? 0 : -1;
+        return i == 0 ? tl_roots_store(tl, err) : i > 0 ? 0 : -1;
     }
     i = tl_state_root_find(tl, sk_entry_get(e, "CA-Cert-Hash"));
     if (i >= 0) {
         X509_free(tl->roots[i].cert);
         tl->roots[i] = tl->roots[--tl->nroots];
     }
-    return tl_state_store(tl, err);
+    return tl_roots_store(tl, err);
+}
+
+
+int
+tl_state_incorporate(tl_timeline_t *tl, const sk_entry_t *e, const sk_entry_t *ref,
+    int64_t ts, sk_err_t *err)
+{
+    tl_copy_t         c;
+    sk_entry_t       *own = NULL;
+    tl_peer_t        *p;
+    uint64_t          tid, sn;
+    char             *text;
+    int               rc;
+
+    if (ref == NULL) {
+        rc = tl_inc_copy(tl, e, &c, err);
+        if (rc != 0) {
+            return rc < 0 ? -1 : sk_err_set(err, SK_ERR_NOT_FOUND,
+                "Incorporate: no copy of the entry in %s", TL_INC_FILE);
+        }
+        if (tl_inc_load(tl, &c, &text, err) != 0) {
+            return -1;
+        }
+        rc = sk_entry_parse(&own, text, c.len, err);
+        free(text);
+        if (rc != 0) {
+            return -1;
+        }
+        ref = own;
+    }
+    rc = -1;
+    if (sk_entry_tid(ref, &tid, err) == 0 && sk_entry_sn(ref, &sn, err) == 0)
+    {
+        /* A peer no longer configured: its copies were checked then. */
+        p = tl_inc_find_peer(tl, tid);
+        if (p != NULL) {
+            p->next_sn = sn + 1;
+        }
+        rc = tl_state_apply(tl, ref, ts, err);
+    }
+    sk_entry_free(own);
+    return rc;
 }
 
 
@@ -436,7 +320,7 @@ tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
         }
         break;
     case SK_ENTRY_INCORPORATE:
-        return tl_inc_apply(tl, e, NULL, ts, err);
+        return tl_state_incorporate(tl, e, NULL, ts, err);
     case SK_ENTRY_ADD_ROOT_CA:
     case SK_ENTRY_REMOVE_ROOT_CA:
         return tl_state_root_change(tl, e, err);
@@ -455,7 +339,7 @@ tl_state_free(tl_timeline_t *tl)
 {
     size_t  i;
 
-    tl_state_forget(tl);
+    tl_names_forget(tl);
     for (i = 0; i < tl->nroots; i++) {
         X509_free(tl->roots[i].cert);
     }

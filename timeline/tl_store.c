@@ -83,22 +83,6 @@ tl_store_check(tl_timeline_t *tl, const sk_entry_t *e, int64_t *ts,
 }
 
 
-/* The stored entry at p: its length up to and with its blank line, or 0
- * if no whole entry is left. */
-size_t
-tl_store_entry_len(const char *p, size_t len)
-{
-    size_t  i;
-
-    for (i = 1; i < len; i++) {
-        if (p[i] == '\n' && p[i - 1] == '\n') {
-            return i + 1;
-        }
-    }
-    return 0;
-}
-
-
 /* The canonical entry text[0..len), checked as the next SN. */
 static int
 tl_store_take(tl_timeline_t *tl, const char *text, size_t len, int verify,
@@ -230,7 +214,7 @@ tl_store_replay(tl_timeline_t *tl, sk_err_t *err)
             break;
         }
         for (pos = 0; pos < len; pos += slen) {
-            slen = tl_store_entry_len(buf + pos, len - pos);
+            slen = tl_file_entry_len(buf + pos, len - pos);
             if (slen == 0) {
                 break;
             }
@@ -355,19 +339,6 @@ tl_store_close(tl_timeline_t *tl)
 }
 
 
-void
-tl_store_fail(tl_timeline_t *tl, const char *fmt, ...)
-{
-    va_list  ap;
-
-    va_start(ap, fmt);
-    vsnprintf(tl->failed_msg, sizeof(tl->failed_msg), fmt, ap);
-    va_end(ap);
-    tl->failed = 1;
-    tl_log("%s", tl->failed_msg);
-}
-
-
 int
 tl_store_write(tl_timeline_t *tl, const char *buf, size_t len, int64_t ts,
     sk_err_t *err)
@@ -389,7 +360,7 @@ tl_store_write(tl_timeline_t *tl, const char *buf, size_t len, int64_t ts,
         return -1;
     }
     if (tl_store_index(tl, buf, len, slen, ts, err) != 0) {
-        tl_store_fail(tl, "%s: %s; appends refused until a restart",
+        tl_fail(tl, "%s: %s; appends refused until a restart",
             tl->log.path, err->msg);
         return -1;
     }
@@ -436,7 +407,7 @@ tl_store_sync_index(tl_timeline_t *tl)
     tl->index_syncing = 0;
     if (rc != 0) {
         /* What reached data.mdb is unknown: a start checks it. */
-        tl_store_fail(tl, "%s; appends refused until a restart checks the "
+        tl_fail(tl, "%s; appends refused until a restart checks the "
             "index against the log", err.msg);
     }
 }
@@ -480,7 +451,7 @@ tl_store_sync_log(tl_timeline_t *tl)
     } else if (rc != 0) {
         /* Linux may have dropped the pages it could not write and will
          * not say so twice: only a fresh read tells what is on disk. */
-        tl_store_fail(tl, "%s: %s; appends refused until a restart reads "
+        tl_fail(tl, "%s: %s; appends refused until a restart reads "
             "back what is on disk", tl->log.path, err.msg);
     } else if (target > tl->logged) {
         tl->logged = target;
@@ -634,7 +605,7 @@ tl_store_match(tl_timeline_t *tl, const char *text, size_t len,
     uint64_t          sn;
 
     for (sn = first; sn <= last && pos < len; sn++, pos += elen) {
-        elen = tl_store_entry_len(text + pos, len - pos);
+        elen = tl_file_entry_len(text + pos, len - pos);
         if (elen == 0 || sk_merkle_leaf_hash(leaf, text + pos, elen, err) != 0
             || memcmp(leaf, leaves[sn - first], sizeof(leaf)) != 0)
         {
@@ -807,7 +778,7 @@ tl_store_reindex_now(tl_timeline_t *tl, sk_err_t *err)
     tl->reindexed++;
     tl->reindexed_ms = tl_ms();
     if (rc != 0) {
-        tl_store_fail(tl, "%s: rebuilding it from the log: %s; appends "
+        tl_fail(tl, "%s: rebuilding it from the log: %s; appends "
             "refused until a restart", tl->db_dir, err->msg);
         return -1;
     }

@@ -29,7 +29,7 @@ tl_tree_leaf(sk_merkle_hash_t out, uint64_t index, void *arg, sk_err_t *err)
         return sk_err_set(err, SK_ERR_USAGE, "leaf %" PRIu64 " past the "
             "log's %" PRIu64 " entries", index, tl->size);
     }
-    if (tl_store_read_leaf(tl, &text, &len, index, err) != 0) {
+    if (tl->log_io.read_leaf(tl, &text, &len, index, err) != 0) {
         return -1;
     }
     rc = sk_merkle_leaf_hash(out, text, len, err);

@@ -506,9 +506,8 @@ sk_merkle_tiles_free(sk_merkle_tiles_t *tiles)
 }
 
 
-/* The right edge of a tree of size leaves whose full tiles are on disk. */
-static int
-sk_tiles_edge(sk_merkle_tree_t *t, uint64_t size, sk_err_t *err)
+int
+sk_merkle_tiles_edge(sk_merkle_tree_t *t, uint64_t size, sk_err_t *err)
 {
     sk_merkle_tiles_t  *tt = t->tiles;
     unsigned char       tile[SK_TILE_BYTES];
@@ -558,59 +557,39 @@ sk_tiles_edge(sk_merkle_tree_t *t, uint64_t size, sk_err_t *err)
 
 
 int
-sk_merkle_tree_open_tiles(sk_merkle_tree_t **tp, const char *dir,
-    uint64_t size, sk_tiles_how_t how, sk_merkle_leaf_fn leaf, void *arg,
-    sk_err_t *err)
+sk_merkle_tiles_open(sk_merkle_tree_t *t, const char *dir, sk_tiles_how_t how,
+    sk_merkle_leaf_fn leaf, void *arg, sk_err_t *err)
 {
-    sk_merkle_tree_t  *t;
-    sk_merkle_hash_t   h;
-    uint64_t           i;
-    int                rc;
-
-    *tp = NULL;
     if (how != SK_TILES_CHECK && mkdir(dir, 0755) != 0 && errno != EEXIST) {
         return sk_err_sys(err, "%s: mkdir", dir);
     }
-    if (sk_merkle_tree_new(&t, err) != 0) {
-        return -1;
-    }
     t->tiles = calloc(1, sizeof(*t->tiles));
     if (t->tiles == NULL || (t->tiles->dir = strdup(dir)) == NULL) {
-        sk_merkle_tree_free(t);
         return sk_err_set(err, SK_ERR_NOMEM, "merkle tiles");
     }
     t->tiles->how = how;
     t->tiles->leaf = leaf;
     t->tiles->arg = arg;
-    if (how == SK_TILES_OPEN) {
-        rc = sk_tiles_edge(t, size, err);
-    } else {
-        /* Every leaf again, each full tile written or compared. */
-        rc = 0;
-        for (i = 0; rc == 0 && i < size; i++) {
-            rc = leaf(h, i, arg, err) != 0 ? -1
-                : sk_merkle_tree_append(t, h, err);
-        }
-    }
-    if (rc == 0 && how == SK_TILES_REBUILD) {
-        int  fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return 0;
+}
 
-        if (fd < 0 || syncfs(fd) != 0) {
-            rc = sk_err_sys(err, "%s: sync", dir);
-        }
-        if (fd >= 0) {
-            close(fd);
-        }
+
+int
+sk_merkle_tiles_rebuilt(sk_merkle_tree_t *t, sk_err_t *err)
+{
+    int  fd = open(t->tiles->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int  rc = 0;
+
+    if (fd < 0 || syncfs(fd) != 0) {
+        rc = sk_err_sys(err, "%s: sync", t->tiles->dir);
     }
-    if (rc != 0) {
-        sk_merkle_tree_free(t);
-        return -1;
+    if (fd >= 0) {
+        close(fd);
     }
-    /* Reads from now on are checked, not written: CHECK stays read only;
-     * a rebuilt tree repairs what it finds like an opened one. */
-    if (how == SK_TILES_REBUILD) {
+    /* Reads from now on are checked, not written: a rebuilt tree repairs
+     * what it finds like an opened one. */
+    if (rc == 0) {
         t->tiles->how = SK_TILES_OPEN;
     }
-    *tp = t;
-    return 0;
+    return rc;
 }

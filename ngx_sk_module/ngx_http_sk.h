@@ -1,12 +1,16 @@
 
 /*
- * ngx_http_sk_module.h -- what the module's two files share:
- * ngx_http_sk_module.c (carriers, onion, status) and ngx_http_sk_staple.c
- * (the stapled proof, TLS extension 0xFF53).
+ * ngx_http_sk.h -- what the module's files share.  Layers, top down (no
+ * file calls one above it; the module object stays in the top one, which
+ * hands the others their configuration):
+ *   ngx_http_sk_module.c (directives, carriers, onion, status)
+ *   -> ngx_http_sk_metrics.c (/metrics, the handshake watch)
+ *   -> ngx_http_sk_staple.c (the stapled proof, TLS extension 0xFF53)
+ *   -> ngx_http_sk_counters.c (the counters in shared memory).
  */
 
-#ifndef _NGX_HTTP_SK_MODULE_H_INCLUDED_
-#define _NGX_HTTP_SK_MODULE_H_INCLUDED_
+#ifndef _NGX_HTTP_SK_H_INCLUDED_
+#define _NGX_HTTP_SK_H_INCLUDED_
 
 
 #include <ngx_config.h>
@@ -56,7 +60,7 @@ typedef struct {
 } ngx_http_sk_srv_conf_t;
 
 
-/* Counters in the shared zone (ngx_http_sk_metrics.c). */
+/* Counters in the shared zone (ngx_http_sk_counters.c). */
 typedef enum {
     NGX_HTTP_SK_M_HANDSHAKES = 0,
     NGX_HTTP_SK_M_REQUESTED,
@@ -65,6 +69,14 @@ typedef enum {
     NGX_HTTP_SK_M_CACHE_ERRORS,
     NGX_HTTP_SK_M_N
 } ngx_http_sk_metric_e;
+
+
+/* The counters' shared memory; NULL where the zone is not configured. */
+typedef struct {
+    ngx_atomic_t              count[NGX_HTTP_SK_M_N];
+} ngx_http_sk_metrics_shm_t;
+
+extern ngx_http_sk_metrics_shm_t  *ngx_http_sk_metrics_shm;
 
 
 typedef struct {
@@ -93,14 +105,16 @@ char *ngx_http_sk_staple_directive(ngx_conf_t *cf, ngx_command_t *cmd,
  * certify (and its server names below them), from the cache, attached
  * to its SSL_CTX. */
 ngx_int_t ngx_http_sk_staple_init(ngx_conf_t *cf,
-    ngx_http_core_srv_conf_t *cscf, ngx_http_sk_srv_conf_t *skcf,
-    SSL_CTX *ctx, const char **names, ngx_uint_t n);
+    ngx_http_sk_main_conf_t *mcf, ngx_http_core_srv_conf_t *cscf,
+    ngx_http_sk_srv_conf_t *skcf, SSL_CTX *ctx, const char **names,
+    ngx_uint_t n);
 
 /* Postconfiguration, after every server: extension 0xFF53 on every
  * server's SSL_CTX, for the SNI switch. */
-ngx_int_t ngx_http_sk_staple_register(ngx_conf_t *cf);
+ngx_int_t ngx_http_sk_staple_register(ngx_conf_t *cf, ngx_uint_t ctx_index);
 
-ngx_int_t ngx_http_sk_staple_init_process(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_sk_staple_init_process(ngx_cycle_t *cycle,
+    ngx_http_sk_main_conf_t *mcf);
 
 /* The status JSON's "staple" member (",\"staple\":{...}"), at most
  * ngx_http_sk_staple_status_size() bytes. */
@@ -119,18 +133,26 @@ u_char *ngx_http_sk_staple_metrics(u_char *p, u_char *last,
  * it). */
 ngx_uint_t ngx_http_sk_staple_in_chain(ngx_http_sk_staple_t *st);
 
-ngx_int_t ngx_http_sk_metrics_zone(ngx_conf_t *cf);
-ngx_int_t ngx_http_sk_metrics_carrier(ngx_conf_t *cf, const char *name,
-    time_t not_after);
-ngx_int_t ngx_http_sk_metrics_register(ngx_conf_t *cf);
-void ngx_http_sk_metrics_init_process(ngx_cycle_t *cycle);
-ngx_int_t ngx_http_sk_metrics_handler(ngx_http_request_t *r);
+/* The metrics zone (tag: the module), once per configuration. */
+ngx_int_t ngx_http_sk_metrics_zone(ngx_conf_t *cf,
+    ngx_http_sk_main_conf_t *mcf, void *tag);
+ngx_int_t ngx_http_sk_metrics_carrier(ngx_conf_t *cf,
+    ngx_http_sk_main_conf_t *mcf, const char *name, time_t not_after);
+/* ctx_index: the module's, to find each server's configuration. */
+ngx_int_t ngx_http_sk_metrics_register(ngx_conf_t *cf, ngx_uint_t ctx_index);
+void ngx_http_sk_metrics_init_process(ngx_http_sk_main_conf_t *mcf);
+ngx_int_t ngx_http_sk_metrics_handler(ngx_http_request_t *r,
+    ngx_http_sk_main_conf_t *mcf);
+
+/* ngx_http_sk_counters.c */
 void ngx_http_sk_metric_inc(ngx_http_sk_metric_e m);
 
+/* ngx_http_sk_metrics.c: the whole answer, b, with its Content-Type. */
 ngx_int_t ngx_http_sk_send(ngx_http_request_t *r, ngx_buf_t *b,
     const char *type);
 
+/* ngx_http_sk_staple.c: s as a JSON string ("null" for NULL). */
 u_char *ngx_http_sk_json_str(u_char *p, u_char *last, const char *s);
 
 
-#endif /* _NGX_HTTP_SK_MODULE_H_INCLUDED_ */
+#endif /* _NGX_HTTP_SK_H_INCLUDED_ */
