@@ -339,6 +339,11 @@ void mr_map_unpublish(mr_tl_t *t);
  * SK_ERR_FORMAT), and its map proof as text (malloc()ed). */
 int mr_map_answer(mr_mirror_t *m, const mr_tl_t *t, const char *name,
     sk_map_value_t *v, char **proof, size_t *plen, sk_err_t *err) SK_WUR;
+/* Whether the refs of t's entries below SN below (refs: a name's, one
+ * timeline's in SN order, as mr_index_refs gives them) chain to want,
+ * the value the map proves for the name; *got: what they give. */
+int mr_map_history(const mr_tl_t *t, const mr_ref_t *refs, size_t nrefs,
+    uint64_t below, const sk_map_value_t *want, sk_map_value_t *got);
 
 /* mr_tree.c: t->tree over the t->size stored entries, from tl-<tid>/tile/
  * (built from the copy if absent, or if rebuild), replacing the old one:

@@ -6,9 +6,11 @@
  * Key of its newest Bind or Rebind); a Rebind needs the name unbound, its
  * Rebinder-Name listed by the revoked record and bound, and a
  * Rebinder-Signature by that name's SK.  The state comes from the entries
- * of this round not yet
- * stored (mr_pending_t), else from the stored copy through the name
- * index.  A timeline that signs an update breaking this has reneged.
+ * of this round not yet stored (mr_pending_t), else from the stored copy
+ * through the name index, whose rows for the name must give the name's
+ * value in the map the mirror checked (mr_check_proven): a damaged row
+ * is damage, logged and rebuilt, never a verdict.  A timeline that signs
+ * an update breaking this has reneged.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -81,6 +83,74 @@ mr_pending_free(mr_pending_t *p)
 }
 
 
+/* The map's (count, newest SN, chain) for name on t against its rows
+ * below the map's size (refs, one timeline's in SN order): equal, or the
+ * index is damaged.  The value is read through the stored tree
+ * hash-linked to the Map-Root entry of the checkpoint the mirror checked
+ * (t->map_hash), and each leaf chained is the one an entry read back is
+ * checked against (mr_copy_pread): so a names, entries or map row
+ * changed, dropped or pointed elsewhere is found here, never decides.
+ * A timeline whose checkpoint ends in no Map-Root entry has no map: its
+ * rows are held to their bucket's digest alone, as before maps. */
+static int
+mr_check_proven(mr_mirror_t *m, mr_tl_t *t, const char *name,
+    const mr_ref_t *refs, size_t nrefs, sk_err_t *err)
+{
+    unsigned char     key[SK_MAP_KEY_BYTES];
+    sk_merkle_hash_t  root;
+    sk_map_value_t    want, got;
+    sk_db_txn_t      *txn;
+    uint64_t          cpsize, size = 0;
+    sk_err_t          why;
+    int               rc, mapped;
+
+    pthread_mutex_lock(&m->lock);
+    mapped = t->mapped;
+    cpsize = t->cpv.size;
+    memcpy(root, t->map_hash, sizeof(root));
+    pthread_mutex_unlock(&m->lock);
+    if (!mapped) {
+        return 0;
+    }
+    if (sk_map_key(key, name, err) != 0) {
+        return -1;
+    }
+    if (sk_db_begin(m->db, 0, &txn, err) != 0) {
+        return -1;
+    }
+    rc = mr_map_size(m, t, txn, &size, &why);
+    if (rc == 0 && size != cpsize) {
+        rc = sk_err_set(&why, SK_ERR_FORMAT, "meta: map-%" PRIu64 ": the "
+            "map covers %" PRIu64 " entries, the checkpoint %" PRIu64,
+            t->conf->tid, size, cpsize);
+    }
+    if (rc == 0) {
+        rc = sk_map_get_proven(txn, m->map, t->conf->tid, key, root, &want,
+            &why);
+    }
+    sk_db_abort(txn);
+    if (rc == -1 && why.code != SK_ERR_FORMAT) {
+        *err = why;
+        return -1;
+    }
+    if (rc == -1) {
+        return mr_state_damaged(m, err, "%s (%s, timeline %" PRIu64 ")",
+            why.msg, name, t->conf->tid);
+    }
+    if (rc == 1) {
+        sk_map_value_init(&want);
+    }
+    if (!mr_map_history(t, refs, nrefs, size, &want, &got)) {
+        return mr_state_damaged(m, err, "names: %s: timeline %" PRIu64 ": "
+            "the rows of its %" PRIu64 " entries below SN %" PRIu64 " do not "
+            "give the value its name map proves (%" PRIu64 " entries, the "
+            "newest SN %" PRIu64 ")", name, t->conf->tid, got.count, size,
+            want.count, want.newest_sn);
+    }
+    return 0;
+}
+
+
 /* The name's state on t before SN sn from the stored copy (st->name NULL
  * if the name has no Bind, Rebind or Unbind there). */
 static int
@@ -101,6 +171,11 @@ mr_check_stored(mr_mirror_t *m, mr_tl_t *t, const char *name, uint64_t sn,
         return sk_err_set(err, SK_ERR_NOMEM, "name state");
     }
     if (mr_index_refs(m, name, &refs, &nrefs, err) != 0) {
+        free(inc);
+        return -1;
+    }
+    if (mr_check_proven(m, t, name, refs, nrefs, err) != 0) {
+        free(refs);
         free(inc);
         return -1;
     }

@@ -220,3 +220,21 @@ mr_map_answer(mr_mirror_t *m, const mr_tl_t *t, const char *name,
     }
     return sk_map_proof_format(proof, plen, &p, err);
 }
+
+
+int
+mr_map_history(const mr_tl_t *t, const mr_ref_t *refs, size_t nrefs,
+    uint64_t below, const sk_map_value_t *want, sk_map_value_t *got)
+{
+    size_t  i;
+
+    sk_map_value_init(got);
+    for (i = 0; i < nrefs; i++) {
+        if (refs[i].tl == t->index && refs[i].sn < below) {
+            sk_map_value_add(got, refs[i].sn, refs[i].loc.leaf);
+        }
+    }
+    return got->count == want->count && (got->count == 0
+        || (got->newest_sn == want->newest_sn
+            && memcmp(got->chain, want->chain, sizeof(got->chain)) == 0));
+}

@@ -80,18 +80,8 @@ mr_query_check(mr_mirror_t *m, const mr_tl_t *t, const mr_ref_t *refs,
     sk_err_t *err)
 {
     sk_map_value_t  v;
-    size_t          i;
 
-    sk_map_value_init(&v);
-    for (i = 0; i < nrefs; i++) {
-        if (refs[i].tl == t->index && refs[i].sn < t->cpv.size) {
-            sk_map_value_add(&v, refs[i].sn, refs[i].loc.leaf);
-        }
-    }
-    if (v.count == want->count && (v.count == 0
-            || (v.newest_sn == want->newest_sn
-                && memcmp(v.chain, want->chain, sizeof(v.chain)) == 0)))
-    {
+    if (mr_map_history(t, refs, nrefs, t->cpv.size, want, &v)) {
         return 0;
     }
     return mr_state_damaged(m, err, "map: timeline %" PRIu64 ": %s: the %"

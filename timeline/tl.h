@@ -641,6 +641,10 @@ int tl_map_note(tl_timeline_t *tl, tl_name_t *n, const sk_entry_t *e,
 /* After the replay: a last entry that is a Map-Root must give the map's
  * root (else -1 naming the log); otherwise a Map-Root is due at start. */
 int tl_map_check_end(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* After a rebuild while serving: the map's root must be the Map-Hash of
+ * the log's last entry when that is a Map-Root entry (else -1 naming the
+ * index and the log: nothing is served from that map). */
+int tl_map_rebuilt(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 
 /* tl_index_boot.c: index/boot names the boot the index was opened in
  * (written durably before any commit); *crashed if one from another boot

@@ -336,3 +336,29 @@ tl_map_check_end(tl_timeline_t *tl, sk_err_t *err)
     sk_entry_free(e);
     return rc;
 }
+
+
+int
+tl_map_rebuilt(tl_timeline_t *tl, sk_err_t *err)
+{
+    sk_entry_t  *e;
+    char         where[4200];
+    int          rc = 0;
+
+    /* Entries after the last Map-Root entry: the batch's own Map-Root
+     * entry signs the map as rebuilt. */
+    if (tl->map == NULL || tl->map_seal) {
+        return 0;
+    }
+    if (tl_map_last(tl, &e, err) != 0) {
+        return -1;
+    }
+    if (e != NULL && sk_entry_type(e) == SK_ENTRY_MAP_ROOT) {
+        snprintf(where, sizeof(where), "%s/data.mdb: the name map rebuilt "
+            "from the log", tl->db_dir);
+        rc = tl_map_match(tl, e, tl->map_root, where, err);
+    }
+    sk_entry_free(e);
+    return rc;
+}
+

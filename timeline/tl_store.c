@@ -806,6 +806,9 @@ tl_store_reindex_now(tl_timeline_t *tl, sk_err_t *err)
     tl->log.size = log_size;
     tl->inc.size = inc_size;
     tl->reindexing = 0;
+    if (rc == 0) {
+        rc = tl_map_rebuilt(tl, err);
+    }
     tl->reindexed++;
     tl->reindexed_ms = tl_ms();
     if (rc != 0) {

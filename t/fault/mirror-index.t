@@ -24,6 +24,7 @@ use Digest::SHA qw(sha256);
 use SKTest;
 use SKTimeline;
 use SKMirror;
+use SKFault;
 
 plan skip_all => 'sk-timeline, sk-mirror or mirror_gen not built'
     unless -x $SKTimeline::TL && -x $SKMirror::MR && -x $SKMirror::GEN;
@@ -106,24 +107,11 @@ like($out, qr/index\/: ok: 60\d entries/, '... and says so');
 
 # Restore the undamaged index, then apply $edit at every offset where
 # $pattern is (the live row and any stale copy of it); how many.
-sub damage {
+sub restored_and_damaged {
     my ($pattern, $edit) = @_;
-    my $data = $pristine;
-    my ($pos, $n) = (0, 0);
-    while (($pos = index($data, $pattern, $pos)) >= 0) {
-        $edit->(\$data, $pos);
-        $pos += length $pattern;
-        $n++;
-    }
-    spew($mdb, $data);
+    my $n = damage($mdb, $pattern, $edit, $pristine);
     unlink "$d/m/data/index/lock.mdb";
     return $n;
-}
-
-sub flip {
-    my ($at, $mask) = @_;
-    return sub { my ($data, $pos) = @_;
-        substr($$data, $pos + $at, 1) ^= chr($mask) };
 }
 
 # Start on the damaged index and ask for the name until the undamaged
@@ -172,7 +160,7 @@ sub heal {
 
 sub case {
     my ($case, $pattern, $edit, $table, $at_read) = @_;
-    ok(damage($pattern, $edit) > 0, "$case: its bytes found in data.mdb");
+    ok(restored_and_damaged($pattern, $edit) > 0, "$case: its bytes found in data.mdb");
     my ($crc, $cout) = check_index();
     is($crc, 1, "$case: --check exits 1");
     like($cout, qr/index\/: table $table: row .*\n(?:.*\n)*.*differ from the copies/,

@@ -11,7 +11,10 @@
 #  5. where a copy of another timeline's entry lies (the copies table):
 #     /incorporated/<sn> answers the copy, not other bytes;
 #  6. the trusted root's public key (the roots table): a Bind it issued
-#     for is taken, not refused.
+#     for is taken, not refused;
+#  7. a Name in entries.log changed too, its mtime kept: the rebuild
+#     gives a map other than the last Map-Root entry signs: logged naming
+#     the index and the log, appends refused.
 # Each time the damage is found at read and logged naming the file and
 # the row, the index is rebuilt from the log while serving, and an append
 # meanwhile gets 503 with Retry-After; --check passes afterwards.  The
@@ -26,6 +29,7 @@ use Test::More;
 use Digest::SHA qw(sha256);
 use SKTest;
 use SKTimeline;
+use SKFault;
 
 plan skip_all => 'sk-timeline not built' unless -x $SKTimeline::TL;
 plan skip_all => 'no openssl or curl' unless has_cmd('openssl') && has_cmd('curl');
@@ -66,41 +70,6 @@ my %before = (entry => http('GET', "$t->{url}/entry/100")->{body},
 is(length($before{tile}) > 256 * 100, 1, 'the full entry tile is served');
 stop_daemon($t->{pid});
 
-# Change one byte (at $at from each start) of every copy of $bytes.
-sub damage {
-    my ($bytes, $at) = @_;
-    my $db = slurp($mdb);
-    my ($n, $pos) = (0, 0);
-    while (($pos = index($db, $bytes, $pos)) >= 0) {
-        substr($db, $pos + $at, 1) ^= "\x01";
-        $pos += length $bytes;
-        $n++;
-    }
-    spew($mdb, $db);
-    return $n;
-}
-
-sub restart_logged {
-    my $from = -s $t->{log};
-    restart_timeline($t);
-    ok($t->{up}, 'restarts with the damage') or diag(slurp($t->{log}));
-    return sub { substr(slurp($t->{log}), $from) };
-}
-
-# An append: 503 with Retry-After while the index is rebuilt, then the
-# answer the log implies.
-sub append_after_rebuild {
-    my ($what, $e, $code, $like) = @_;
-    my $r = run_cmd(['curl', '-s', '-i', '--data-urlencode', "e\@" . do {
-        spew("$d/e.txt", $e); "$d/e.txt" }, "$t->{url}/append"]);
-    like($r->{out}, qr{^HTTP/1\.1 503 }m, "$what: 503 at first");
-    like($r->{out}, qr{^Retry-After: 1\r?$}mi, '... with Retry-After');
-    like($r->{out}, qr{found damaged and rebuilt from the log}, '... saying why');
-    my $again = append($t, $e);
-    is($again->{code}, $code, "$what: then $code") or diag($again->{body});
-    like($again->{body}, $like, '... as the log implies');
-}
-
 sub check_passes {
     stop_daemon($t->{pid});
     my $r = run_cmd([$SKTimeline::TL, '--check', '-c', "$d/tl.conf"]);
@@ -108,9 +77,9 @@ sub check_passes {
 }
 
 # ---- 1. a name's key ----
-cmp_ok(damage('victim.example', 0), '>', 0, 'the key victim.example changed');
-my $said = restart_logged();
-append_after_rebuild('a second Bind of victim.example', $bind->('victim'),
+cmp_ok(damage($mdb, 'victim.example', 0), '>', 0, 'the key victim.example changed');
+my $said = restart_logged($t);
+append_after_rebuild($t, 'a second Bind of victim.example', $bind->('victim'),
     403, qr/already has a Bind/);
 like($said->(), qr{index damaged: \S+/index/data\.mdb: tables names and seen, bucket [0-9a-f]{4} \(of victim\.example\): its rows do not sum},
     'the damage logged, naming the file, table and rows');
@@ -118,10 +87,10 @@ like($said->(), qr{/index: rebuilt from the log: \d+ entries}, '... rebuilt');
 check_passes();
 
 # ---- 2. the stored SK ----
-cmp_ok(damage(spki_b64($key{owner}), 20), '>', 0,
+cmp_ok(damage($mdb, spki_b64($key{owner}), 20), '>', 0,
     'the SK stored for owner.example changed');
-$said = restart_logged();
-append_after_rebuild("the owner's Change-Services", cs_entry(
+$said = restart_logged($t);
+append_after_rebuild($t, "the owner's Change-Services", cs_entry(
     name => 'owner.example', services => 'https:443', key => $key{owner}),
     201, qr/^Name: owner\.example$/m);
 like($said->(), qr{index damaged: .*\(of owner\.example\): its rows do not sum},
@@ -135,9 +104,9 @@ my @leaf = map { leaf_hash($_) } @log[100, 120, $#log];
 is(leaf_hash($before{entry}), $leaf[0], 'the leaf hash of SN 100');
 my ($max_ts) = $log[-1] =~ /^Timestamp: (\d+)$/m;
 # Row: offset (8 bytes), stamp (8), leaf (32): the offset's low byte.
-cmp_ok(damage($leaf[0], -9), '>', 0, 'the offset of SN 100 changed');
-cmp_ok(damage($leaf[1], 5), '>', 0, 'the leaf hash of SN 120 changed');
-$said = restart_logged();
+cmp_ok(damage($mdb, $leaf[0], -9), '>', 0, 'the offset of SN 100 changed');
+cmp_ok(damage($mdb, $leaf[1], 5), '>', 0, 'the leaf hash of SN 120 changed');
+$said = restart_logged($t);
 $r = http('GET', "$t->{url}/entry/100");
 is($r->{code}, 200, '/entry/100: 200');
 is($r->{body}, $before{entry}, '... the entry the log holds');
@@ -151,9 +120,9 @@ is(append($t, $bind->('victim'))->{code}, 403,
 check_passes();
 
 # ---- 4. the last entry's stamp, which orders the next ----
-cmp_ok(damage(pack('Q>', $max_ts) . $leaf[2], 7), '>', 0,
+cmp_ok(damage($mdb, pack('Q>', $max_ts) . $leaf[2], 7), '>', 0,
     'the stamp of the last SN changed');
-$said = restart_logged();
+$said = restart_logged($t);
 like($said->(), qr{index: SN $#log in \S+entries\.log is not the entry it indexed; rebuilding it from the log},
     'found at start, logged, rebuilt');
 like(http('GET', "$t->{url}/status")->{body}, qr/^Max-Timestamp: $max_ts$/m,
@@ -175,8 +144,8 @@ is($r->{code}, 201, 'the peer\'s Bind incorporated') or diag($r->{body});
 my ($isn) = $r->{body} =~ /^SN: (\d+)$/m;
 stop_daemon($t->{pid});
 # Row: SHA-256 of the copy (the key), then its offset (8 bytes).
-cmp_ok(damage(sha256($copy), 32 + 7), '>', 0, 'the offset of the copy changed');
-$said = restart_logged();
+cmp_ok(damage($mdb, sha256($copy), 32 + 7), '>', 0, 'the offset of the copy changed');
+$said = restart_logged($t);
 $r = http('GET', "$t->{url}/incorporated/$isn");
 is($r->{code}, 200, "/incorporated/$isn: 200");
 ok($r->{body} eq $copy, '... the copy kept');
@@ -189,14 +158,42 @@ my $spki = SKTimeline::ossl('x509', '-in', "$ca.crt", '-noout', '-pubkey');
 spew("$d/ca.pub", $spki);
 $spki = SKTimeline::ossl('pkey', '-pubin', '-in', "$d/ca.pub", '-outform',
     'DER');
-cmp_ok(damage($spki, length($spki) - 5), '>', 0,
+cmp_ok(damage($mdb, $spki, length($spki) - 5), '>', 0,
     'the public key of the trusted root changed');
-$said = restart_logged();
+$said = restart_logged($t);
 like($said->(), qr{\S+/index/data\.mdb: table roots: a row whose DER does not hash to its key; rebuilding it from the log},
     'found at start, logged, rebuilt');
 $r = append($t, $bind->('late'));
 is($r->{code}, 201, 'a Bind under that root: 201') or diag($r->{body});
 check_passes();
+
+# ---- 7. a rebuild while serving that does not give the signed map ----
+# A Name in the log's first full tile changed as a disk's would (the
+# file's mtime kept: a start reads back only the entries past the last
+# full tile), under a damaged names row: the rebuild that damage sets off
+# gives a name map other than the one the last Map-Root entry signs, so
+# appends are refused, neither decided from it nor sealed under it.
+my ($name) = map { /^Name: (\S+)$/m ? $1 : () } @log[1 .. 200];
+run_cmd(['touch', '-r', "$d/entries.log", "$d/log.time"]);
+cmp_ok(damage("$d/entries.log", "Name: $name\n", sub { my ($data, $at) = @_;
+    substr($$data, $at + 6, 1) =~ tr/a-z0-9/b-z0-9a/ }), '==', 1,
+    "the Name $name changed in entries.log");
+run_cmd(['touch', '-r', "$d/log.time", "$d/entries.log"]);
+cmp_ok(damage($mdb, spki_b64($key{owner}), 20), '>', 0,
+    'the SK stored for owner.example changed');
+$said = restart_logged($t);
+my $cs = cs_entry(name => 'owner.example', services => 'imaps',
+    key => $key{owner});
+my @codes = map { append($t, $cs)->{code} } 1, 2;
+ok(!grep({ $_ == 201 } @codes), 'the append refused, not taken') or diag("@codes");
+like($said->(), qr{/data\.mdb: the name map rebuilt from the log: SN \d+ of \S+entries\.log is a Map-Root entry with Map-Hash \S+, but the map gives},
+    'logged, naming the index and the log') or diag($said->());
+stop_daemon($t->{pid});
+my $from = -s $t->{log};
+restart_timeline($t);
+ok(!$t->{up}, 'a restart refuses to start');
+like(substr(slurp($t->{log}), $from), qr{the name map built from the log: SN \d+ of \S+entries\.log is a Map-Root entry with Map-Hash \S+, but the map gives},
+    '... naming entries.log');
 
 unlike(slurp($p->{log}) . slurp($t->{log}), qr/Sanitizer|runtime error/,
     'no sanitizer reports');

@@ -28,6 +28,7 @@ use Digest::SHA qw(sha256);
 use MIME::Base64 qw(decode_base64);
 use SKTest;
 use SKTimeline;
+use SKFault;
 
 my $REPLAY = "$FindBin::Bin/../../" . ($ENV{BUILD} // 'build')
     . '/tests/map_replay';
@@ -57,40 +58,6 @@ is(append($t, $bind->($_))->{code}, 201, "$_.example bound")
     for qw(victim owner other);
 stop_daemon($t->{pid});
 
-# Change one byte (at $at from each start) of every copy of $bytes.
-sub damage {
-    my ($bytes, $at) = @_;
-    my $db = slurp($mdb);
-    my ($n, $pos) = (0, 0);
-    while (($pos = index($db, $bytes, $pos)) >= 0) {
-        substr($db, $pos + $at, 1) ^= "\x01";
-        $pos += length $bytes;
-        $n++;
-    }
-    spew($mdb, $db);
-    return $n;
-}
-
-sub restart_logged {
-    my $from = -s $t->{log};
-    restart_timeline($t);
-    ok($t->{up}, 'restarts with the damage') or diag(slurp($t->{log}));
-    return sub { substr(slurp($t->{log}), $from) };
-}
-
-# An append: 503 with Retry-After while the index and map are rebuilt,
-# then the answer the log implies.
-sub append_after_rebuild {
-    my ($what, $e, $code, $like) = @_;
-    my $r = run_cmd(['curl', '-s', '-i', '--data-urlencode', "e\@" . do {
-        spew("$d/e.txt", $e); "$d/e.txt" }, "$t->{url}/append"]);
-    like($r->{out}, qr{^HTTP/1\.1 503 }m, "$what: 503 at first");
-    like($r->{out}, qr{^Retry-After: 1\r?$}mi, '... with Retry-After');
-    my $again = append($t, $e);
-    is($again->{code}, $code, "$what: then $code") or diag($again->{body});
-    like($again->{body}, $like, '... as the log implies');
-}
-
 # Every Map-Root entry of the log against the map recomputed from it.
 sub replay_agrees {
     stop_daemon($t->{pid});
@@ -112,10 +79,10 @@ sub history {
 }
 
 # ---- 1. a name's key ----
-cmp_ok(damage(map_key('victim.example'), 9), '>', 0,
+cmp_ok(damage($mdb, map_key('victim.example'), 9), '>', 0,
     'the map key of victim.example changed');
-my $said = restart_logged();
-append_after_rebuild('a second Bind of victim.example', $bind->('victim'),
+my $said = restart_logged($t);
+append_after_rebuild($t, 'a second Bind of victim.example', $bind->('victim'),
     403, qr/already has a Bind/);
 like($said->(), qr{index damaged: \S+/index/data\.mdb: name map, victim\.example: map\.(leaf|node) row \(space 0, depth \d+\)},
     'the damage logged, naming the file, table and row') or diag($said->());
@@ -124,9 +91,9 @@ replay_agrees();
 
 # ---- 2. a name's value ----
 my ($chain) = history('owner.example');
-cmp_ok(damage($chain, 3), '>', 0, 'the hash chain of owner.example changed');
-$said = restart_logged();
-append_after_rebuild("the owner's Change-Services", cs_entry(
+cmp_ok(damage($mdb, $chain, 3), '>', 0, 'the hash chain of owner.example changed');
+$said = restart_logged($t);
+append_after_rebuild($t, "the owner's Change-Services", cs_entry(
     name => 'owner.example', services => 'https:443', key => $key{owner}),
     201, qr/^Name: owner\.example$/m);
 like($said->(), qr{index damaged: \S+/index/data\.mdb: name map, owner\.example: map\.leaf row \(space 0, depth \d+\): its key and value do not give the hash above it},
@@ -136,10 +103,10 @@ replay_agrees();
 # ---- 3. a node hash: the name's leaf hash in its parent's row ----
 my (undef, $value) = history('owner.example');
 my $leaf = sha256("\x10" . map_key('owner.example') . $value);
-cmp_ok(damage($leaf, 17), '>', 0,
+cmp_ok(damage($mdb, $leaf, 17), '>', 0,
     'the leaf hash of owner.example in its parent map.node row changed');
-$said = restart_logged();
-append_after_rebuild("the owner's next Change-Services", cs_entry(
+$said = restart_logged($t);
+append_after_rebuild($t, "the owner's next Change-Services", cs_entry(
     name => 'owner.example', services => 'https:8443', key => $key{owner}),
     201, qr/^Services: https:8443$/m);
 like($said->(), qr{index damaged: \S+/index/data\.mdb: name map, owner\.example: map\.(node|leaf) row \(space 0, depth \d+\)},
@@ -151,8 +118,8 @@ replay_agrees();
 # ---- 4. the stored root ----
 my ($hash) = (parse_entries(read_log($d)))[-1] =~ /^Map-Hash: (\S+)$/m;
 my $root = decode_base64(($hash =~ tr{-_}{+/}r) . '=');
-cmp_ok(damage($root, 0), '>', 0, 'the stored root changed');
-$said = restart_logged();
+cmp_ok(damage($mdb, $root, 0), '>', 0, 'the stored root changed');
+$said = restart_logged($t);
 like($said->(), qr{\S+/index/data\.mdb: the stored name map: SN \d+ of \S+entries\.log is a Map-Root entry with Map-Hash \S+, but the map gives \S+; rebuilding it from the log},
     'found at start, logged naming the file, rebuilt') or diag($said->());
 is(append($t, $bind->('victim'))->{code}, 403,

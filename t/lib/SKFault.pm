@@ -12,15 +12,40 @@ package SKFault;
 #                        file, then one-page files; returns how many pages
 #                        the latter took
 #   free_pages(DIR, N)   give back N pages (0: all the filler)
+#
+# and bytes to change in a stopped daemon's LMDB file (data.mdb: no
+# checksums), found by their content, every copy of them (LMDB keeps
+# older pages too):
+#
+#   damage(FILE, BYTES, EDIT, FROM)
+#                        EDIT applied at each place BYTES is in FROM (the
+#                        file's content, undef: as it is now), written to
+#                        FILE; how many places.  EDIT is an offset into
+#                        BYTES whose byte is flipped (xor 0x01), or a sub
+#                        (\$content, $position) changing the content there
+#   flip(AT, MASK)       the EDIT xoring the byte AT from BYTES' start
+#                        with MASK
+#
+# and a damaged sk-timeline started again (t/fault/timeline-*-rows.t):
+#
+#   restart_logged(T)    restart timeline T (SKTimeline), ok that it is
+#                        up; a sub giving its log since
+#   append_after_rebuild(T, WHAT, ENTRY, CODE, LIKE)
+#                        POST ENTRY: 503 with Retry-After saying the index
+#                        is rebuilt from the log, then again: CODE, and a
+#                        body like LIKE
 
 use strict;
 use warnings;
 
 use Exporter 'import';
 use File::Temp qw(tempdir);
+use Test::More;
 use SKTest;
+use SKTimeline qw(restart_timeline append);
 
-our @EXPORT = qw(tmpfs fill free_pages);
+our @EXPORT = qw(tmpfs fill free_pages damage flip restart_logged
+    append_after_rebuild);
 our $why = '';
 
 my @mounts;
@@ -89,6 +114,48 @@ sub free_pages {
     }
     die "free_pages: only " . @pages . " page files" if @pages < $n;
     unlink map { "$dir/$_" } @pages[0 .. $n - 1];
+}
+
+sub flip {
+    my ($at, $mask) = @_;
+    return sub { my ($data, $pos) = @_;
+        substr($$data, $pos + $at, 1) ^= chr($mask) };
+}
+
+sub damage {
+    my ($file, $bytes, $edit, $from) = @_;
+    my $data = $from // slurp($file);
+    $edit = flip($edit, 0x01) unless ref $edit;
+    my ($pos, $n) = (0, 0);
+    while (($pos = index($data, $bytes, $pos)) >= 0) {
+        $edit->(\$data, $pos);
+        $pos += length $bytes;
+        $n++;
+    }
+    spew($file, $data);
+    return $n;
+}
+
+sub restart_logged {
+    my ($t) = @_;
+    my $from = -s $t->{log};
+    restart_timeline($t);
+    ok($t->{up}, 'restarts with the damage') or diag(slurp($t->{log}));
+    return sub { substr(slurp($t->{log}), $from) };
+}
+
+sub append_after_rebuild {
+    my ($t, $what, $e, $code, $like) = @_;
+    spew("$t->{dir}/e.txt", $e);
+    my $r = run_cmd(['curl', '-s', '-i', '--data-urlencode',
+        "e\@$t->{dir}/e.txt", "$t->{url}/append"]);
+    like($r->{out}, qr{^HTTP/1\.1 503 }m, "$what: 503 at first");
+    like($r->{out}, qr{^Retry-After: 1\r?$}mi, '... with Retry-After');
+    like($r->{out}, qr{found damaged and rebuilt from the log},
+        '... saying why');
+    my $again = append($t, $e);
+    is($again->{code}, $code, "$what: then $code") or diag($again->{body});
+    like($again->{body}, $like, '... as the log implies');
 }
 
 1;
