@@ -200,57 +200,64 @@ for my $n (@sizes) {
     my $tconf = { dir => $d, port => $port, url => $url,
         log => "$work/tl-$n.log.txt",
         conf => { listen => "127.0.0.1:$port", data_dir => $d, tid => 1,
-            chunk_interval => 1, chunk_max_entries => 50000 } };
+            chunk_interval => 1, chunk_max_entries => 50000,
+            chunk_nice => 0 } };
     SKTimeline::write_conf($tconf);
     my @tcmd = ($SKTimeline::TL, '-c', "$d/tl.conf");
 
-    # First start (it may build what it keeps), every chunk published.
+    # First start (it may build what it keeps).  The publisher may take
+    # a core for a while (bzip2 of every chunk): it runs at nice 0, since
+    # the figures wait for it to finish, and the mirror syncs meanwhile,
+    # as mirrors do while a timeline publishes.
     my ($tpid) = timed_start(\@tcmd, $tconf->{log}, "$url/checkpoint", 3600);
     # A timeline with a name map appends a Map-Root entry to what it
     # holds: the tree is n entries and those.
     my $size = $n;
-    wait_until(sub {
+    my $tree = sub {
         $size = (split /\n/, $ua->get("$url/checkpoint")->{content})[1]
-            // $n;
-        my $last = $size - 1;
-        $ua->get("$url/status")->{content} =~ /^Max-Published-SN: $last$/m },
-        3600) or die "bench_scale: $n: not published: " . slurp($tconf->{log});
-    stop_daemon($tpid, 300);
-    my $secs;
-    ($tpid, $secs) = timed_start(\@tcmd, $tconf->{log}, "$url/checkpoint",
-        3600);
-    $fig{$n}{tl_restart} = $secs;
-    $fig{$n}{tl_rss} = proc_kb($tpid, 'VmRSS');
-    $fig{$n}{tl_hwm} = proc_kb($tpid, 'VmHWM');
+            // $size };
 
     # The mirror syncs the timeline: timed from when its status first
     # answers to when it holds all of it.  A mirror of its own at each
     # size: a timeline with a name map ends what it holds with a Map-Root
     # entry, so a smaller size's log is no longer a prefix of a larger
     # one's.  Its data is kept in the cache with the rate it synced at, so
-    # a second run measures a restart and queries only (the sync of 3.2
-    # million entries is most of a run's time).
+    # a second run measures a restart and queries only (the sync of
+    # millions of entries is most of a first run's time).
     my $mdir = "$set/mirror-$n";
     my $synced = "$mdir/.synced";
     $m = start_mirror($mdir, [[1, $url, "$d/timeline.pub"],
         [2, $side->{url}, "$set/side/timeline.pub"]],
         poll_interval => 1, fetch_timeout_ms => 120000);
-    my ($t0, $from);
+    my ($t0, $from, $t1);
     wait_until(sub {
         my $s = mirror_status($m) or return 0;
-        my ($t1) = grep { $_->{tid} == 1 } @{$s->{timelines}};
-        ($t0, $from) = (time, $t1->{entries}) if !defined $t0;
-        return $t1->{entries} == $size && $t1->{state} eq 'Idle' }, 7200)
+        my ($st) = grep { $_->{tid} == 1 } @{$s->{timelines}};
+        ($t0, $from) = (time, $st->{entries}) if !defined $t0;
+        return $st->{entries} == $tree->() && $st->{state} eq 'Idle' }, 7200)
         or die "bench_scale: $n: mirror did not catch up: "
             . slurp($m->{log});
+    $t1 = time;
+    stop_daemon($m->{pid}, 300);
     if ($from < $size - 1 || !-e $synced) {
-        $fig{$n}{sync_rate} = ($size - $from) / ((time - $t0) || 0.001);
+        $fig{$n}{sync_rate} = ($size - $from) / (($t1 - $t0) || 0.001);
         spew($synced, "$fig{$n}{sync_rate}\n");
     } else {
         $fig{$n}{sync_rate} = slurp($synced) + 0;
         $fig{$n}{sync_cached} = 1;
     }
-    stop_daemon($m->{pid}, 300);
+    wait_until(sub {
+        my $last = $tree->() - 1;
+        $ua->get("$url/status")->{content} =~ /^Max-Published-SN: $last$/m },
+        3600) or die "bench_scale: $n: not published: " . slurp($tconf->{log});
+    stop_daemon($tpid, 300);
+
+    my $secs;
+    ($tpid, $secs) = timed_start(\@tcmd, $tconf->{log}, "$url/checkpoint",
+        3600);
+    $fig{$n}{tl_restart} = $secs;
+    $fig{$n}{tl_rss} = proc_kb($tpid, 'VmRSS');
+    $fig{$n}{tl_hwm} = proc_kb($tpid, 'VmHWM');
 
     my $probe = "$m->{url}/query/n1.bench.example";
     ($m->{pid}, $secs) = timed_start([$SKMirror::MR, '-c',
