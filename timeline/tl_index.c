@@ -1253,17 +1253,29 @@ tl_index_seal(tl_timeline_t *tl, sk_err_t *err)
 }
 
 
+/* Entries between two writes while the index catches up with the log (a
+ * start, a rebuild, --repair): a write costs about the pages of the name
+ * map and the names, whatever the batch, since their keys are spread
+ * evenly, so index_batch's 4096 made rebuilding 2 million names write
+ * tens of GiB and take hours; this many keeps it to minutes and the
+ * memory held between writes to some 100 MiB. */
+#define TL_INDEX_CATCHUP_BATCH  65536
+
 void
 tl_index_maybe_flush(tl_timeline_t *tl, int force)
 {
     sk_err_t  err;
+    uint64_t  batch;
 
     if (tl->db == NULL || tl->failed) {
         return;
     }
-    if (!force && tl->npend < tl->conf.index_batch
-        && tl->ncopies < tl->conf.index_batch
-        && tl->nnames < 4 * tl->conf.index_batch)
+    batch = tl->conf.index_batch;
+    if ((!tl->db_ready || tl->reindexing) && batch < TL_INDEX_CATCHUP_BATCH) {
+        batch = TL_INDEX_CATCHUP_BATCH;
+    }
+    if (!force && tl->npend < batch && tl->ncopies < batch
+        && tl->nnames < 4 * batch)
     {
         return;
     }
