@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,14 @@
 #include "sk/file.h"
 #include "merkle_int.h"
 
-#define SK_TILES_CACHE  64          /* tiles kept, 16 KiB each */
+/* Tiles kept, 16 KiB each, direct-mapped by level: every proof needs a
+ * tile of each level, and a level-0 load must not push out the upper
+ * tiles (2M leaves: 31 at level 1, a proof hashing 255 nodes to reload
+ * one).  Slots are touched only when used. */
+#define SK_TILES_CACHE0  64         /* level 0 */
+#define SK_TILES_CACHE1  128        /* level 1: every one up to 32M leaves */
+#define SK_TILES_CACHE2  32         /* levels 2 to 7 */
+#define SK_TILES_CACHE   (SK_TILES_CACHE0 + SK_TILES_CACHE1 + SK_TILES_CACHE2)
 
 /* A tile's inner nodes: height r (1..8) above its hashes, index j
  * (j < 256 >> r), at SK_TILES_INNER(r) + j; height 8 is its root. */
@@ -44,6 +52,10 @@ typedef struct {
 } sk_tiles_slot_t;
 
 struct sk_merkle_tiles_s {
+    /* Proofs are read by several threads at once (sk-mirror answers
+     * queries in parallel): the cache slots, the edge and the counters
+     * below change only under it. */
+    pthread_mutex_t    lock;
     char              *dir;
     sk_tiles_how_t     how;
     sk_merkle_leaf_fn  leaf;
@@ -305,7 +317,14 @@ sk_tiles_store(sk_merkle_tiles_t *tt, unsigned level, uint64_t n,
 static sk_tiles_slot_t *
 sk_tiles_slot(sk_merkle_tiles_t *tt, unsigned level, uint64_t n)
 {
-    return &tt->cache[(n * 8 + level) % SK_TILES_CACHE];
+    if (level == 0) {
+        return &tt->cache[n % SK_TILES_CACHE0];
+    }
+    if (level == 1) {
+        return &tt->cache[SK_TILES_CACHE0 + n % SK_TILES_CACHE1];
+    }
+    return &tt->cache[SK_TILES_CACHE0 + SK_TILES_CACHE1
+                      + (n * 8 + level) % SK_TILES_CACHE2];
 }
 
 
@@ -451,8 +470,8 @@ sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
 }
 
 
-int
-sk_merkle_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
+static int
+sk_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
     unsigned lg, uint64_t idx, sk_err_t *err)
 {
     const unsigned char  *first;
@@ -486,7 +505,20 @@ sk_merkle_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
 
 
 int
-sk_merkle_tiles_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
+sk_merkle_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
+    unsigned lg, uint64_t idx, sk_err_t *err)
+{
+    int  rc;
+
+    pthread_mutex_lock(&t->tiles->lock);
+    rc = sk_tiles_node(out, t, lg, idx, err);
+    pthread_mutex_unlock(&t->tiles->lock);
+    return rc;
+}
+
+
+static int
+sk_tiles_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
     sk_err_t *err)
 {
     sk_merkle_tiles_t  *tt = t->tiles;
@@ -536,10 +568,24 @@ sk_merkle_tiles_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
 }
 
 
+int
+sk_merkle_tiles_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
+    sk_err_t *err)
+{
+    int  rc;
+
+    pthread_mutex_lock(&t->tiles->lock);
+    rc = sk_tiles_append(t, leaf, err);
+    pthread_mutex_unlock(&t->tiles->lock);
+    return rc;
+}
+
+
 void
 sk_merkle_tiles_free(sk_merkle_tiles_t *tiles)
 {
     if (tiles != NULL) {
+        pthread_mutex_destroy(&tiles->lock);
         free(tiles->dir);
         free(tiles);
     }
@@ -604,7 +650,11 @@ sk_merkle_tiles_open(sk_merkle_tree_t *t, const char *dir, sk_tiles_how_t how,
         return sk_err_sys(err, "%s: mkdir", dir);
     }
     t->tiles = calloc(1, sizeof(*t->tiles));
-    if (t->tiles == NULL || (t->tiles->dir = strdup(dir)) == NULL) {
+    if (t->tiles == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "merkle tiles");
+    }
+    pthread_mutex_init(&t->tiles->lock, NULL);
+    if ((t->tiles->dir = strdup(dir)) == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "merkle tiles");
     }
     t->tiles->how = how;
