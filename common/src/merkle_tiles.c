@@ -223,9 +223,10 @@ static int
 sk_tiles_read(unsigned char *out, const sk_merkle_tiles_t *tt,
     unsigned level, uint64_t n, char *why, size_t whylen, sk_err_t *err)
 {
-    char     path[4096];
-    ssize_t  got;
-    int      fd;
+    char           path[4096];
+    unsigned char  buf[SK_TILE_BYTES + 1];
+    ssize_t        got;
+    int            fd;
 
     sk_tiles_file(path, sizeof(path), tt, level, n);
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -236,18 +237,15 @@ sk_tiles_read(unsigned char *out, const sk_merkle_tiles_t *tt,
         }
         return sk_err_sys(err, "%s: open", path);
     }
-    /* One byte more than a tile tells a long file from a whole one. */
-    got = pread(fd, out, SK_TILE_BYTES, 0);
-    if (got == SK_TILE_BYTES) {
-        unsigned char  extra;
-
-        if (pread(fd, &extra, 1, SK_TILE_BYTES) != 0) {
-            got = SK_TILE_BYTES + 1;
-        }
-    }
+    /* One byte more than a tile, in one read, tells a long file from a
+     * whole one (a proof loads a tile per answer: each call counts). */
+    got = pread(fd, buf, sizeof(buf), 0);
     close(fd);
     if (got < 0) {
         return sk_err_sys(err, "%s: read", path);
+    }
+    if (got == SK_TILE_BYTES) {
+        memcpy(out, buf, SK_TILE_BYTES);
     }
     if (got != SK_TILE_BYTES) {
         snprintf(why, whylen, "%s: %s, not %d bytes", path,
@@ -399,6 +397,48 @@ sk_tiles_hash(const unsigned char **out, const sk_merkle_tree_t *t,
 }
 
 
+/* Full tile level/n read from disk and checked against want, its parent
+ * hash, with its inner nodes: 0, 1 if missing, not 8 KiB or not hashing
+ * to want (named in why), -1 on a read error.  It changes nothing shared:
+ * proofs run it without the lock. */
+static int
+sk_tiles_fetch(unsigned char *tile, unsigned char inner[][SK_MERKLE_HASH_BYTES],
+    const sk_merkle_tiles_t *tt, unsigned level, uint64_t n,
+    const sk_merkle_hash_t want, char *why, size_t whylen, sk_err_t *err)
+{
+    int  rc = sk_tiles_read(tile, tt, level, n, why, whylen, err);
+
+    if (rc == 0) {
+        sk_tiles_inner(inner, tile);
+        if (memcmp(inner[SK_TILES_INNER(SK_TILE_HEIGHT)], want,
+                SK_MERKLE_HASH_BYTES) != 0)
+        {
+            sk_tiles_file(why, whylen, tt, level, n);
+            strcat(why, ": does not hash to its parent");
+            rc = 1;
+        }
+    }
+    return rc;
+}
+
+
+/* Tile level/n, checked, into its cache slot. */
+static sk_tiles_slot_t *
+sk_tiles_keep(sk_merkle_tiles_t *tt, unsigned level, uint64_t n,
+    const unsigned char *tile,
+    const unsigned char inner[][SK_MERKLE_HASH_BYTES])
+{
+    sk_tiles_slot_t  *s = sk_tiles_slot(tt, level, n);
+
+    memcpy(s->hash, tile, sizeof(s->hash));
+    memcpy(s->inner, inner, sizeof(s->inner));
+    s->used = 1;
+    s->level = level;
+    s->n = n;
+    return s;
+}
+
+
 /* Full tile level/n (n < size >> 8(L+1)), checked against its parent
  * hash; one found missing or damaged is rebuilt and written again. */
 static int
@@ -423,19 +463,10 @@ sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
         return -1;
     }
     memcpy(want, parent, sizeof(want));
-    rc = sk_tiles_read(tile, tt, level, n, why, sizeof(why), err);
+    rc = sk_tiles_fetch(tile, inner, tt, level, n, want, why, sizeof(why),
+        err);
     if (rc < 0) {
         return -1;
-    }
-    if (rc == 0) {
-        sk_tiles_inner(inner, tile);
-        if (memcmp(inner[SK_TILES_INNER(SK_TILE_HEIGHT)], want, sizeof(want))
-            != 0)
-        {
-            sk_tiles_file(why, sizeof(why), tt, level, n);
-            strcat(why, ": does not hash to its parent");
-            rc = 1;
-        }
     }
     if (rc > 0) {
         if (tt->how == SK_TILES_CHECK) {
@@ -459,13 +490,7 @@ sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
             return -1;
         }
     }
-    s = sk_tiles_slot(tt, level, n);
-    memcpy(s->hash, tile, sizeof(tile));
-    memcpy(s->inner, inner, sizeof(inner));
-    s->used = 1;
-    s->level = level;
-    s->n = n;
-    *out = s->hash;
+    *out = sk_tiles_keep(tt, level, n, tile, inner)->hash;
     return 0;
 }
 
@@ -504,15 +529,63 @@ sk_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
 }
 
 
+/* Whether the node at tree level lg, index idx lies in a full tile the
+ * cache does not hold. */
+static int
+sk_tiles_cold(const sk_merkle_tree_t *t, unsigned lg, uint64_t idx)
+{
+    unsigned          level = lg / SK_TILE_HEIGHT;
+    uint64_t          n = (idx << lg % SK_TILE_HEIGHT) / SK_TILE_WIDTH;
+    sk_tiles_slot_t  *s = sk_tiles_slot(t->tiles, level, n);
+
+    return n < sk_tiles_shr(t->size, SK_TILE_HEIGHT * (level + 1))
+        && !(s->used && s->level == level && s->n == n);
+}
+
+
 int
 sk_merkle_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
     unsigned lg, uint64_t idx, sk_err_t *err)
 {
-    int  rc;
+    sk_merkle_tiles_t    *tt = t->tiles;
+    unsigned              level = lg / SK_TILE_HEIGHT;
+    uint64_t              n = (idx << lg % SK_TILE_HEIGHT) / SK_TILE_WIDTH;
+    const unsigned char  *parent;
+    unsigned char         tile[SK_TILE_BYTES];
+    unsigned char         inner[SK_TILE_WIDTH - 1][SK_MERKLE_HASH_BYTES];
+    sk_merkle_hash_t      want;
+    char                  why[4096 + 64];
+    int                   rc;
 
-    pthread_mutex_lock(&t->tiles->lock);
+    pthread_mutex_lock(&tt->lock);
+    if (!sk_tiles_cold(t, lg, idx)) {
+        rc = sk_tiles_node(out, t, lg, idx, err);
+        pthread_mutex_unlock(&tt->lock);
+        return rc;
+    }
+    /* A tile not cached is read and hashed (255 node hashes) without the
+     * lock, which the proofs of other threads need meanwhile; only its
+     * parent hash is taken under it.  One found damaged is left to the
+     * locked path, which names and rebuilds it. */
+    rc = sk_tiles_hash(&parent, t, level + 1, n, err);
+    if (rc == 0) {
+        memcpy(want, parent, sizeof(want));
+    }
+    pthread_mutex_unlock(&tt->lock);
+    if (rc != 0) {
+        return -1;
+    }
+    rc = sk_tiles_fetch(tile, inner, tt, level, n, want, why, sizeof(why),
+        err);
+    if (rc < 0) {
+        return -1;
+    }
+    pthread_mutex_lock(&tt->lock);
+    if (rc == 0) {
+        (void) sk_tiles_keep(tt, level, n, tile, inner);
+    }
     rc = sk_tiles_node(out, t, lg, idx, err);
-    pthread_mutex_unlock(&t->tiles->lock);
+    pthread_mutex_unlock(&tt->lock);
     return rc;
 }
 
