@@ -23,8 +23,10 @@
  * and proofs for any earlier size O(log n).  One opened with
  * sk_merkle_tree_open_tiles keeps the same hashes on disk as C2SP
  * tlog-tiles (c2sp.org/tlog-tiles) and in RAM only its right edge and a
- * few tiles; both answer the same calls.  One tree is not safe for
- * concurrent use, not even for reads (tiles are cached); lock around it.
+ * few tiles; both answer the same calls.  Reads (roots, proofs, leaves)
+ * of a tree kept in tiles may run on several threads at once (its tile
+ * cache has a lock of its own); an append must run alone, and so must
+ * every call on a tree kept in memory.
  */
 #ifndef SK_MERKLE_H
 #define SK_MERKLE_H
