@@ -228,6 +228,13 @@ struct mr_mirror_s {
     uint32_t           order[MR_MAX_TIMELINES];     /* by ascending TID */
 
     pthread_mutex_t    lock;        /* the "lock" fields, names, stopping */
+    /* What an answer reads (states, checkpoints, trees, the index as the
+     * copies stand): changed only by holders of the lock, which also
+     * hold this for writing (mr_lock), read by answers under it for
+     * reading without the lock, so that answers are built in parallel
+     * (mr_query.c).  Writers first: a sync never waits behind a stream
+     * of queries. */
+    pthread_rwlock_t   view;
     pthread_cond_t     wake;        /* stopping */
     int                stopping;
     atomic_int         halt;        /* stopping, read by fetches under way
@@ -565,7 +572,14 @@ int mr_sync_start(mr_mirror_t *m, sk_err_t *err) SK_WUR;
 void mr_sync_stop(mr_mirror_t *m);
 
 /* mr_state.c: states and the clock, below every other file. */
-/* With m->lock held: wait seconds, or until the mirror stops. */
+/* Take and leave the lock and, for writing, the view: every change to
+ * what answers read is made under both. */
+void mr_lock(mr_mirror_t *m);
+void mr_unlock(mr_mirror_t *m);
+/* Under mr_lock: wait on c (until a time, if not NULL), letting answers
+ * read meanwhile; pthread_cond_timedwait's result. */
+int mr_wait(mr_mirror_t *m, pthread_cond_t *c, const struct timespec *until);
+/* Under mr_lock: wait seconds, or until the mirror stops. */
 void mr_state_sleep(mr_mirror_t *m, uint64_t seconds);
 /* Under the lock: timelines in Idle or Syncing. */
 size_t mr_state_servable(const mr_mirror_t *m);

@@ -104,11 +104,11 @@ mr_check_proven(mr_mirror_t *m, mr_tl_t *t, const char *name,
     sk_err_t          why;
     int               rc, mapped;
 
-    pthread_mutex_lock(&m->lock);
+    mr_lock(m);
     mapped = t->mapped;
     cpsize = t->cpv.size;
     memcpy(root, t->map_hash, sizeof(root));
-    pthread_mutex_unlock(&m->lock);
+    mr_unlock(m);
     if (!mapped) {
         return 0;
     }

@@ -117,9 +117,9 @@ mr_ev_update(mr_mirror_t *m, mr_tl_t *t, const sk_evidence_stmt_t *s, size_t n,
     if (mr_ev_entry(&e, &sn, &ts, t, &s[0], err) != 0) {
         return -1;
     }
-    pthread_mutex_lock(&m->lock);
+    mr_lock(m);
     size = t->size;
-    pthread_mutex_unlock(&m->lock);
+    mr_unlock(m);
     if (p == NULL && size < sn) {
         sk_entry_free(e);
         return sk_err_set(err, SK_ERR_UNAVAILABLE, "the copy holds %" PRIu64
@@ -176,9 +176,9 @@ mr_ev_incorporate(mr_mirror_t *m, mr_tl_t *t, const sk_evidence_stmt_t *s, size_
         sk_entry_free(e);
         return sk_err_prefix(err, "statement 3");
     }
-    pthread_mutex_lock(&m->lock);
+    mr_lock(m);
     size = t->size;
-    pthread_mutex_unlock(&m->lock);
+    mr_unlock(m);
     if (p == NULL && size < sn) {
         rc = sk_err_set(err, SK_ERR_UNAVAILABLE, "the copy holds %" PRIu64
             " entries, not yet SN %" PRIu64, size, sn);
@@ -246,9 +246,9 @@ mr_evidence_renege(mr_mirror_t *m, mr_tl_t *t, mr_evidence_t *ev,
     if (mr_evidence_verify(m, t, text, len, p, &err) != 0) {
         mr_log("timeline %" PRIu64 ": not marked Corrupt, own %s",
             t->conf->tid, err.msg);
-        pthread_mutex_lock(&m->lock);
+        mr_lock(m);
         mr_state_set(m, t, MR_STUCK, err.msg);
-        pthread_mutex_unlock(&m->lock);
+        mr_unlock(m);
     } else if (mr_store_evidence(m, t, text, len, &err) != 0) {
         mr_log("timeline %" PRIu64 ": storing evidence: %s", t->conf->tid,
             err.msg);

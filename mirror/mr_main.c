@@ -6,9 +6,11 @@
  *   sk-mirror --check -c FILE  compare the index with one made from the
  *                              copies (mr_ixcheck.c), offline
  */
+#define _GNU_SOURCE             /* pthread_rwlockattr_setkind_np */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,21 +168,21 @@ mr_main_heal(mr_mirror_t *m, sk_err_t *err)
 {
     mr_sync_stop(m);
     mr_track_stop(m);
-    pthread_mutex_lock(&m->lock);
+    mr_lock(m);
     m->serving = 0;
     while (m->requests > 0) {
-        pthread_cond_wait(&m->idle, &m->lock);
+        (void) mr_wait(m, &m->idle, NULL);
     }
-    pthread_mutex_unlock(&m->lock);
+    mr_unlock(m);
     if (mr_main_rebuild(m, err) != 0) {
         return -1;
     }
-    pthread_mutex_lock(&m->lock);
+    mr_lock(m);
     m->stopping = 0;
     atomic_store(&m->halt, 0);
     m->gen++;                   /* no answer cached before is served */
     m->serving = 1;
-    pthread_mutex_unlock(&m->lock);
+    mr_unlock(m);
     mr_log("index %s/index rebuilt from the copies", m->conf.data_dir);
     return mr_sync_start(m, err) != 0 || mr_track_start(m, err) != 0
         ? -1 : 0;
@@ -244,6 +246,7 @@ main(int argc, char **argv)
         { NULL, 0, NULL, 0 }
     };
     const char         *conf = NULL;
+    pthread_rwlockattr_t  va;
     sk_err_t            err;
     int                 check = 0, ixcheck = 0, c, rc;
 
@@ -266,6 +269,11 @@ main(int argc, char **argv)
         return mr_usage();
     }
     pthread_mutex_init(&m.lock, NULL);
+    pthread_rwlockattr_init(&va);
+    pthread_rwlockattr_setkind_np(&va,
+        PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&m.view, &va);
+    pthread_rwlockattr_destroy(&va);
     pthread_mutex_init(&m.rlock, NULL);
     pthread_cond_init(&m.wake, NULL);
     pthread_cond_init(&m.idle, NULL);
@@ -278,6 +286,11 @@ main(int argc, char **argv)
         mr_conf_free(&m.conf);
         return EX_OK;
     }
+    /* Answers allocate and free their buffers by the thousand a second:
+     * at glibc's default trim threshold a thread's arena gave the memory
+     * back to the kernel and faulted it in again, zeroed (sysmalloc and
+     * page faults in the profile of uncached answers). */
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
     mr_roots_anchors(&m);
     if (ixcheck) {
         mr_main_init(&m);

@@ -3,8 +3,10 @@
  * The answer's layout is specified in docs/protocol.md, "Mirror answers";
  * change both together.
  *
- * An answer is built under the mirror's lock (entry texts, proofs and
- * checkpoints of one moment) and signed outside it.  It is cached in
+ * An answer is built under the mirror's view, read-locked (entry texts,
+ * proofs and checkpoints of one moment; changes are made under it
+ * write-locked, mr_lock), so that several are built at once, and signed
+ * outside it; the answer cache and the counters are under the lock.  It is cached in
  * memory (mr_lru.c, at most query_cache_size bytes, the answers for
  * absent names too) for query_cache seconds; a new entry for the name
  * drops it at once (mr_store_commit), and so does any change in which
@@ -157,7 +159,7 @@ mr_query_timeline(mr_mirror_t *m, mr_buf_t *b, mr_tl_t *t, const char *name,
 }
 
 
-/* Under the lock: how many of refs the copies hold (published: below
+/* Under the lock or the view: how many of refs the copies hold (published: below
  * each timeline's size). */
 static size_t
 mr_query_held(const mr_mirror_t *m, const mr_ref_t *refs, size_t n)
@@ -171,7 +173,7 @@ mr_query_held(const mr_mirror_t *m, const mr_ref_t *refs, size_t n)
 }
 
 
-/* The unsigned body, under the lock; *held: mr_query_count's figure, from
+/* The unsigned body, under the view; *held: mr_query_count's figure, from
  * the same read of the index. */
 static int
 mr_query_body(mr_mirror_t *m, mr_buf_t *b, const char *name, int64_t since,
@@ -207,7 +209,7 @@ mr_query_body(mr_mirror_t *m, mr_buf_t *b, const char *name, int64_t since,
 }
 
 
-/* Under the lock: how many entries for name the copies hold (published:
+/* Under the lock or the view: how many entries for name the copies hold (published:
  * below each timeline's size), or (size_t) -1 if the index fails. */
 static size_t
 mr_query_count(mr_mirror_t *m, const char *name)
@@ -251,7 +253,7 @@ mr_query_sign(mr_mirror_t *m, mr_buf_t *b, sk_err_t *err)
 }
 
 
-/* Under the lock: the servable TIDs, "7,9" (ascending), a Stuck one
+/* Under the lock or the view: the servable TIDs, "7,9" (ascending), a Stuck one
  * served from its last checked state with an "s" ("7,8s,9"). */
 static void
 mr_query_servable(const mr_mirror_t *m, char *out, size_t cap)
@@ -317,10 +319,13 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     }
     pthread_mutex_lock(&m->lock);
     m->cache_misses++;
+    pthread_mutex_unlock(&m->lock);
+    /* The body under the view only: answers are built in parallel. */
+    pthread_rwlock_rdlock(&m->view);
     gen = m->gen;
     mr_query_servable(m, fp, sizeof(fp));
     rc = mr_query_body(m, &b, name, since, &nrefs, err);
-    pthread_mutex_unlock(&m->lock);
+    pthread_rwlock_unlock(&m->view);
     if (rc != 0 || mr_query_sign(m, &b, err) != 0) {
         free(b.p);
         return -1;

@@ -217,13 +217,13 @@ mr_roots_check_bind(mr_mirror_t *m, mr_tl_t *t, const sk_entry_t *e,
     /* Only the store is taken under the lock (a reference: another
      * thread may replace t's); the signatures are checked outside it, so
      * one sync thread per timeline checks on every core. */
-    pthread_mutex_lock(&m->lock);
+    mr_lock(m);
     upto = t->roots_upto;
     st = upto >= sn ? mr_roots_store(t, sn) : NULL;
     if (st != NULL && X509_STORE_up_ref(st) != 1) {
         st = NULL;
     }
-    pthread_mutex_unlock(&m->lock);
+    mr_unlock(m);
     if (upto < sn) {
         sk_key_free(k);
         return sk_err_set(err, SK_ERR_UNAVAILABLE, "the copy holds %" PRIu64

@@ -14,6 +14,38 @@
 #include "mr.h"
 
 
+void
+mr_lock(mr_mirror_t *m)
+{
+    pthread_mutex_lock(&m->lock);
+    pthread_rwlock_wrlock(&m->view);
+}
+
+
+void
+mr_unlock(mr_mirror_t *m)
+{
+    pthread_rwlock_unlock(&m->view);
+    pthread_mutex_unlock(&m->lock);
+}
+
+
+int
+mr_wait(mr_mirror_t *m, pthread_cond_t *c, const struct timespec *until)
+{
+    int  rc = 0;
+
+    pthread_rwlock_unlock(&m->view);
+    if (until != NULL) {
+        rc = pthread_cond_timedwait(c, &m->lock, until);
+    } else {
+        pthread_cond_wait(c, &m->lock);
+    }
+    pthread_rwlock_wrlock(&m->view);
+    return rc;
+}
+
+
 int64_t
 mr_now(void)
 {
@@ -87,7 +119,7 @@ mr_state_sleep(mr_mirror_t *m, uint64_t seconds)
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += (time_t) seconds;
     while (!m->stopping
-           && pthread_cond_timedwait(&m->wake, &m->lock, &until) == 0)
+           && mr_wait(m, &m->wake, &until) == 0)
     {
         /* woken early but not stopping: keep waiting */
     }

@@ -878,9 +878,9 @@ mr_store_map_open(mr_mirror_t *m, mr_tl_t *t, sk_err_t *err)
     if (mr_store_text(m, t, &none, t->cpv.size - 1, &last, &len, err) != 0) {
         return -1;
     }
-    pthread_mutex_lock(&m->lock);
+    mr_lock(m);
     rc = mr_map_publish(m, t, last, len, err);
-    pthread_mutex_unlock(&m->lock);
+    mr_unlock(m);
     return rc;
 }
 
@@ -909,9 +909,9 @@ mr_store_index(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
         memcpy(rows[i].loc.leaf, b->leaf[i], SK_SHA256_BYTES);
         off += b->lens[i];
     }
-    pthread_mutex_lock(&m->lock);
+    mr_lock(m);
     rc = sk_merkle_tree_root(root, t->tree, t->size + b->n, err);
-    pthread_mutex_unlock(&m->lock);
+    mr_unlock(m);
     if (rc == 0) {
         rc = mr_index_add(m, t, txn, t->size, rows, b->n, root, err);
     }
@@ -992,7 +992,7 @@ mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
     if (rc != 0) {
         goto fail;
     }
-    pthread_mutex_lock(&m->lock);
+    mr_lock(m);
     for (i = 0; i < b->n; i++) {
         /* A new entry for the name (an Unbind above all, or the first
          * Bind of a name answered as absent) voids its cached answer. */
@@ -1021,7 +1021,7 @@ mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
             mr_log("%s", why.msg);
         }
     }
-    pthread_mutex_unlock(&m->lock);
+    mr_unlock(m);
     return 0;
 fail:
     if (txn != NULL) {
@@ -1040,9 +1040,9 @@ mr_store_read(mr_mirror_t *m, mr_tl_t *t, char **out, size_t *len,
     mr_loc_t  loc;
     uint64_t  size;
 
-    pthread_mutex_lock(&m->lock);
+    mr_lock(m);
     size = t->size;
-    pthread_mutex_unlock(&m->lock);
+    mr_unlock(m);
     if (sn >= size) {
         return sk_err_set(err, SK_ERR_NOT_FOUND, "entry SN %" PRIu64, sn);
     }
@@ -1074,9 +1074,9 @@ mr_store_evidence(mr_mirror_t *m, mr_tl_t *t, const char *evidence,
             rc = 0;     /* the first evidence stays */
         }
     }
-    pthread_mutex_lock(&m->lock);
+    mr_lock(m);
     mr_state_set(m, t, MR_CORRUPT, reason);
-    pthread_mutex_unlock(&m->lock);
+    mr_unlock(m);
     return rc;
 }
 

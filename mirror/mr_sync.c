@@ -147,9 +147,9 @@ mr_sync_root(mr_sync_t *s, sk_merkle_hash_t root, uint64_t size)
         sk_merkle_empty_root(root);
         return 0;
     }
-    pthread_mutex_lock(&s->m->lock);
+    mr_lock(s->m);
     rc = sk_merkle_tree_root(root, s->t->tree, size, s->err);
-    pthread_mutex_unlock(&s->m->lock);
+    mr_unlock(s->m);
     return rc;
 }
 
@@ -204,14 +204,14 @@ mr_sync_rewind(mr_sync_t *s)
     sk_err_t           err;
 
     /* The tiles past the stored size are ignored, then written anew. */
-    pthread_mutex_lock(&s->m->lock);
+    mr_lock(s->m);
     if (sk_merkle_tree_size(t->tree) != t->size
         && mr_tree_open(t, 0, &err) != 0)
     {
         mr_log("timeline %" PRIu64 ": rewind: %s", t->conf->tid, err.msg);
     }
     mr_roots_rewind(t, t->size);
-    pthread_mutex_unlock(&s->m->lock);
+    mr_unlock(s->m);
     mr_batch_free(&s->b);
     mr_pending_free(&s->pend);
     s->next = t->size;
@@ -237,9 +237,9 @@ mr_sync_inc_source(mr_sync_t *s, const sk_entry_t *copy, const char *text,
     {
         return;
     }
-    pthread_mutex_lock(&s->m->lock);
+    mr_lock(s->m);
     size = src->state == MR_CORRUPT ? 0 : src->size;
-    pthread_mutex_unlock(&s->m->lock);
+    mr_unlock(s->m);
     if (sn >= size || mr_store_read(s->m, src, &old, &olen, sn, s->err) != 0)
     {
         return;
@@ -382,12 +382,12 @@ mr_sync_accept(mr_sync_t *s, const sk_entry_t *e, const char *text,
     {
         return MR_ROUND_FAIL;
     }
-    pthread_mutex_lock(&s->m->lock);
+    mr_lock(s->m);
     rc = sk_merkle_tree_append(s->t->tree, leaf, s->err);
     if (rc == 0) {
         rc = mr_roots_note(s->t, e, s->next, s->err);
     }
-    pthread_mutex_unlock(&s->m->lock);
+    mr_unlock(s->m);
     if (rc != 0) {
         return MR_ROUND_FAIL;
     }
@@ -953,11 +953,11 @@ mr_sync_round(mr_sync_t *s)
     }
     if (cpv.size > t->size) {
         /* New, Stuck and Defunct stay so until a round succeeds. */
-        pthread_mutex_lock(&s->m->lock);
+        mr_lock(s->m);
         if (t->state == MR_IDLE) {
             mr_state_set(s->m, t, MR_SYNCING, NULL);
         }
-        pthread_mutex_unlock(&s->m->lock);
+        mr_unlock(s->m);
         if (t->tiles >= 0) {
             res = mr_sync_tiles(s, r.body, r.len, &cpv);
         }
@@ -1053,13 +1053,13 @@ mr_sync_thread(void *arg)
     uint64_t          wait;
     CURL             *curl = curl_easy_init();
 
-    pthread_mutex_lock(&m->lock);
+    mr_lock(m);
     while (!m->stopping) {
         if (t->state == MR_CORRUPT || curl == NULL) {
-            pthread_cond_wait(&m->wake, &m->lock);
+            (void) mr_wait(m, &m->wake, NULL);
             continue;
         }
-        pthread_mutex_unlock(&m->lock);
+        mr_unlock(m);
         sk_err_clear(&err);
         memset(&s, 0, sizeof(s));
         s.m = m;
@@ -1069,14 +1069,14 @@ mr_sync_thread(void *arg)
         r = mr_sync_round(&s);
         mr_batch_free(&s.b);
         mr_pending_free(&s.pend);
-        pthread_mutex_lock(&m->lock);
+        mr_lock(m);
         if (m->stopping) {
             break;              /* a round cut short by the stop */
         }
         wait = mr_sync_after(m, t, r, &err);
         mr_state_sleep(m, wait);
     }
-    pthread_mutex_unlock(&m->lock);
+    mr_unlock(m);
     curl_easy_cleanup(curl);
     return NULL;
 }
@@ -1104,11 +1104,11 @@ mr_sync_stop(mr_mirror_t *m)
 {
     size_t  i;
 
-    pthread_mutex_lock(&m->lock);
+    mr_lock(m);
     m->stopping = 1;
     atomic_store(&m->halt, 1);
     pthread_cond_broadcast(&m->wake);
-    pthread_mutex_unlock(&m->lock);
+    mr_unlock(m);
     for (i = 0; i < m->ntl; i++) {
         if (m->tl[i].thread_up) {
             pthread_join(m->tl[i].thread, NULL);

@@ -127,13 +127,13 @@ mr_track_peer(mr_mirror_t *m, CURL *curl, const char *peer)
     SHA256((unsigned char *) r.body, r.len, md);
     snprintf(theirs, sizeof(theirs), "%02x%02x%02x%02x", md[0], md[1], md[2],
         md[3]);
-    pthread_mutex_lock(&m->lock);
+    mr_lock(m);
     if (mr_track_list(m, &own, &len, mine, &err) != 0) {
-        pthread_mutex_unlock(&m->lock);
+        mr_unlock(m);
         free(r.body);
         return;
     }
-    pthread_mutex_unlock(&m->lock);
+    mr_unlock(m);
     free(own);
     if (strcmp(mine, theirs) == 0 || strlen(r.body) != r.len) {
         free(r.body);
@@ -154,9 +154,9 @@ mr_track_peer(mr_mirror_t *m, CURL *curl, const char *peer)
         if (t == NULL) {
             continue;           /* not mirrored here: no key to check */
         }
-        pthread_mutex_lock(&m->lock);
+        mr_lock(m);
         learn = t->state != MR_CORRUPT;
-        pthread_mutex_unlock(&m->lock);
+        mr_unlock(m);
         if (learn) {
             mr_track_learn(m, curl, peer, t);
         }
@@ -172,16 +172,16 @@ mr_track_thread(void *arg)
     CURL             *curl = curl_easy_init();
     size_t            i;
 
-    pthread_mutex_lock(&m->lock);
+    mr_lock(m);
     while (!m->stopping && curl != NULL) {
-        pthread_mutex_unlock(&m->lock);
+        mr_unlock(m);
         for (i = 0; i < m->conf.npeers; i++) {
             mr_track_peer(m, curl, m->conf.peer[i]);
         }
-        pthread_mutex_lock(&m->lock);
+        mr_lock(m);
         mr_state_sleep(m, m->conf.poll_interval);
     }
-    pthread_mutex_unlock(&m->lock);
+    mr_unlock(m);
     curl_easy_cleanup(curl);
     return NULL;
 }

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,14 @@
 #include "sk/file.h"
 #include "merkle_int.h"
 
-#define SK_TILES_CACHE  64          /* tiles kept, 16 KiB each */
+/* Tiles kept, 16 KiB each, direct-mapped by level: every proof needs a
+ * tile of each level, and a level-0 load must not push out the upper
+ * tiles (2M leaves: 31 at level 1, a proof hashing 255 nodes to reload
+ * one).  Slots are touched only when used. */
+#define SK_TILES_CACHE0  64         /* level 0 */
+#define SK_TILES_CACHE1  128        /* level 1: every one up to 32M leaves */
+#define SK_TILES_CACHE2  32         /* levels 2 to 7 */
+#define SK_TILES_CACHE   (SK_TILES_CACHE0 + SK_TILES_CACHE1 + SK_TILES_CACHE2)
 
 /* A tile's inner nodes: height r (1..8) above its hashes, index j
  * (j < 256 >> r), at SK_TILES_INNER(r) + j; height 8 is its root. */
@@ -44,6 +52,10 @@ typedef struct {
 } sk_tiles_slot_t;
 
 struct sk_merkle_tiles_s {
+    /* Proofs are read by several threads at once (sk-mirror answers
+     * queries in parallel): the cache slots, the edge and the counters
+     * below change only under it. */
+    pthread_mutex_t    lock;
     char              *dir;
     sk_tiles_how_t     how;
     sk_merkle_leaf_fn  leaf;
@@ -211,9 +223,10 @@ static int
 sk_tiles_read(unsigned char *out, const sk_merkle_tiles_t *tt,
     unsigned level, uint64_t n, char *why, size_t whylen, sk_err_t *err)
 {
-    char     path[4096];
-    ssize_t  got;
-    int      fd;
+    char           path[4096];
+    unsigned char  buf[SK_TILE_BYTES + 1];
+    ssize_t        got;
+    int            fd;
 
     sk_tiles_file(path, sizeof(path), tt, level, n);
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -224,18 +237,15 @@ sk_tiles_read(unsigned char *out, const sk_merkle_tiles_t *tt,
         }
         return sk_err_sys(err, "%s: open", path);
     }
-    /* One byte more than a tile tells a long file from a whole one. */
-    got = pread(fd, out, SK_TILE_BYTES, 0);
-    if (got == SK_TILE_BYTES) {
-        unsigned char  extra;
-
-        if (pread(fd, &extra, 1, SK_TILE_BYTES) != 0) {
-            got = SK_TILE_BYTES + 1;
-        }
-    }
+    /* One byte more than a tile, in one read, tells a long file from a
+     * whole one (a proof loads a tile per answer: each call counts). */
+    got = pread(fd, buf, sizeof(buf), 0);
     close(fd);
     if (got < 0) {
         return sk_err_sys(err, "%s: read", path);
+    }
+    if (got == SK_TILE_BYTES) {
+        memcpy(out, buf, SK_TILE_BYTES);
     }
     if (got != SK_TILE_BYTES) {
         snprintf(why, whylen, "%s: %s, not %d bytes", path,
@@ -305,7 +315,14 @@ sk_tiles_store(sk_merkle_tiles_t *tt, unsigned level, uint64_t n,
 static sk_tiles_slot_t *
 sk_tiles_slot(sk_merkle_tiles_t *tt, unsigned level, uint64_t n)
 {
-    return &tt->cache[(n * 8 + level) % SK_TILES_CACHE];
+    if (level == 0) {
+        return &tt->cache[n % SK_TILES_CACHE0];
+    }
+    if (level == 1) {
+        return &tt->cache[SK_TILES_CACHE0 + n % SK_TILES_CACHE1];
+    }
+    return &tt->cache[SK_TILES_CACHE0 + SK_TILES_CACHE1
+                      + (n * 8 + level) % SK_TILES_CACHE2];
 }
 
 
@@ -380,6 +397,48 @@ sk_tiles_hash(const unsigned char **out, const sk_merkle_tree_t *t,
 }
 
 
+/* Full tile level/n read from disk and checked against want, its parent
+ * hash, with its inner nodes: 0, 1 if missing, not 8 KiB or not hashing
+ * to want (named in why), -1 on a read error.  It changes nothing shared:
+ * proofs run it without the lock. */
+static int
+sk_tiles_fetch(unsigned char *tile, unsigned char inner[][SK_MERKLE_HASH_BYTES],
+    const sk_merkle_tiles_t *tt, unsigned level, uint64_t n,
+    const sk_merkle_hash_t want, char *why, size_t whylen, sk_err_t *err)
+{
+    int  rc = sk_tiles_read(tile, tt, level, n, why, whylen, err);
+
+    if (rc == 0) {
+        sk_tiles_inner(inner, tile);
+        if (memcmp(inner[SK_TILES_INNER(SK_TILE_HEIGHT)], want,
+                SK_MERKLE_HASH_BYTES) != 0)
+        {
+            sk_tiles_file(why, whylen, tt, level, n);
+            strcat(why, ": does not hash to its parent");
+            rc = 1;
+        }
+    }
+    return rc;
+}
+
+
+/* Tile level/n, checked, into its cache slot. */
+static sk_tiles_slot_t *
+sk_tiles_keep(sk_merkle_tiles_t *tt, unsigned level, uint64_t n,
+    const unsigned char *tile,
+    const unsigned char inner[][SK_MERKLE_HASH_BYTES])
+{
+    sk_tiles_slot_t  *s = sk_tiles_slot(tt, level, n);
+
+    memcpy(s->hash, tile, sizeof(s->hash));
+    memcpy(s->inner, inner, sizeof(s->inner));
+    s->used = 1;
+    s->level = level;
+    s->n = n;
+    return s;
+}
+
+
 /* Full tile level/n (n < size >> 8(L+1)), checked against its parent
  * hash; one found missing or damaged is rebuilt and written again. */
 static int
@@ -404,19 +463,10 @@ sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
         return -1;
     }
     memcpy(want, parent, sizeof(want));
-    rc = sk_tiles_read(tile, tt, level, n, why, sizeof(why), err);
+    rc = sk_tiles_fetch(tile, inner, tt, level, n, want, why, sizeof(why),
+        err);
     if (rc < 0) {
         return -1;
-    }
-    if (rc == 0) {
-        sk_tiles_inner(inner, tile);
-        if (memcmp(inner[SK_TILES_INNER(SK_TILE_HEIGHT)], want, sizeof(want))
-            != 0)
-        {
-            sk_tiles_file(why, sizeof(why), tt, level, n);
-            strcat(why, ": does not hash to its parent");
-            rc = 1;
-        }
     }
     if (rc > 0) {
         if (tt->how == SK_TILES_CHECK) {
@@ -440,19 +490,13 @@ sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
             return -1;
         }
     }
-    s = sk_tiles_slot(tt, level, n);
-    memcpy(s->hash, tile, sizeof(tile));
-    memcpy(s->inner, inner, sizeof(inner));
-    s->used = 1;
-    s->level = level;
-    s->n = n;
-    *out = s->hash;
+    *out = sk_tiles_keep(tt, level, n, tile, inner)->hash;
     return 0;
 }
 
 
-int
-sk_merkle_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
+static int
+sk_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
     unsigned lg, uint64_t idx, sk_err_t *err)
 {
     const unsigned char  *first;
@@ -485,8 +529,69 @@ sk_merkle_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
 }
 
 
+/* Whether the node at tree level lg, index idx lies in a full tile the
+ * cache does not hold. */
+static int
+sk_tiles_cold(const sk_merkle_tree_t *t, unsigned lg, uint64_t idx)
+{
+    unsigned          level = lg / SK_TILE_HEIGHT;
+    uint64_t          n = (idx << lg % SK_TILE_HEIGHT) / SK_TILE_WIDTH;
+    sk_tiles_slot_t  *s = sk_tiles_slot(t->tiles, level, n);
+
+    return n < sk_tiles_shr(t->size, SK_TILE_HEIGHT * (level + 1))
+        && !(s->used && s->level == level && s->n == n);
+}
+
+
 int
-sk_merkle_tiles_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
+sk_merkle_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
+    unsigned lg, uint64_t idx, sk_err_t *err)
+{
+    sk_merkle_tiles_t    *tt = t->tiles;
+    unsigned              level = lg / SK_TILE_HEIGHT;
+    uint64_t              n = (idx << lg % SK_TILE_HEIGHT) / SK_TILE_WIDTH;
+    const unsigned char  *parent;
+    unsigned char         tile[SK_TILE_BYTES];
+    unsigned char         inner[SK_TILE_WIDTH - 1][SK_MERKLE_HASH_BYTES];
+    sk_merkle_hash_t      want;
+    char                  why[4096 + 64];
+    int                   rc;
+
+    pthread_mutex_lock(&tt->lock);
+    if (!sk_tiles_cold(t, lg, idx)) {
+        rc = sk_tiles_node(out, t, lg, idx, err);
+        pthread_mutex_unlock(&tt->lock);
+        return rc;
+    }
+    /* A tile not cached is read and hashed (255 node hashes) without the
+     * lock, which the proofs of other threads need meanwhile; only its
+     * parent hash is taken under it.  One found damaged is left to the
+     * locked path, which names and rebuilds it. */
+    rc = sk_tiles_hash(&parent, t, level + 1, n, err);
+    if (rc == 0) {
+        memcpy(want, parent, sizeof(want));
+    }
+    pthread_mutex_unlock(&tt->lock);
+    if (rc != 0) {
+        return -1;
+    }
+    rc = sk_tiles_fetch(tile, inner, tt, level, n, want, why, sizeof(why),
+        err);
+    if (rc < 0) {
+        return -1;
+    }
+    pthread_mutex_lock(&tt->lock);
+    if (rc == 0) {
+        (void) sk_tiles_keep(tt, level, n, tile, inner);
+    }
+    rc = sk_tiles_node(out, t, lg, idx, err);
+    pthread_mutex_unlock(&tt->lock);
+    return rc;
+}
+
+
+static int
+sk_tiles_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
     sk_err_t *err)
 {
     sk_merkle_tiles_t  *tt = t->tiles;
@@ -536,10 +641,24 @@ sk_merkle_tiles_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
 }
 
 
+int
+sk_merkle_tiles_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
+    sk_err_t *err)
+{
+    int  rc;
+
+    pthread_mutex_lock(&t->tiles->lock);
+    rc = sk_tiles_append(t, leaf, err);
+    pthread_mutex_unlock(&t->tiles->lock);
+    return rc;
+}
+
+
 void
 sk_merkle_tiles_free(sk_merkle_tiles_t *tiles)
 {
     if (tiles != NULL) {
+        pthread_mutex_destroy(&tiles->lock);
         free(tiles->dir);
         free(tiles);
     }
@@ -604,7 +723,11 @@ sk_merkle_tiles_open(sk_merkle_tree_t *t, const char *dir, sk_tiles_how_t how,
         return sk_err_sys(err, "%s: mkdir", dir);
     }
     t->tiles = calloc(1, sizeof(*t->tiles));
-    if (t->tiles == NULL || (t->tiles->dir = strdup(dir)) == NULL) {
+    if (t->tiles == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "merkle tiles");
+    }
+    pthread_mutex_init(&t->tiles->lock, NULL);
+    if ((t->tiles->dir = strdup(dir)) == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "merkle tiles");
     }
     t->tiles->how = how;

@@ -2,9 +2,10 @@
  * test_tiles.c -- the Merkle tree kept as C2SP tlog-tiles against the
  * in-memory tree: roots, proofs and tiles for many sizes, reopening at
  * the log's size (shorter too), damaged and missing tiles, the read-only
- * check, and the tile path syntax.
+ * check, proofs from several threads at once, and the tile path syntax.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include "testutil.h"
@@ -282,6 +283,81 @@ test_tiles_damage(void **state)
 /* Tiles that cannot be written (here "0" is a file, not a directory):
  * appends go on, each unwritten tile is noted, and a read rebuilds it
  * from the leaves and checks it against its parent. */
+/* One thread's share of test_tiles_parallel: proofs for leaves i, i +
+ * step, ... against the in-memory tree's. */
+typedef struct {
+    const sk_merkle_tree_t  *t, *m;
+    uint64_t                 first, step;
+    unsigned long            proofs, wrong;
+} par_job_t;
+
+
+static void *
+par_proofs(void *arg)
+{
+    par_job_t          *j = arg;
+    sk_merkle_proof_t   pa, pb;
+    sk_err_t            err;
+    uint64_t            i;
+
+    for (i = j->first; i < NMAX; i += j->step) {
+        j->proofs++;
+        if (sk_merkle_tree_inclusion(&pa, j->t, i, NMAX, &err) != 0
+            || sk_merkle_tree_inclusion(&pb, j->m, i, NMAX, &err) != 0
+            || pa.len != pb.len
+            || memcmp(pa.hash, pb.hash, pa.len * SK_MERKLE_HASH_BYTES) != 0)
+        {
+            j->wrong++;
+        }
+    }
+    return NULL;
+}
+
+
+/* Proofs read by four threads at once (sk-mirror answers in parallel),
+ * striding over 273 level-0 tiles so that each misses the cache, loads
+ * and evicts: every proof is the in-memory tree's, and a damaged tile met
+ * by them all is rebuilt once. */
+static void
+test_tiles_parallel(void **state)
+{
+    sk_merkle_tree_t  *t, *m;
+    par_job_t          job[4];
+    pthread_t          th[4];
+    sk_err_t           err;
+    const char        *last;
+    char              *dir = tu_tmpdir(), *td = tu_path(dir, "tile");
+    int                k;
+
+    (void) state;
+    leaf_variant = 0;
+    m = mem_tree(NMAX);
+    assert_int_equal(sk_merkle_tree_open_tiles(&t, td, NMAX,
+        SK_TILES_REBUILD, leaf_of, NULL, &err), 0);
+    sk_merkle_tree_free(t);
+    poke(td, "0/017", 2);
+    assert_int_equal(sk_merkle_tree_open_tiles(&t, td, NMAX, SK_TILES_OPEN,
+        leaf_of, NULL, &err), 0);
+    for (k = 0; k < 4; k++) {
+        job[k] = (par_job_t) { .t = t, .m = m, .first = (uint64_t) k * 97,
+                               .step = 251 };
+        assert_int_equal(pthread_create(&th[k], NULL, par_proofs, &job[k]),
+            0);
+    }
+    for (k = 0; k < 4; k++) {
+        assert_int_equal(pthread_join(th[k], NULL), 0);
+        assert_true(job[k].proofs > 270);
+        assert_int_equal(job[k].wrong, 0);
+    }
+    assert_int_equal(sk_merkle_tree_tiles_rebuilt(t, &last), 1);
+    assert_non_null(strstr(last, "0/017"));
+    sk_merkle_tree_free(t);
+    sk_merkle_tree_free(m);
+    free(td);
+    tu_rmtree(dir);
+}
+
+
 static void
 test_tiles_unwritable(void **state)
 {
@@ -381,6 +457,7 @@ main(void)
         cmocka_unit_test(test_tile_paths),
         cmocka_unit_test(test_tiles_append_and_reopen),
         cmocka_unit_test(test_tiles_damage),
+        cmocka_unit_test(test_tiles_parallel),
         cmocka_unit_test(test_tiles_unwritable),
     };
 

@@ -23,8 +23,10 @@
  * and proofs for any earlier size O(log n).  One opened with
  * sk_merkle_tree_open_tiles keeps the same hashes on disk as C2SP
  * tlog-tiles (c2sp.org/tlog-tiles) and in RAM only its right edge and a
- * few tiles; both answer the same calls.  One tree is not safe for
- * concurrent use, not even for reads (tiles are cached); lock around it.
+ * few tiles; both answer the same calls.  Reads (roots, proofs, leaves)
+ * of a tree kept in tiles may run on several threads at once (its tile
+ * cache has a lock of its own); an append must run alone, and so must
+ * every call on a tree kept in memory.
  */
 #ifndef SK_MERKLE_H
 #define SK_MERKLE_H
@@ -52,10 +54,9 @@ int sk_merkle_leaf_hash(sk_merkle_hash_t out, const void *data, size_t len,
 void sk_merkle_node_hash(sk_merkle_hash_t out, const sk_merkle_hash_t left,
     const sk_merkle_hash_t right);
 void sk_merkle_empty_root(sk_merkle_hash_t out);
-/* SHA-256 of buf[0..len), through a digest fetched once and the calling
- * thread's context: SHA256() in OpenSSL 3 looks the algorithm up and
- * allocates a context every call (map.c and sk-mirror's index hash with
- * it too). */
+/* SHA-256 of buf[0..len), called directly: SHA256() in OpenSSL 3 looks
+ * the algorithm up and allocates a context every call, EVP dispatches
+ * through the provider (map.c and sk-mirror's index hash with it too). */
 void sk_merkle_digest(sk_merkle_hash_t out, const void *buf, size_t len);
 
 int sk_merkle_tree_new(sk_merkle_tree_t **t, sk_err_t *err) SK_WUR;
