@@ -112,6 +112,9 @@ void tl_conf_free(tl_conf_t *conf);
  * emptied at each index flush). */
 typedef struct {
     char             *name;
+    int               absent;       /* looked up and in neither the index
+                                       nor the map: kept so that the append
+                                       that binds it looks it up once */
     int               dirty;        /* changed since the index has it */
     char             *key;          /* the current SK: its Key field */
     char             *rebinders;    /* Rebinder-Names of the record */
