@@ -112,6 +112,9 @@ void tl_conf_free(tl_conf_t *conf);
  * emptied at each index flush). */
 typedef struct {
     char             *name;
+    int               absent;       /* looked up and in neither the index
+                                       nor the map: kept so that the append
+                                       that binds it looks it up once */
     int               dirty;        /* changed since the index has it */
     char             *key;          /* the current SK: its Key field */
     char             *rebinders;    /* Rebinder-Names of the record */
@@ -324,6 +327,8 @@ struct tl_timeline_s {
                                        (and the index's after it) */
     int               index_syncing; /* the writer is in the index's
                                        sync, out of the lock: tl->db stays */
+    uint64_t          index_synced; /* tl->size at the index's last
+                                       sealed commit synced */
     int               head_syncing; /* a writer is writing signed-head */
     int               failed;       /* the log's sync failed: refuse
                                        appends until a restart */
@@ -581,10 +586,11 @@ void tl_index_maybe_flush(tl_timeline_t *tl, int force);
 int tl_index_flush(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 /* A batch's seal, under tl->lock: commit everything pending (with the map,
  * its Map-Root entry appended first) with no sync; the caller then, out
- * of the lock and in this order, tl_index_sync_logs() and
- * tl_index_sync(). */
+ * of the lock and in this order, tl_index_sync_logs() and, if
+ * tl_index_sync_due(), tl_index_sync(). */
 int tl_index_seal(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 int tl_index_sync_logs(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+int tl_index_sync_due(const tl_timeline_t *tl);
 int tl_index_sync(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 /* Flush (if db_ready) and close; removes a scratch index. */
 void tl_index_close(tl_timeline_t *tl);

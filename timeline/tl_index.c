@@ -1239,6 +1239,21 @@ tl_index_sync(tl_timeline_t *tl, sk_err_t *err)
 }
 
 
+/* Whether a sealed batch's commit is to be synced now.  With index/boot
+ * (tl_index_boot.c) a system crash while the index is open has it
+ * rebuilt from the log whatever reached data.mdb, and a process crash
+ * loses nothing the page cache holds: a sync per batch would protect
+ * nothing, so one every index_batch entries, as the flushes without the
+ * map, keeps a data.mdb that cannot be written from going unnoticed.
+ * Without index/boot each commit is synced. */
+int
+tl_index_sync_due(const tl_timeline_t *tl)
+{
+    return !tl->db_marked
+           || tl->size - tl->index_synced >= tl->conf.index_batch;
+}
+
+
 int
 tl_index_flush(tl_timeline_t *tl, sk_err_t *err)
 {

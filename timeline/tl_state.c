@@ -14,12 +14,13 @@
 
 
 /* The name from the working set, else from the index (then kept in the
- * working set until the next flush); NULL if neither has it.  An index
- * that cannot be read, or whose rows for the name do not check, is
- * marked damaged (tl->index_bad): "no such name" would let a second Bind
- * in, so no append is decided before it is rebuilt. */
-tl_name_t *
-tl_state_name(tl_timeline_t *tl, const char *name)
+ * working set until the next flush, marked absent if neither the index
+ * nor the map has it); NULL if it cannot be read.  An index that cannot
+ * be read, or whose rows for the name do not check, is marked damaged
+ * (tl->index_bad): "no such name" would let a second Bind in, so no
+ * append is decided before it is rebuilt. */
+static tl_name_t *
+tl_state_entry(tl_timeline_t *tl, const char *name)
 {
     tl_name_t  *n, **slot;
     sk_err_t    err;
@@ -31,28 +32,39 @@ tl_state_name(tl_timeline_t *tl, const char *name)
             return *slot;
         }
     }
-    if (tl->db == NULL || (n = calloc(1, sizeof(*n))) == NULL) {
-        if (tl->db != NULL) {
-            tl_fail(tl, "name table: out of memory; appends refused "
-                "until a restart");
-        }
+    if ((n = calloc(1, sizeof(*n))) == NULL) {
+        tl_fail(tl, "name table: out of memory; appends refused until a "
+            "restart");
         return NULL;
     }
-    rc = tl_index_name_get(tl, name, n, &err);
+    rc = tl->db != NULL ? tl_index_name_get(tl, name, n, &err) : 1;
     if (rc >= 0) {
         rc = tl_map_name(tl, name, n, rc == 0, &err);
     }
-    if (rc == 0 && (n->name = strdup(name)) == NULL) {
+    if (rc >= 0 && (n->name = strdup(name)) == NULL) {
         rc = sk_err_set(&err, SK_ERR_NOMEM, "name table");
     }
-    if (rc == 0 && tl_names_insert(tl, n, &err) == 0) {
+    n->absent = rc == 1;
+    if (rc >= 0 && tl_names_insert(tl, n, &err) == 0) {
         return n;
     }
     tl_name_free(n);
-    if (rc != 1) {
+    if (rc >= 0) {
+        tl_fail(tl, "%s; appends refused until a restart", err.msg);
+    } else {
         tl_index_damaged(tl, "%s", err.msg);
     }
     return NULL;
+}
+
+
+/* The name's state; NULL if it has none (or it cannot be read). */
+tl_name_t *
+tl_state_name(tl_timeline_t *tl, const char *name)
+{
+    tl_name_t  *n = tl_state_entry(tl, name);
+
+    return n != NULL && !n->absent ? n : NULL;
 }
 
 
@@ -76,25 +88,16 @@ tl_state_bind(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
     sk_err_t *err)
 {
     const char  *name = sk_entry_name(e);
-    tl_name_t   *n = tl_state_name(tl, name);
+    tl_name_t   *n = tl_state_entry(tl, name);
 
     if (n == NULL) {
         if (tl->failed) {
             return sk_err_set(err, SK_ERR_SYSTEM, "%s", tl->failed_msg);
         }
-        if (tl->index_bad) {
-            return sk_err_set(err, SK_ERR_FORMAT, "%s: found damaged",
-                tl->db_dir);
-        }
-        if ((n = calloc(1, sizeof(*n))) == NULL
-            || (n->name = strdup(name)) == NULL
-            || tl_names_insert(tl, n, err) != 0)
-        {
-            tl_name_free(n);
-            return sk_err_set(err, SK_ERR_NOMEM, "name table");
-        }
-        sk_map_value_init(&n->mval);
+        return sk_err_set(err, SK_ERR_FORMAT, "%s: found damaged",
+            tl->db_dir);
     }
+    n->absent = 0;
     if (tl_state_strset(&n->key, sk_entry_get(e, "Key"), err) != 0
         || tl_state_strset(&n->rebinders, sk_entry_get(e, "Rebinder-Names"),
                err) != 0)

@@ -391,22 +391,28 @@ tl_store_seal(tl_timeline_t *tl, sk_err_t *err)
 }
 
 
-/* Out of the lock, the log synced: the sealed batch's index commit.  The
- * next leader waits for it (log_syncing), so at most one commit is ever
- * not on disk; its waiters need not (acknowledged on the log's sync). */
+/* Out of the lock, the log synced: the sealed batches' index commits,
+ * when tl_index_sync_due says.  The next leader waits for it
+ * (log_syncing); its waiters need not (acknowledged on the log's sync). */
 static void
 tl_store_sync_index(tl_timeline_t *tl)
 {
+    uint64_t  size = tl->size;
     sk_err_t  err;
     int       rc;
 
+    if (!tl_index_sync_due(tl)) {
+        return;
+    }
     tl->index_syncing = 1;
     pthread_mutex_unlock(&tl->lock);
     rc = tl_index_sync(tl, &err);
     pthread_mutex_lock(&tl->lock);
     tl->index_syncing = 0;
     pthread_cond_broadcast(&tl->synced);
-    if (rc != 0) {
+    if (rc == 0) {
+        tl->index_synced = size;
+    } else {
         /* What reached data.mdb is unknown: a start checks it. */
         tl_fail(tl, "%s; appends refused until a restart checks the "
             "index against the log", err.msg);
