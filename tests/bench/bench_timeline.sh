@@ -16,7 +16,7 @@
 # tests/unit/dnssec_zones.sh) on a fresh timeline, against the CA rate.
 set -eu
 BUILD=${BUILD:-build}
-N=${TL_BENCH_N:-20000}
+N=${TL_BENCH_N:-10000}
 C=${TL_BENCH_CLIENTS:-32}
 ND=${TL_BENCH_DNSSEC_N:-5000}
 R=${TL_BENCH_ROUNDS:-3}
