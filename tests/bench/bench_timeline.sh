@@ -6,11 +6,12 @@
 # run (tl_client.c); then bytes per Bind on disk, in the log and in the
 # bzip2 chunks.  OCSP is off: the EE certificate names no responder.
 # The append rate is measured on fresh timelines with the name map off
-# (name_map = no) and on, alternately, TL_BENCH_ROUNDS times (3); each
-# figure is the median of its rounds, and the crypto-bound rate the median
-# of every run's (one run of each moved by a fifth to a half between runs
-# minutes apart on the same idle machine): issue 23 allows the map to
-# cost at most 10 %.
+# (name_map = no) and on, alternately, TL_BENCH_ROUNDS times (3).  Each
+# ratio is taken within a round (the map-on rate over its own run's
+# crypto-bound rate, and over the map-off run just before it) and the
+# round with the median ratio is printed: the machine's speed moved by a
+# third between runs minutes apart, and a ratio of one run's rate to
+# another's measured that.  Issue 23 allows the map to cost at most 10 %.
 # Then the same with DNSSEC evidence (TL_BENCH_DNSSEC_N Binds of
 # n<i>.example.test, each a DNSSEC-Chain from the private root of
 # tests/unit/dnssec_zones.sh) on a fresh timeline, against the CA rate.
@@ -75,44 +76,47 @@ run_client() {
         "$d/inter.crt" "$d/inter.key" "$@"
 }
 
-# median WORDS...: the middle one (the lower middle of an even count).
-median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# median_round TEXT: of its "ratio value ref" lines, the one with the
+# median ratio (the lower middle of an even count).
+median_round() { printf '%s\n' "$1" | awk 'NF' | sort -n | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }'; }
 
 # The same Binds with the name map off ("name_map = no", for measurement
 # only) and on (the default), on fresh timelines, alternately: the map's
 # cost.  The last map-on timeline, in $d, is kept for the bytes below.
-offs= ons= cryptos=
+runs= vs_crypto= vs_off=
 r=1
 while [ "$r" -le "$R" ]; do
     mkdir "$d/nomap"
     start_tl "$d/nomap" "name_map = no"
-    out=$(run_client "$N" "$C")
+    off=$(run_client "$N" "$C" | awk '$1 == "appends" { print $2 }')
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
     rm -rf "$d/nomap"
-    offs="$offs $(echo "$out" | awk '$1 == "appends" { print $2 }')"
-    cryptos="$cryptos $(echo "$out" | awk '$1 == "crypto" { print $2 }')"
     dir=$d
     [ "$r" -eq "$R" ] || { dir=$d/map; mkdir "$dir"; }
     start_tl "$dir"
     out=$(run_client "$N" "$C")
-    ons="$ons $(echo "$out" | awk '$1 == "appends" { print $2 }')"
-    cryptos="$cryptos $(echo "$out" | awk '$1 == "crypto" { print $2 }')"
+    on=$(echo "$out" | awk '$1 == "appends" { print $2 }')
+    crypto=$(echo "$out" | awk '$1 == "crypto" { print $2 }')
     if [ "$r" -lt "$R" ]; then
         kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
         rm -rf "$d/map"
     fi
+    runs="$runs on $on crypto $crypto off $off;"
+    vs_crypto="$vs_crypto
+$(echo "$on $crypto" | awk '{ printf "%.3f %s %s", $1 / $2, $1, $2 }')"
+    vs_off="$vs_off
+$(echo "$on $off" | awk '{ printf "%.3f %s %s", $1 / $2, $2, $1 }')"
     r=$((r + 1))
 done
-# shellcheck disable=SC2086
-off=$(median $offs)
-# shellcheck disable=SC2086
-appends=$(median $ons)
-# shellcheck disable=SC2086
-crypto=$(median $cryptos)
-echo "BENCH timeline_bind_appends $appends appends/s ref=$crypto ratio=$(echo "$appends $crypto" | awk '{ printf "%.3f", $1 / $2 }') target=0.7"
-echo "# $N durable Binds from $C clients, median of $R rounds ($ons); ref: the same entries' SK-Signature verify, 2 RSA-2048 chain verifies and 1 Ed25519 sign on $(nproc) threads, median of every run's ($cryptos)"
-echo "BENCH timeline_bind_appends_map_off $off appends/s ref=$appends ratio=$(echo "$appends $off" | awk '{ printf "%.3f", $1 / $2 }') target=0.9"
-echo "# the same Binds on a timeline with name_map = no (no map, no Map-Root entries), median of $R rounds ($offs) alternating with the map-on ones; ratio: map on / map off"
+# shellcheck disable=SC2046
+set -- $(median_round "$vs_crypto")
+appends=$2
+echo "BENCH timeline_bind_appends $2 appends/s ref=$3 ratio=$1 target=0.7"
+echo "# $N durable Binds from $C clients; ref: the same entries' SK-Signature verify, 2 RSA-2048 chain verifies and 1 Ed25519 sign on $(nproc) threads, in the same run; the median of $R rounds:$runs"
+# shellcheck disable=SC2046
+set -- $(median_round "$vs_off")
+echo "BENCH timeline_bind_appends_map_off $2 appends/s ref=$3 ratio=$1 target=0.9"
+echo "# the same Binds on a timeline with name_map = no (no map, no Map-Root entries) run just before; ratio: map on / map off, the median of the $R rounds above"
 
 # Bytes per Bind: the log (Map-Root entries included), then the chunks
 # once all is published: up to the newest entry, a Map-Root entry.
