@@ -235,6 +235,10 @@ struct mr_mirror_s {
      * (mr_query.c).  Writers first: a sync never waits behind a stream
      * of queries. */
     pthread_rwlock_t   view;
+    /* Per timeline (by index): answers read its map snapshot (t->snap)
+     * one at a time under it, since LMDB lets a read transaction be used
+     * by several threads only if its uses are serialized. */
+    pthread_mutex_t    snap_lock[MR_MAX_TIMELINES];
     pthread_cond_t     wake;        /* stopping */
     int                stopping;
     atomic_int         halt;        /* stopping, read by fetches under way

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sk/addr.h>
 #include <sk/conf.h>
@@ -48,7 +49,7 @@ static const sk_conf_def_t  mr_confdefs[] = {
     MR_U("tiles_commit", tiles_commit, "16384"),
     MR_U("query_cache", query_cache, "1800"),
     MR_U("query_cache_size", query_cache_size, "67108864"),
-    MR_U("threads", threads, "4"),
+    MR_U("threads", threads, "0"),
     MR_U("connections", http.connections, "4096"),
     MR_U("connections_per_ip", http.per_ip, "64"),
     MR_U("request_timeout", http.request_timeout, "10"),
@@ -167,14 +168,23 @@ mr_conf_finish(mr_conf_t *conf, sk_err_t *err)
     }
     if (conf->poll_interval == 0 || conf->retry_min == 0
         || conf->retry_max < conf->retry_min || conf->fetch_timeout_ms == 0
-        || conf->threads == 0 || conf->chunk_max == 0
+        || conf->chunk_max == 0
         || conf->chunk_text_max == 0 || conf->tiles_commit == 0)
     {
         return sk_err_set(err, SK_ERR_FORMAT, "\"poll_interval\", "
-            "\"retry_min\", \"fetch_timeout_ms\", \"threads\", "
+            "\"retry_min\", \"fetch_timeout_ms\", "
             "\"chunk_max\", \"chunk_text_max\" and \"tiles_commit\" "
             "must be above 0, "
             "\"retry_max\" at least \"retry_min\"");
+    }
+    /* One polling thread per core, as nginx's "worker_processes auto":
+     * answers run on every thread at once, and more threads than cores
+     * only get answers preempted halfway (at 2M names, 4 connections on
+     * 2 cores: p99 0.68-0.81 ms with 2 threads, 0.74-1.53 ms with 4). */
+    if (conf->threads == 0) {
+        long  n = sysconf(_SC_NPROCESSORS_ONLN);
+
+        conf->threads = n < 1 ? 1 : n > 256 ? 256 : (uint64_t) n;
     }
     if (sk_httpd_limits_check(&conf->http, err) != 0) {
         return -1;

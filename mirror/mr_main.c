@@ -274,6 +274,9 @@ main(int argc, char **argv)
         PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     pthread_rwlock_init(&m.view, &va);
     pthread_rwlockattr_destroy(&va);
+    for (c = 0; c < MR_MAX_TIMELINES; c++) {
+        pthread_mutex_init(&m.snap_lock[c], NULL);
+    }
     pthread_mutex_init(&m.rlock, NULL);
     pthread_cond_init(&m.wake, NULL);
     pthread_cond_init(&m.idle, NULL);

@@ -210,8 +210,10 @@ mr_map_answer(mr_mirror_t *m, const mr_tl_t *t, const char *name,
     if (sk_map_key(key, name, err) != 0) {
         return -1;
     }
+    pthread_mutex_lock(&m->snap_lock[t->index]);
     rc = sk_map_get_proof(t->snap, m->map, t->conf->tid, key, t->map_hash,
         v, &p, err);
+    pthread_mutex_unlock(&m->snap_lock[t->index]);
     if (rc == -1) {
         return sk_err_prefix(err, "map: timeline %" PRIu64, t->conf->tid);
     }
