@@ -25,6 +25,15 @@ pids=
 cleanup() {
     [ -z "$tor_pid" ] || kill "$tor_pid" 2>/dev/null || true
     for p in $pids; do kill "$p" 2>/dev/null || true; done
+    # Each stops what it started before the directory goes (demo-mail.pl
+    # runs `postfix -c` on its config there: removed first, a master was
+    # left running); at most 10 s each.
+    for p in $pids; do
+        i=0
+        while kill -0 "$p" 2>/dev/null && [ $i -lt 100 ]; do
+            sleep 0.1; i=$((i + 1))
+        done
+    done
     [ -n "${SK_KEEP:-}" ] || rm -rf "$D"
 }
 trap cleanup EXIT INT TERM
