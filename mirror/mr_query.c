@@ -274,11 +274,34 @@ mr_query_servable(const mr_mirror_t *m, char *out, size_t cap)
 }
 
 
+/* A new answer for name: the body under the view only, so that answers
+ * are built in parallel, then signed.  *gen, fp (the servable TIDs) and
+ * *nrefs are those of the view it was built under. */
+static int
+mr_query_build(mr_mirror_t *m, char **out, size_t *len, const char *name,
+    int64_t since, uint64_t *gen, char *fp, size_t fpcap, size_t *nrefs,
+    sk_err_t *err)
+{
+    mr_buf_t  b = { 0 };
+    int       rc;
+
+    pthread_rwlock_rdlock(&m->view);
+    *gen = m->gen;
+    mr_query_servable(m, fp, fpcap);
+    rc = mr_query_body(m, &b, name, since, nrefs, err);
+    pthread_rwlock_unlock(&m->view);
+    if (rc != 0 || mr_query_sign(m, &b, err) != 0) {
+        free(b.p);
+        return -1;
+    }
+    return mr_buf_finish(&b, out, len, err);
+}
+
+
 int
 mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     int64_t since, sk_err_t *err)
 {
-    mr_buf_t    b = { 0 };
     uint64_t    gen;
     size_t      servable, nrefs;
     int64_t     now = mr_now();
@@ -308,6 +331,10 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     }
     mr_query_servable(m, fp, sizeof(fp));
     nrefs = shared ? mr_query_count(m, name) : 0;
+    /* A shared answer's miss is known once Redis answered: counted below. */
+    if (!shared) {
+        m->cache_misses++;
+    }
     pthread_mutex_unlock(&m->lock);
     if (shared && nrefs != (size_t) -1
         && mr_cache_get(m, name, fp, nrefs, out, len) == 0)
@@ -317,30 +344,20 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
         pthread_mutex_unlock(&m->lock);
         return 0;
     }
-    pthread_mutex_lock(&m->lock);
-    m->cache_misses++;
-    pthread_mutex_unlock(&m->lock);
-    /* The body under the view only: answers are built in parallel. */
-    pthread_rwlock_rdlock(&m->view);
-    gen = m->gen;
-    mr_query_servable(m, fp, sizeof(fp));
-    rc = mr_query_body(m, &b, name, since, &nrefs, err);
-    pthread_rwlock_unlock(&m->view);
-    if (rc != 0 || mr_query_sign(m, &b, err) != 0) {
-        free(b.p);
-        return -1;
-    }
-    if (mr_buf_finish(&b, out, len, err) != 0) {
-        return -1;
-    }
-    if (m->conf.query_cache == 0 || (m->rcache != NULL && !shared)) {
-        return 0;
+    rc = mr_query_build(m, out, len, name, since, &gen, fp, sizeof(fp),
+        &nrefs, err);
+    if (!shared && (rc != 0 || m->conf.query_cache == 0 || m->rcache != NULL))
+    {
+        return rc;
     }
     pthread_mutex_lock(&m->lock);
+    if (shared) {
+        m->cache_misses++;
+    }
     /* Not if an entry for the name (or a state change) came in meanwhile:
      * the sync thread drops the shared copy only after its commit. */
-    fresh = nrefs != (size_t) -1 && mr_query_count(m, name) == nrefs
-        && m->gen == gen;
+    fresh = rc == 0 && nrefs != (size_t) -1
+        && mr_query_count(m, name) == nrefs && m->gen == gen;
     if (fresh && !shared) {
         mr_lru_put(&m->answers, name, since, gen, now, nrefs == 0, *out,
             *len);
@@ -350,7 +367,7 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     if (fresh && shared) {
         mr_cache_put(m, name, fp, nrefs, *out, *len);
     }
-    return 0;
+    return rc;
 }
 
 

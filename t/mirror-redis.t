@@ -51,6 +51,7 @@ is($ra->{code}, 200, 'A answers');
 ok(check_answer($ra->{body}, $a->{pub}, \%keys)->{ok}, '... a valid answer');
 my @k = split /\n/, rcli('--scan', '--pattern', 'sk:mirror-answer:*');
 is(scalar @k, 1, 'one answer in Redis');
+is(mirror_status($a)->{cache}{misses}, 1, '... built on a shared-cache miss');
 like($k[0], qr/^sk:mirror-answer:[0-9a-f]{16}:example\.com$/,
     '... under the mirror key\'s id and the name');
 like(rcli('GET', $k[0]), qr/\ASK-Mirror-Cache: 1,2 \d+ 2\nSK-Mirror-Answer: 1\n/,
@@ -58,6 +59,7 @@ like(rcli('GET', $k[0]), qr/\ASK-Mirror-Cache: 1,2 \d+ 2\nSK-Mirror-Answer: 1\n/
 my $rb = query($b, 'example.com');
 is($rb->{body}, $ra->{body}, 'B serves the very answer A built');
 is(mirror_status($b)->{cache}{hits}, 1, '... from the shared cache');
+is(mirror_status($b)->{cache}{misses}, 0, '... not counted a miss');
 
 is(append($t{1}, cs_entry(name => 'example.com', services => 'smtps',
     key => $key))->{code}, 201, 'Change-Services on timeline 1');

@@ -641,9 +641,9 @@ int tl_map_flush(tl_timeline_t *tl, sk_db_txn_t *t, sk_merkle_hash_t root,
  * a row for it.  0 present, 1 absent, -1 (SK_ERR_FORMAT: damage). */
 int tl_map_name(tl_timeline_t *tl, const char *name, tl_name_t *n,
     int indexed, sk_err_t *err) SK_WUR;
-/* One more entry e (of this timeline) of n's: its value moves on. */
-int tl_map_note(tl_timeline_t *tl, tl_name_t *n, const sk_entry_t *e,
-    sk_err_t *err) SK_WUR;
+/* One more entry (SN sn, leaf hash leaf) of this timeline's of n's: its
+ * value moves on (the caller, above the index, has the leaf hash). */
+void tl_map_note(tl_name_t *n, uint64_t sn, const sk_merkle_hash_t leaf);
 /* After the replay: a last entry that is a Map-Root must give the map's
  * root (else -1 naming the log); otherwise a Map-Root is due at start. */
 int tl_map_check_end(tl_timeline_t *tl, sk_err_t *err) SK_WUR;

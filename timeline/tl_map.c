@@ -247,53 +247,14 @@ tl_map_name(tl_timeline_t *tl, const char *name, tl_name_t *n, int indexed,
 }
 
 
-/* Entry e's (SN sn) leaf hash: an append's, written before its state
- * is applied, is the one just indexed from the same text; a replayed
- * entry's, applied before it is indexed, is taken here. */
-static int
-tl_map_leaf(tl_timeline_t *tl, const sk_entry_t *e, uint64_t sn,
-    sk_merkle_hash_t leaf, sk_err_t *err)
+/* One more entry (SN sn, leaf hash leaf) of this timeline's of n's: its
+ * value moves on. */
+void
+tl_map_note(tl_name_t *n, uint64_t sn, const sk_merkle_hash_t leaf)
 {
-    char   *text;
-    size_t  len;
-    int     rc;
-
-    if (sn < tl->size) {
-        return tl_index_leaf(tl, sn, 0, leaf, err);
-    }
-    if (sk_entry_format(&text, &len, e, err) != 0) {
-        return -1;
-    }
-    rc = sk_merkle_leaf_hash(leaf, text, len, err);
-    free(text);
-    return rc;
-}
-
-
-int
-tl_map_note(tl_timeline_t *tl, tl_name_t *n, const sk_entry_t *e,
-    sk_err_t *err)
-{
-    sk_merkle_hash_t  leaf;
-    uint64_t          sn, tid;
-
-    if (tl->map == NULL) {
-        return 0;
-    }
-    /* An incorporated copy is another timeline's entry. */
-    if (sk_entry_tid(e, &tid, err) != 0 || sk_entry_sn(e, &sn, err) != 0) {
-        return -1;
-    }
-    if (tid != tl->conf.tid) {
-        return 0;
-    }
-    if (tl_map_leaf(tl, e, sn, leaf, err) != 0) {
-        return -1;
-    }
     sk_map_value_add(&n->mval, sn, leaf);
     n->mdirty = 1;
     n->dirty = 1;
-    return 0;
 }
 
 

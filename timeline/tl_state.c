@@ -295,6 +295,55 @@ tl_state_incorporate(tl_timeline_t *tl, const sk_entry_t *e, const sk_entry_t *r
 }
 
 
+/* Entry e's (SN sn) leaf hash: an append's, written before its state
+ * is applied, is the one just indexed from the same text; a replayed
+ * entry's, applied before it is indexed, is taken here. */
+static int
+tl_state_leaf(tl_timeline_t *tl, const sk_entry_t *e, uint64_t sn,
+    sk_merkle_hash_t leaf, sk_err_t *err)
+{
+    char   *text;
+    size_t  len;
+    int     rc;
+
+    if (sn < tl->size) {
+        return tl_index_leaf(tl, sn, 0, leaf, err);
+    }
+    if (sk_entry_format(&text, &len, e, err) != 0) {
+        return -1;
+    }
+    rc = sk_merkle_leaf_hash(leaf, text, len, err);
+    free(text);
+    return rc;
+}
+
+
+/* With the name map on, an entry e of this timeline moves n's value on
+ * (tl_map_note); an incorporated copy is another timeline's entry. */
+static int
+tl_state_map(tl_timeline_t *tl, tl_name_t *n, const sk_entry_t *e,
+    sk_err_t *err)
+{
+    sk_merkle_hash_t  leaf;
+    uint64_t          sn, tid;
+
+    if (tl->map == NULL) {
+        return 0;
+    }
+    if (sk_entry_tid(e, &tid, err) != 0 || sk_entry_sn(e, &sn, err) != 0) {
+        return -1;
+    }
+    if (tid != tl->conf.tid) {
+        return 0;
+    }
+    if (tl_state_leaf(tl, e, sn, leaf, err) != 0) {
+        return -1;
+    }
+    tl_map_note(n, sn, leaf);
+    return 0;
+}
+
+
 int
 tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
     sk_err_t *err)
@@ -333,7 +382,7 @@ tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
     n = tl_state_name(tl, sk_entry_name(e));
     n->last = sk_entry_type(e);
     n->dirty = 1;
-    return tl_map_note(tl, n, e, err);
+    return tl_state_map(tl, n, e, err);
 }
 
 

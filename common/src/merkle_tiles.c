@@ -326,6 +326,16 @@ sk_tiles_slot(sk_merkle_tiles_t *tt, unsigned level, uint64_t n)
 }
 
 
+/* Tile level/n's cache slot if it holds that tile, else NULL. */
+static sk_tiles_slot_t *
+sk_tiles_cached(sk_merkle_tiles_t *tt, unsigned level, uint64_t n)
+{
+    sk_tiles_slot_t  *s = sk_tiles_slot(tt, level, n);
+
+    return s->used && s->level == level && s->n == n ? s : NULL;
+}
+
+
 /* Tile level/n computed from the leaves: level 0 from leaf(), higher
  * levels from the tiles below, themselves computed. */
 static int
@@ -446,7 +456,7 @@ sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
     unsigned level, uint64_t n, sk_err_t *err)
 {
     sk_merkle_tiles_t    *tt = t->tiles;
-    sk_tiles_slot_t      *s = sk_tiles_slot(tt, level, n);
+    sk_tiles_slot_t      *s = sk_tiles_cached(tt, level, n);
     const unsigned char  *parent;
     unsigned char         tile[SK_TILE_BYTES];
     unsigned char         inner[SK_TILE_WIDTH - 1][SK_MERKLE_HASH_BYTES];
@@ -454,7 +464,7 @@ sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
     char                  why[4096 + 64];
     int                   rc;
 
-    if (s->used && s->level == level && s->n == n) {
+    if (s != NULL) {
         *out = s->hash;
         return 0;
     }
@@ -516,8 +526,8 @@ sk_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
             + (i % SK_TILE_WIDTH >> r)], SK_MERKLE_HASH_BYTES);
         return 0;
     }
-    s = sk_tiles_slot(t->tiles, level, i / SK_TILE_WIDTH);
-    if (r > 0 && s->used && s->level == level && s->n == i / SK_TILE_WIDTH
+    if (r > 0
+        && (s = sk_tiles_cached(t->tiles, level, i / SK_TILE_WIDTH)) != NULL
         && first >= s->hash && first < s->hash + SK_TILE_BYTES)
     {
         memcpy(out, s->inner[SK_TILES_INNER(r)
@@ -529,17 +539,12 @@ sk_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
 }
 
 
-/* Whether the node at tree level lg, index idx lies in a full tile the
- * cache does not hold. */
+/* Whether tile level/n is a full tile the cache does not hold. */
 static int
-sk_tiles_cold(const sk_merkle_tree_t *t, unsigned lg, uint64_t idx)
+sk_tiles_cold(const sk_merkle_tree_t *t, unsigned level, uint64_t n)
 {
-    unsigned          level = lg / SK_TILE_HEIGHT;
-    uint64_t          n = (idx << lg % SK_TILE_HEIGHT) / SK_TILE_WIDTH;
-    sk_tiles_slot_t  *s = sk_tiles_slot(t->tiles, level, n);
-
     return n < sk_tiles_shr(t->size, SK_TILE_HEIGHT * (level + 1))
-        && !(s->used && s->level == level && s->n == n);
+        && sk_tiles_cached(t->tiles, level, n) == NULL;
 }
 
 
@@ -558,7 +563,7 @@ sk_merkle_tiles_node(sk_merkle_hash_t out, const sk_merkle_tree_t *t,
     int                   rc;
 
     pthread_mutex_lock(&tt->lock);
-    if (!sk_tiles_cold(t, lg, idx)) {
+    if (!sk_tiles_cold(t, level, n)) {
         rc = sk_tiles_node(out, t, lg, idx, err);
         pthread_mutex_unlock(&tt->lock);
         return rc;
@@ -627,13 +632,12 @@ sk_tiles_append(sk_merkle_tree_t *t, const sk_merkle_hash_t leaf,
     }
     /* The tiles written are on disk; drop stale copies of them. */
     for (level = 0; level < top; level++) {
-        sk_tiles_slot_t  *s;
         uint64_t          n = sk_tiles_shr(t->size + 1,
                                   SK_TILE_HEIGHT * (level + 1))
                               - 1;
+        sk_tiles_slot_t  *s = sk_tiles_cached(tt, level, n);
 
-        s = sk_tiles_slot(tt, level, n);
-        if (s->used && s->level == level && s->n == n) {
+        if (s != NULL) {
             s->used = 0;
         }
     }
