@@ -112,7 +112,7 @@ done
 set -- $(median_round "$vs_crypto")
 appends=$2
 echo "BENCH timeline_bind_appends $2 appends/s ref=$3 ratio=$1 target=0.7"
-echo "# $N durable Binds from $C clients; ref: the same entries' SK-Signature verify, 2 RSA-2048 chain verifies and 1 Ed25519 sign on $(nproc) threads, in the same run; the median of $R rounds:$runs"
+echo "# $N durable Binds on $C keep-alive connections from one polling thread; ref: the same entries' SK-Signature verify, 2 RSA-2048 chain verifies and 1 Ed25519 sign on $(nproc) threads, each with its own key objects, in the same run; the median of $R rounds:$runs"
 # shellcheck disable=SC2046
 set -- $(median_round "$vs_off")
 echo "BENCH timeline_bind_appends_map_off $2 appends/s ref=$3 ratio=$1 target=0.9"
