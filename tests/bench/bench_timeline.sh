@@ -144,4 +144,4 @@ dout=$(run_client "$ND" "$C" "$d/zones")
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 dappends=$(echo "$dout" | awk '$1 == "appends" { print $2 }')
 echo "BENCH timeline_bind_appends_dnssec $dappends appends/s ref=$appends ratio=$(echo "$dappends $appends" | awk '{ printf "%.3f", $1 / $2 }') target=0.5"
-echo "# $ND durable Binds with DNSSEC evidence (a 6-RRset chain to a private root, Ed25519) from $C clients; ref: timeline_bind_appends above, CA evidence, same run"
+echo "# $ND durable Binds with DNSSEC evidence (a 6-RRset chain to a private root, Ed25519) on $C connections; ref: timeline_bind_appends above, CA evidence, same run"
