@@ -392,7 +392,8 @@ struct tl_timeline_s {
     tl_root_t        *roots;
     size_t            nroots;
     X509_STORE       *store;        /* the roots, rebuilt when they change;
-                                       chains verify with a reference */
+                                       chains verify with a reference
+                                       (the pointer: store_lock too) */
     uint32_t          ca_next;      /* a root change needs a CA-Serial at
                                        least this: the newest one's + 1 */
 
@@ -412,6 +413,8 @@ struct tl_timeline_s {
     tl_calog_ent_t   *calog;        /* open addressing by hash */
     size_t            ncalog, calog_slots;
 
+    pthread_mutex_t   store_lock;   /* store, the pointer: taken under
+                                       lock, or alone to read it */
     pthread_mutex_t   certs_lock;   /* certs */
     tl_cert_t         certs[TL_CERT_CACHE];
 
@@ -539,6 +542,12 @@ int tl_roots_add(tl_timeline_t *tl, const unsigned char *der, size_t len,
     sk_err_t *err);
 /* Make tl->store anew from the roots (after they change). */
 int tl_roots_store(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+/* A reference to tl->store (an empty store before any root), or NULL
+ * out of memory.  It takes store_lock, not lock, so that chains are
+ * checked while a batch is sealed under lock. */
+X509_STORE *tl_roots_get(tl_timeline_t *tl);
+/* Forget every root, and the store. */
+void tl_roots_clear(tl_timeline_t *tl);
 
 /* tl_state.c: what the entries so far imply. */
 /* Apply an accepted (or replayed) entry to names and roots. */

@@ -503,12 +503,7 @@ tl_index_forget(tl_timeline_t *tl)
     size_t  i;
 
     tl_names_forget(tl);
-    for (i = 0; i < tl->nroots; i++) {
-        X509_free(tl->roots[i].cert);
-    }
-    tl->nroots = 0;
-    X509_STORE_free(tl->store);
-    tl->store = NULL;
+    tl_roots_clear(tl);
     tl->ca_next = 0;
     for (i = 0; i < tl->npeers; i++) {
         tl->peers[i].next_sn = 0;

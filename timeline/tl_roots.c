@@ -44,8 +44,23 @@ tl_roots_add(tl_timeline_t *tl, const unsigned char *der, size_t len,
 }
 
 
+/* st (or NULL) becomes the store; a chain being verified keeps its
+ * reference to the old one. */
+static void
+tl_roots_set(tl_timeline_t *tl, X509_STORE *st)
+{
+    X509_STORE  *old;
+
+    pthread_mutex_lock(&tl->store_lock);
+    old = tl->store;
+    tl->store = st;
+    pthread_mutex_unlock(&tl->store_lock);
+    X509_STORE_free(old);
+}
+
+
 /* The store chains verify against: every root, made anew when they
- * change (a chain being verified keeps its reference to the old one). */
+ * change. */
 int
 tl_roots_store(tl_timeline_t *tl, sk_err_t *err)
 {
@@ -61,7 +76,34 @@ tl_roots_store(tl_timeline_t *tl, sk_err_t *err)
     if (st == NULL) {
         return sk_err_crypto(err, "roots: store");
     }
-    X509_STORE_free(tl->store);
-    tl->store = st;
+    tl_roots_set(tl, st);
     return 0;
+}
+
+
+X509_STORE *
+tl_roots_get(tl_timeline_t *tl)
+{
+    X509_STORE  *st;
+
+    pthread_mutex_lock(&tl->store_lock);
+    st = tl->store;
+    if (st != NULL && X509_STORE_up_ref(st) != 1) {
+        st = NULL;
+    }
+    pthread_mutex_unlock(&tl->store_lock);
+    return st != NULL ? st : X509_STORE_new();     /* no roots yet */
+}
+
+
+void
+tl_roots_clear(tl_timeline_t *tl)
+{
+    size_t  i;
+
+    for (i = 0; i < tl->nroots; i++) {
+        X509_free(tl->roots[i].cert);
+    }
+    tl->nroots = 0;
+    tl_roots_set(tl, NULL);
 }

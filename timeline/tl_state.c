@@ -389,12 +389,7 @@ tl_state_apply(tl_timeline_t *tl, const sk_entry_t *e, int64_t ts,
 void
 tl_state_free(tl_timeline_t *tl)
 {
-    size_t  i;
-
     tl_names_forget(tl);
-    for (i = 0; i < tl->nroots; i++) {
-        X509_free(tl->roots[i].cert);
-    }
+    tl_roots_clear(tl);
     free(tl->roots);
-    X509_STORE_free(tl->store);
 }

@@ -25,22 +25,6 @@ tl_forbid(sk_err_t *err, const char *rule)
 }
 
 
-/* The trusted roots, a reference, so chains verify without the lock. */
-static X509_STORE *
-tl_validate_store(tl_timeline_t *tl)
-{
-    X509_STORE  *st;
-
-    pthread_mutex_lock(&tl->lock);
-    st = tl->store;
-    if (st != NULL && X509_STORE_up_ref(st) != 1) {
-        st = NULL;
-    }
-    pthread_mutex_unlock(&tl->lock);
-    return st != NULL ? st : X509_STORE_new();     /* no roots yet */
-}
-
-
 /* A certificate of a chain (sk_chain_d2i_fn): CA certificates
  * (intermediates, shared by many chains) are decoded once and kept, by
  * the SHA-256 of their DER. */
@@ -120,7 +104,7 @@ tl_validate_chain(tl_timeline_t *tl, const sk_entry_t *e, const sk_key_t *sk,
     X509_STORE      *st;
     tl_verdict_t     v;
 
-    st = tl_validate_store(tl);
+    st = tl_roots_get(tl);
     if (st == NULL) {
         sk_err_crypto(err, "chain: verifier");
         return TL_FAULT;

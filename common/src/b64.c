@@ -14,6 +14,26 @@
 static const char sk_b64_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+/* Each byte's 6-bit value; 64 for a byte not in the alphabet. */
+static const unsigned char sk_b64_values[256] = {
+    64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64,
+    64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64,
+    64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 62, 64, 64,
+    52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 64, 64, 64, 64, 64, 64,
+    64,  0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14,
+    15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 64, 64, 64, 64, 63,
+    64, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,
+    41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 64, 64, 64, 64, 64,
+    64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64,
+    64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64,
+    64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64,
+    64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64,
+    64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64,
+    64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64,
+    64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64,
+    64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64,
+};
+
 
 size_t
 sk_b64_encoded_len(size_t n)
@@ -69,24 +89,11 @@ sk_b64_encode_alloc(const unsigned char *in, size_t n)
 }
 
 
-/* The 6-bit value of c, or -1 with err saying why c (at index i) is bad. */
+/* Why c, at index i, is not in the alphabet: -1 with err set. */
 static int
-sk_b64_value(unsigned char c, size_t i, sk_err_t *err)
+sk_b64_bad(unsigned char c, size_t i, sk_err_t *err)
 {
-    if (c >= 'A' && c <= 'Z') {
-        return c - 'A';
-    }
-    if (c >= 'a' && c <= 'z') {
-        return c - 'a' + 26;
-    }
-    if (c >= '0' && c <= '9') {
-        return c - '0' + 52;
-    }
     switch (c) {
-    case '-':
-        return 62;
-    case '_':
-        return 63;
     case '=':
         return sk_err_set(err, SK_ERR_FORMAT, "base64: character %zu is "
             "'=' padding (base64url here is unpadded)", i + 1);
@@ -114,44 +121,57 @@ int
 sk_b64_decode(unsigned char **out, size_t *outlen, const char *in,
     size_t len, sk_err_t *err)
 {
-    unsigned char  *buf;
-    uint32_t        acc = 0;
-    size_t          i, n = 0, size;
-    int             v, bits = 0;
+    const unsigned char  *p = (const unsigned char *) in;
+    unsigned char        *buf;
+    uint32_t              v;
+    size_t                i, n = 0, size, rest = len % 4;
 
     *out = NULL;
     *outlen = 0;
     /* Report a bad character before the length: "abcd=" is padding. */
     for (i = 0; i < len; i++) {
-        if (sk_b64_value((unsigned char) in[i], i, err) == -1) {
-            return -1;
+        if (sk_b64_values[p[i]] > 63) {
+            return sk_b64_bad(p[i], i, err);
         }
     }
-    if (len % 4 == 1) {
+    if (rest == 1) {
         return sk_err_set(err, SK_ERR_FORMAT, "base64: length %zu is "
             "impossible (4n+1 characters encode no whole byte)", len);
     }
 
-    size = len / 4 * 3 + (len % 4 == 0 ? 0 : len % 4 - 1);
+    size = len / 4 * 3 + (rest == 0 ? 0 : rest - 1);
     buf = malloc(size == 0 ? 1 : size);
     if (buf == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "base64: out of memory");
     }
-    for (i = 0; i < len; i++) {
-        v = sk_b64_value((unsigned char) in[i], i, NULL);
-        acc = (acc << 6) | (uint32_t) v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            buf[n++] = (unsigned char) (acc >> bits);
-        }
+    for (i = 0; i + 4 <= len; i += 4) {
+        v = (uint32_t) sk_b64_values[p[i]] << 18
+            | (uint32_t) sk_b64_values[p[i + 1]] << 12
+            | (uint32_t) sk_b64_values[p[i + 2]] << 6
+            | sk_b64_values[p[i + 3]];
+        buf[n++] = (unsigned char) (v >> 16);
+        buf[n++] = (unsigned char) (v >> 8);
+        buf[n++] = (unsigned char) v;
     }
-    /* The 2 or 4 bits left over must be zero, or two texts would decode
-     * to the same bytes. */
-    if ((acc & ((1u << bits) - 1)) != 0) {
-        free(buf);
-        return sk_err_set(err, SK_ERR_FORMAT, "base64: character %zu has "
-            "non-zero unused bits (not the canonical encoding)", len);
+    if (rest != 0) {
+        v = (uint32_t) sk_b64_values[p[i]] << 6 | sk_b64_values[p[i + 1]];
+        if (rest == 3) {
+            v = v << 6 | sk_b64_values[p[i + 2]];
+        }
+        /* The 4 or 2 bits left over must be zero, or two texts would
+         * decode to the same bytes. */
+        if ((v & (rest == 2 ? 0xf : 0x3)) != 0) {
+            free(buf);
+            return sk_err_set(err, SK_ERR_FORMAT, "base64: character %zu "
+                "has non-zero unused bits (not the canonical encoding)",
+                len);
+        }
+        if (rest == 2) {
+            buf[n++] = (unsigned char) (v >> 4);
+        } else {
+            buf[n++] = (unsigned char) (v >> 10);
+            buf[n++] = (unsigned char) (v >> 2);
+        }
     }
     *out = buf;
     *outlen = n;

@@ -185,19 +185,16 @@ sk_chain_d2i_der(void *arg, const unsigned char *der, size_t len, int i)
 }
 
 
-int
-sk_chain_decode_by(STACK_OF(X509) **chain, const char *v,
-    sk_chain_d2i_fn d2i, void *arg, sk_err_t *err)
+/* The certificates of v, comma-separated, pushed onto chain in turn. */
+static int
+sk_chain_push_all(STACK_OF(X509) *chain, const char *v, sk_chain_d2i_fn d2i,
+    void *arg, sk_err_t *err)
 {
-    const char           *comma;
-    unsigned char        *der;
-    size_t                n, len;
-    X509                 *x;
+    const char     *comma;
+    unsigned char  *der;
+    size_t          n, len;
+    X509           *x;
 
-    *chain = sk_X509_new_null();
-    if (*chain == NULL) {
-        return sk_err_set(err, SK_ERR_NOMEM, "chain");
-    }
     for (;;) {
         comma = strchr(v, ',');
         len = comma != NULL ? (size_t) (comma - v) : strlen(v);
@@ -205,12 +202,12 @@ sk_chain_decode_by(STACK_OF(X509) **chain, const char *v,
             return -1;
         }
         x = (d2i != NULL ? d2i : sk_chain_d2i_der)(arg, der, n,
-            sk_X509_num(*chain));
+            sk_X509_num(chain));
         free(der);
-        if (x == NULL || sk_X509_push(*chain, x) == 0) {
+        if (x == NULL || sk_X509_push(chain, x) == 0) {
             X509_free(x);
             return sk_err_crypto(err, "certificate %d",
-                sk_X509_num(*chain) + 1);
+                sk_X509_num(chain) + 1);
         }
         if (comma == NULL) {
             return 0;
@@ -220,24 +217,41 @@ sk_chain_decode_by(STACK_OF(X509) **chain, const char *v,
 }
 
 
-/* The parsed entry's end-entity certificate first, then d2i's. */
-typedef struct {
-    X509            *ee;
-    sk_chain_d2i_fn  d2i;
-    void            *arg;
-} sk_chain_src_t;
-
-
-static X509 *
-sk_chain_d2i_parsed(void *arg, const unsigned char *der, size_t len, int i)
+int
+sk_chain_decode_by(STACK_OF(X509) **chain, const char *v,
+    sk_chain_d2i_fn d2i, void *arg, sk_err_t *err)
 {
-    sk_chain_src_t  *src = arg;
-
-    if (i == 0 && src->ee != NULL) {
-        return X509_up_ref(src->ee) == 1 ? src->ee : NULL;
+    *chain = sk_X509_new_null();
+    if (*chain == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "chain");
     }
-    return (src->d2i != NULL ? src->d2i : sk_chain_d2i_der)(src->arg, der,
-        len, i);
+    return sk_chain_push_all(*chain, v, d2i, arg, err);
+}
+
+
+/* e's chain: the end-entity certificate as parsing decoded it (not its
+ * text again), then the others by d2i. */
+static int
+sk_chain_of(STACK_OF(X509) **chain, const sk_entry_t *e, const char *v,
+    sk_chain_d2i_fn d2i, void *arg, sk_err_t *err)
+{
+    X509        *ee = sk_entry_get0_ee(e);
+    const char  *comma;
+
+    if (ee == NULL) {
+        return sk_chain_decode_by(chain, v, d2i, arg, err);
+    }
+    *chain = sk_X509_new_null();
+    if (*chain == NULL || X509_up_ref(ee) != 1) {
+        return sk_err_set(err, SK_ERR_NOMEM, "chain");
+    }
+    if (sk_X509_push(*chain, ee) == 0) {
+        X509_free(ee);
+        return sk_err_set(err, SK_ERR_NOMEM, "chain");
+    }
+    comma = strchr(v, ',');
+    return comma != NULL ? sk_chain_push_all(*chain, comma + 1, d2i, arg, err)
+                         : 0;
 }
 
 
@@ -257,7 +271,6 @@ sk_chain_check_by(STACK_OF(X509) **verified, const sk_entry_t *e,
     STACK_OF(X509)  *chain = NULL;
     X509_STORE_CTX  *ctx = NULL;
     const char      *name = sk_entry_name(e), *v;
-    sk_chain_src_t   src = { sk_entry_get0_ee(e), d2i, arg };
     EVP_PKEY        *eek;
     X509            *ee;
     int              rc = -1;
@@ -270,7 +283,7 @@ sk_chain_check_by(STACK_OF(X509) **verified, const sk_entry_t *e,
         return sk_err_set(err, SK_ERR_FORMAT, "chain: no CA-Cert-Chain (not "
             "a Bind or Rebind, or one with DNSSEC evidence)");
     }
-    if (sk_chain_decode_by(&chain, v, sk_chain_d2i_parsed, &src, err) != 0) {
+    if (sk_chain_of(&chain, e, v, d2i, arg, err) != 0) {
         sk_err_prefix(err, "chain: CA-Cert-Chain");
         goto done;
     }

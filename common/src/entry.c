@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -502,20 +503,21 @@ sk_entry_decode_cert(const char *s, size_t len, X509 **keep, sk_err_t *err)
     unsigned char        *der, hash[SK_SHA256_BYTES];
     size_t                n;
     X509                 *x;
-    int                   ca;
 
     if (sk_entry_b64(&der, &n, s, len, err) != 0) {
         return -1;
     }
-    if (n > (size_t) SK_ENTRY_MAX
-        || EVP_Digest(der, n, hash, NULL, EVP_sha256(), NULL) != 1)
-    {
+    if (n > (size_t) SK_ENTRY_MAX) {
         free(der);
         return sk_err_set(err, SK_ERR_FORMAT, "not a DER certificate");
     }
-    if (keep == NULL && sk_entry_ca_seen(hash, 0)) {
-        free(der);
-        return 0;
+    /* An end-entity certificate is decoded whatever: no lookup. */
+    if (keep == NULL) {
+        SHA256(der, n, hash);
+        if (sk_entry_ca_seen(hash, 0)) {
+            free(der);
+            return 0;
+        }
     }
     p = der;
     x = keep != NULL ? sk_chain_d2i_ee(&p, (long) n)
@@ -531,11 +533,13 @@ sk_entry_decode_cert(const char *s, size_t len, X509 **keep, sk_err_t *err)
         return sk_err_set(err, SK_ERR_FORMAT,
             "trailing bytes after the certificate");
     }
-    free(der);
-    ca = X509_check_ca(x) > 0;
-    if (ca) {
+    if (X509_check_ca(x) > 0) {
+        if (keep != NULL) {
+            SHA256(der, n, hash);
+        }
         (void) sk_entry_ca_seen(hash, 1);
     }
+    free(der);
     if (keep != NULL) {
         *keep = x;
     } else {

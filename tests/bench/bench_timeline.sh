@@ -112,7 +112,7 @@ done
 set -- $(median_round "$vs_crypto")
 appends=$2
 echo "BENCH timeline_bind_appends $2 appends/s ref=$3 ratio=$1 target=0.7"
-echo "# $N durable Binds from $C clients; ref: the same entries' SK-Signature verify, 2 RSA-2048 chain verifies and 1 Ed25519 sign on $(nproc) threads, in the same run; the median of $R rounds:$runs"
+echo "# $N durable Binds on $C keep-alive connections from one polling thread; ref: the same entries' SK-Signature verify, 2 RSA-2048 chain verifies and 1 Ed25519 sign on $(nproc) threads, each with its own key objects, in the same run; the median of $R rounds:$runs"
 # shellcheck disable=SC2046
 set -- $(median_round "$vs_off")
 echo "BENCH timeline_bind_appends_map_off $2 appends/s ref=$3 ratio=$1 target=0.9"
@@ -144,4 +144,4 @@ dout=$(run_client "$ND" "$C" "$d/zones")
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 dappends=$(echo "$dout" | awk '$1 == "appends" { print $2 }')
 echo "BENCH timeline_bind_appends_dnssec $dappends appends/s ref=$appends ratio=$(echo "$dappends $appends" | awk '{ printf "%.3f", $1 / $2 }') target=0.5"
-echo "# $ND durable Binds with DNSSEC evidence (a 6-RRset chain to a private root, Ed25519) from $C clients; ref: timeline_bind_appends above, CA evidence, same run"
+echo "# $ND durable Binds with DNSSEC evidence (a 6-RRset chain to a private root, Ed25519) on $C connections; ref: timeline_bind_appends above, CA evidence, same run"

@@ -168,6 +168,40 @@ test_reject(void **state)
 }
 
 
+/* Each of the 256 byte values, in the third place: decoded if and only if
+ * it is one of the alphabet's 64 characters, to its own 6-bit value. */
+static void
+test_every_byte(void **state)
+{
+    static const char  a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                             "abcdefghijklmnopqrstuvwxyz0123456789-_";
+    unsigned char     *out;
+    const char        *at;
+    size_t             outlen;
+    unsigned           c;
+    char               in[4] = { 'A', 'A', 0, 'A' };
+    sk_err_t           err;
+    int                rc;
+
+    (void) state;
+    for (c = 0; c < 256; c++) {
+        in[2] = (char) c;
+        at = c != 0 ? memchr(a, (int) c, 64) : NULL;
+        rc = sk_b64_decode(&out, &outlen, in, 4, &err);
+        if (at == NULL) {
+            assert_int_equal(rc, -1);
+            assert_non_null(strstr(err.msg, "character 3"));
+            continue;
+        }
+        tu_assert_ok(rc, &err);
+        assert_int_equal(outlen, 3);
+        assert_int_equal(out[1], (unsigned) (at - a) >> 2);
+        assert_int_equal(out[2], ((unsigned) (at - a) & 3) << 6);
+        free(out);
+    }
+}
+
+
 static void
 test_empty(void **state)
 {
@@ -192,6 +226,7 @@ main(void)
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_canonical),
         cmocka_unit_test(test_reject),
+        cmocka_unit_test(test_every_byte),
         cmocka_unit_test(test_empty),
     };
 
