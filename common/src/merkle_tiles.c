@@ -407,6 +407,21 @@ sk_tiles_hash(const unsigned char **out, const sk_merkle_tree_t *t,
 }
 
 
+/* A tile found damaged (why says how): refused when only checking,
+ * otherwise noted and built again from the log. */
+static int
+sk_tiles_mend(unsigned char *tile, sk_merkle_tiles_t *tt, unsigned level,
+    uint64_t n, char *why, sk_err_t *err)
+{
+    if (tt->how == SK_TILES_CHECK) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s", why);
+    }
+    strcat(why, "; rebuilt it from the log");
+    sk_tiles_note(tt, why);
+    return sk_tiles_build(tile, tt, level, n, err);
+}
+
+
 /* Full tile level/n read from disk and checked against want, its parent
  * hash, with its inner nodes: 0, 1 if missing, not 8 KiB or not hashing
  * to want (named in why), -1 on a read error.  It changes nothing shared:
@@ -479,12 +494,7 @@ sk_tiles_load(const unsigned char **out, const sk_merkle_tree_t *t,
         return -1;
     }
     if (rc > 0) {
-        if (tt->how == SK_TILES_CHECK) {
-            return sk_err_set(err, SK_ERR_FORMAT, "%s", why);
-        }
-        strcat(why, "; rebuilt it from the log");
-        sk_tiles_note(tt, why);
-        if (sk_tiles_build(tile, tt, level, n, err) != 0) {
+        if (sk_tiles_mend(tile, tt, level, n, why, err) != 0) {
             return -1;
         }
         sk_tiles_inner(inner, tile);
@@ -699,12 +709,7 @@ sk_merkle_tiles_edge(sk_merkle_tree_t *t, uint64_t size, sk_err_t *err)
                 return -1;
             }
             if (rc > 0) {
-                if (tt->how == SK_TILES_CHECK) {
-                    return sk_err_set(err, SK_ERR_FORMAT, "%s", why);
-                }
-                strcat(why, "; rebuilt it from the log");
-                sk_tiles_note(tt, why);
-                if (sk_tiles_build(tile, tt, level - 1, i, err) != 0
+                if (sk_tiles_mend(tile, tt, level - 1, i, why, err) != 0
                     || sk_tiles_store(tt, level - 1, i, tile, err) != 0)
                 {
                     return -1;
