@@ -170,9 +170,28 @@ typedef enum {
     TL_TOO_LARGE,           /* 413: longer than an entry bundle carries */
     TL_RETRY,               /* 503 and Retry-After: the index was found
                                damaged and rebuilt from the log */
-    TL_QUEUED               /* 202: the outcome comes with a token; last,
-                               so the final verdicts are those before it */
+    TL_QUEUED,              /* 202: the outcome comes with a token; the
+                               final verdicts are those before it */
+    TL_PARKED               /* written, its answer left to the batch's
+                               sync (tl_park_t) */
 } tl_verdict_t;
+
+/* An append written and parked until its batch is durable: no thread
+ * waits for it.  The store's sync thread settles it (tl_store_park), or
+ * the reply timer hands it to a job at reply_at (tl_append.c); done is
+ * called once, under tl->lock, with the stamped entry's verdict, or
+ * TL_QUEUED and the token in hex (out, the callee's), or the error. */
+typedef struct tl_park_s  tl_park_t;
+
+struct tl_park_s {
+    tl_park_t        *next;
+    uint64_t          sn;
+    uint64_t          fails;        /* tl->seal_fails when parked */
+    uint64_t          reply_at;     /* tl_ms(): then 202 and a token */
+    uint64_t          start_us;     /* tl_us() at the start (metrics) */
+    void            (*done)(tl_park_t *p, tl_verdict_t v, char *out,
+                        const sk_err_t *err);
+};
 
 /* A timeline whose entries this one incorporates ("peer = TID KEYFILE"). */
 typedef struct {
@@ -333,6 +352,19 @@ struct tl_timeline_s {
     int               failed;       /* the log's sync failed: refuse
                                        appends until a restart */
     char              failed_msg[SK_ERR_MSG_MAX];   /* why */
+    tl_park_t        *park_head;    /* parked appends, in SN order */
+    tl_park_t        *park_tail;
+    pthread_cond_t    park_wake;    /* the sync thread: a park, a sync
+                                       ended or failed, stopping */
+    int               park_stop;
+    int               syncer_up;
+    pthread_t         syncer;
+    uint64_t          reply_armed;  /* the reply timer sleeps until this
+                                       (tl_ms; UINT64_MAX: no deadline) */
+    pthread_cond_t    reply_wake;
+    int               reply_stop;
+    int               replier_up;
+    pthread_t         replier;
 
     int               signed_fd;    /* signed-head (tl_signed.c) */
     unsigned          signed_slot;  /* the slot written next */
@@ -500,6 +532,17 @@ int tl_store_write(tl_timeline_t *tl, const char *buf, size_t len,
  * while another writer's sync was under way (UINT64_MAX: no bound). */
 int tl_store_wait(tl_timeline_t *tl, uint64_t sn, uint64_t until_ms,
     sk_err_t *err) SK_WUR;
+/* Under tl->lock: park p (p->sn just written) instead of waiting: the
+ * sync thread syncs its batch and calls p->done.  Threads: started and
+ * stopped around the HTTP front; stop settles every parked append. */
+void tl_store_park(tl_timeline_t *tl, tl_park_t *p);
+/* After parking, with tl->lock released (so that the sync thread, woken,
+ * does not wait for it): wake the sync thread if it sleeps. */
+void tl_store_kick(tl_timeline_t *tl);
+/* Under tl->lock: take p off the parked ones (the reply timer's). */
+void tl_store_unlink(tl_timeline_t *tl, tl_park_t *p);
+int tl_store_start(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+void tl_store_stop(tl_timeline_t *tl);
 /* Durable entries [first, last] as text, malloc()ed; takes tl->lock
  * briefly, so call it without.  The index's offsets are checked: the
  * bytes read must be the entries whose leaf hashes the tree holds; if
@@ -733,7 +776,13 @@ tl_verdict_t tl_ocsp_check(tl_timeline_t *tl, STACK_OF(X509) *chain,
  * the copy an Incorporate refers to (NULL for other entries). */
 tl_verdict_t tl_append(tl_timeline_t *tl, char **out, size_t *outlen,
     const char *text, size_t len, const char *ref, size_t ref_len,
-    sk_err_t *err);
+    tl_park_t *park, sk_err_t *err);
+/* With park: once written, the append is parked (TL_PARKED, *out the
+ * stamped entry, kept by the caller) and park->done gives its outcome;
+ * nothing of park, *out or err may be touched by the caller until then.
+ * The reply timer: a parked append past reply_at gets its 202. */
+int tl_append_start(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+void tl_append_stop(tl_timeline_t *tl);
 /* Wait for the appends still finishing after a 202 (at shutdown). */
 void tl_append_drain(tl_timeline_t *tl);
 

@@ -1,7 +1,9 @@
 /*
  * tl_append.c -- POST /append: parse, validate, stamp, write, sync.
  */
+#define _GNU_SOURCE     /* pthread_setname_np */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,12 +151,28 @@ tl_append_reindex(tl_timeline_t *tl, sk_err_t *err)
 }
 
 
+/* With tl->lock held: park the append just written (w->sn); the reply
+ * timer is told when its deadline is the earliest. */
+static void
+tl_append_park(tl_timeline_t *tl, tl_park_t *park, const tl_wait_t *w)
+{
+    park->sn = w->sn;
+    park->reply_at = w->reply_at;
+    park->start_us = w->start_us;
+    tl_store_park(tl, park);
+    if (park->reply_at < tl->reply_armed) {
+        tl->reply_armed = park->reply_at;
+        pthread_cond_signal(&tl->reply_wake);
+    }
+}
+
+
 /* With tl->lock held: every state check, then stamp, write and sync.
  * TL_QUEUED when w->reply_at passes first (w->stamped says whether the
  * entry is written and only its sync is awaited). */
 static tl_verdict_t
 tl_append_locked(tl_timeline_t *tl, sk_entry_t *e, const sk_entry_t *ref,
-    char **out, size_t *outlen, tl_wait_t *w, sk_err_t *err)
+    char **out, size_t *outlen, tl_wait_t *w, tl_park_t *park, sk_err_t *err)
 {
     tl_verdict_t  v;
     int64_t       now;
@@ -203,6 +221,10 @@ tl_append_locked(tl_timeline_t *tl, sk_entry_t *e, const sk_entry_t *ref,
                 err->msg);
         }
         tl_index_maybe_flush(tl, 0);
+        if (park != NULL) {
+            tl_append_park(tl, park, w);
+            return TL_PARKED;
+        }
     } else {
         *out = NULL;
     }
@@ -234,7 +256,7 @@ tl_append_job(void *arg)
     sk_err_clear(&err);
     pthread_mutex_lock(&tl->lock);
     j->w.reply_at = UINT64_MAX;
-    v = tl_append_locked(tl, j->e, j->ref, &out, &len, &j->w, &err);
+    v = tl_append_locked(tl, j->e, j->ref, &out, &len, &j->w, NULL, &err);
     free(out);
     t = tl_token_find(tl, j->id);
     if (t != NULL) {
@@ -305,9 +327,101 @@ tl_append_handoff(tl_timeline_t *tl, sk_entry_t **e, sk_entry_t **ref,
 }
 
 
+/* With tl->lock held: a parked append past its reply_at gets its 202 and
+ * a job that waits for the rest; the earliest deadline of the others in
+ * *next.  0 if one was answered. */
+static int
+tl_append_expire(tl_timeline_t *tl, uint64_t now, uint64_t *next)
+{
+    tl_park_t   *p;
+    tl_wait_t    w;
+    sk_entry_t  *none = NULL, *none_ref = NULL;
+    char        *token;
+    size_t       len;
+
+    *next = UINT64_MAX;
+    for (p = tl->park_head; p != NULL; p = p->next) {
+        if (p->reply_at > now) {
+            *next = p->reply_at < *next ? p->reply_at : *next;
+            continue;
+        }
+        memset(&w, 0, sizeof(w));
+        w.stamped = 1;
+        w.sn = p->sn;
+        w.start_us = p->start_us;
+        if (tl_append_handoff(tl, &none, &none_ref, &w, &token, &len) != 0) {
+            p->reply_at = UINT64_MAX;   /* no job: its 201 comes instead */
+            continue;
+        }
+        tl_store_unlink(tl, p);
+        tl_metrics_append(tl, TL_QUEUED, tl_us() - p->start_us);
+        p->done(p, TL_QUEUED, token, NULL);
+        return 0;
+    }
+    return -1;
+}
+
+
+/* The reply timer: sleeps until the earliest parked deadline. */
+static void *
+tl_append_timer(void *arg)
+{
+    tl_timeline_t    *tl = arg;
+    struct timespec   at;
+    uint64_t          next;
+
+    pthread_setname_np(pthread_self(), "tl-reply");
+    pthread_mutex_lock(&tl->lock);
+    while (!tl->reply_stop) {
+        if (tl_append_expire(tl, tl_ms(), &next) == 0) {
+            continue;
+        }
+        tl->reply_armed = next;
+        if (next == UINT64_MAX) {
+            pthread_cond_wait(&tl->reply_wake, &tl->lock);
+        } else {
+            at.tv_sec = (time_t) (next / 1000);
+            at.tv_nsec = (long) (next % 1000) * 1000000L;
+            (void) pthread_cond_timedwait(&tl->reply_wake, &tl->lock, &at);
+        }
+    }
+    pthread_mutex_unlock(&tl->lock);
+    return NULL;
+}
+
+
+int
+tl_append_start(tl_timeline_t *tl, sk_err_t *err)
+{
+    tl->reply_stop = 0;
+    if (pthread_create(&tl->replier, NULL, tl_append_timer, tl) != 0) {
+        return sk_err_set(err, SK_ERR_SYSTEM,
+            "append: cannot start the reply timer");
+    }
+    tl->replier_up = 1;
+    return 0;
+}
+
+
+void
+tl_append_stop(tl_timeline_t *tl)
+{
+    if (!tl->replier_up) {
+        return;
+    }
+    pthread_mutex_lock(&tl->lock);
+    tl->reply_stop = 1;
+    pthread_cond_signal(&tl->reply_wake);
+    pthread_mutex_unlock(&tl->lock);
+    pthread_join(tl->replier, NULL);
+    tl->replier_up = 0;
+}
+
+
 tl_verdict_t
 tl_append(tl_timeline_t *tl, char **out, size_t *outlen, const char *text,
-    size_t len, const char *ref_text, size_t ref_len, sk_err_t *err)
+    size_t len, const char *ref_text, size_t ref_len, tl_park_t *park,
+    sk_err_t *err)
 {
     sk_entry_t    *e, *ref = NULL;
     tl_verdict_t   v;
@@ -334,18 +448,22 @@ tl_append(tl_timeline_t *tl, char **out, size_t *outlen, const char *text,
         w.reply_at = ms + tl->conf.reply_ms;
         w.clock_until = ms + tl->conf.clock_wait_ms;
         pthread_mutex_lock(&tl->lock);
-        v = tl_append_locked(tl, e, ref, out, outlen, &w, err);
+        v = tl_append_locked(tl, e, ref, out, outlen, &w, park, err);
         if (v == TL_QUEUED
             && tl_append_handoff(tl, &e, &ref, &w, out, outlen) != 0)
         {
             w.reply_at = UINT64_MAX;
-            v = tl_append_locked(tl, e, ref, out, outlen, &w, err);
+            v = tl_append_locked(tl, e, ref, out, outlen, &w, park, err);
         }
         pthread_mutex_unlock(&tl->lock);
     }
     sk_entry_free(e);
     sk_entry_free(ref);
-    tl_metrics_append(tl, v, tl_us() - start_us);
+    if (v == TL_PARKED) {
+        tl_store_kick(tl);      /* whoever settles it counts it */
+    } else {
+        tl_metrics_append(tl, v, tl_us() - start_us);
+    }
     return v;
 }
 

@@ -15,6 +15,7 @@
  *   GET  /chunks/<first>-<last>.bz2  a chunk file
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@ static int  tl_http_first;
  * suspended, and the outcome is answered once it is resumed. */
 typedef struct {
     tl_task_t                  task;    /* first: what the thread runs */
+    tl_park_t                  park;    /* while its batch syncs */
     tl_timeline_t             *tl;
     struct MHD_Connection     *c;
     struct MHD_PostProcessor  *pp;
@@ -464,20 +466,53 @@ tl_http_post_field(void *cls, enum MHD_ValueKind kind, const char *key,
 }
 
 
-/* In an append thread: the append, then the connection goes on. */
+/* The outcome is in: the connection goes on to answer it. */
 static void
-tl_http_run(tl_task_t *t)
+tl_http_resume(tl_req_t *rq, tl_verdict_t v)
 {
-    tl_req_t  *rq = (tl_req_t *) t;
-
-    sk_err_clear(&rq->err);
-    rq->v = tl_append(rq->tl, &rq->out, &rq->outlen, rq->e, rq->elen,
-        rq->ref, rq->reflen, &rq->err);
-    if (rq->v != TL_OK && rq->v != TL_QUEUED) {
+    rq->v = v;
+    if (v != TL_OK && v != TL_QUEUED) {
         rq->out = NULL;
     }
     rq->done = 1;
     MHD_resume_connection(rq->c);
+}
+
+
+/* Under tl->lock, from whoever settled the parked append. */
+static void
+tl_http_unpark(tl_park_t *p, tl_verdict_t v, char *token,
+    const sk_err_t *err)
+{
+    tl_req_t  *rq = (tl_req_t *) ((char *) p - offsetof(tl_req_t, park));
+
+    if (v != TL_OK) {
+        free(rq->out);          /* the stamped entry, not the answer */
+        rq->out = token;
+        rq->outlen = TL_TOKEN_HEX - 1;
+    }
+    if (err != NULL) {
+        rq->err = *err;
+    }
+    tl_http_resume(rq, v);
+}
+
+
+/* In an append thread: the append, then the connection goes on, or, once
+ * written, waits for its batch's sync without the thread. */
+static void
+tl_http_run(tl_task_t *t)
+{
+    tl_req_t      *rq = (tl_req_t *) t;
+    tl_verdict_t   v;
+
+    sk_err_clear(&rq->err);
+    rq->park.done = tl_http_unpark;
+    v = tl_append(rq->tl, &rq->out, &rq->outlen, rq->e, rq->elen,
+        rq->ref, rq->reflen, &rq->park, &rq->err);
+    if (v != TL_PARKED) {       /* else rq may be gone already */
+        tl_http_resume(rq, v);
+    }
 }
 
 
@@ -637,6 +672,13 @@ tl_http_start(tl_timeline_t *tl, sk_httpd_t **h, sk_err_t *err)
     sk_httpd_conf_t  hc;
 
     tl_work_init(tl);
+    if (tl_store_start(tl, err) != 0) {
+        return -1;
+    }
+    if (tl_append_start(tl, err) != 0) {
+        tl_store_stop(tl);
+        return -1;
+    }
     memset(&hc, 0, sizeof(hc));
     hc.prog = TL_PROG;
     hc.listen = tl->conf.listen;
@@ -647,7 +689,12 @@ tl_http_start(tl_timeline_t *tl, sk_httpd_t **h, sk_err_t *err)
     hc.handler = tl_http_handler;
     hc.completed = tl_http_completed;
     hc.cls = tl;
-    return sk_httpd_start(h, &hc, err);
+    if (sk_httpd_start(h, &hc, err) != 0) {
+        tl_append_stop(tl);
+        tl_store_stop(tl);
+        return -1;
+    }
+    return 0;
 }
 
 
@@ -655,7 +702,10 @@ void
 tl_http_stop(tl_timeline_t *tl, sk_httpd_t *h)
 {
     /* Every suspended connection is resumed before libmicrohttpd stops
-     * (it refuses to stop with one still suspended). */
+     * (it refuses to stop with one still suspended): the tasks run, then
+     * the batches of those parked are synced. */
     tl_work_stop(tl);
+    tl_store_stop(tl);
+    tl_append_stop(tl);
     sk_httpd_stop(h);
 }

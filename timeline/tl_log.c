@@ -61,4 +61,5 @@ tl_wake_all(tl_timeline_t *tl)
     pthread_cond_broadcast(&tl->batch[0]);
     pthread_cond_broadcast(&tl->batch[1]);
     pthread_cond_broadcast(&tl->synced);
+    pthread_cond_signal(&tl->park_wake);
 }

@@ -36,7 +36,10 @@ tl_init(tl_timeline_t *tl, tl_mode_t mode)
     pthread_cond_init(&tl->synced, &ca);
     pthread_cond_init(&tl->batch[0], &ca);
     pthread_cond_init(&tl->batch[1], &ca);
+    pthread_cond_init(&tl->reply_wake, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&tl->park_wake, NULL);
+    tl->reply_armed = UINT64_MAX;
     pthread_cond_init(&tl->jobs_done, NULL);
     pthread_mutex_init(&tl->chunk_lock, NULL);
     pthread_mutex_init(&tl->store_lock, NULL);

@@ -6,9 +6,11 @@
  * past everything signed-head covers (tl_signed.c), i.e. a write that was
  * never acknowledged.
  */
+#define _GNU_SOURCE     /* pthread_setname_np */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,11 +147,12 @@ tl_store_restore(tl_timeline_t *tl, const char *text, size_t len,
 }
 
 
-/* Index the log from where the index ends.  A tail that holds no whole entry is only noted here
- * (tl_file_trim cuts it once every check passed): after a crash it is a
- * write never acknowledged, since it lies past every entry signed-head
- * covers (tl_signed_verify checks that).  For --repair anything from the
- * first entry that does not read back on is such a tail, to be replaced. */
+/* Index the log from where the index ends.  A tail that holds no whole
+ * entry is only noted here (tl_file_trim cuts it once every check
+ * passed): after a crash it is a write never acknowledged, since it lies
+ * past every entry signed-head covers (tl_signed_verify checks that).
+ * For --repair anything from the first entry that does not read back on
+ * is such a tail, to be replaced. */
 /* The log is read in windows of this much (more for a bigger entry): a
  * rebuild of a log of any size needs no more memory than that. */
 #define TL_STORE_WINDOW  (4u << 20)
@@ -420,6 +423,9 @@ tl_store_sync_index(tl_timeline_t *tl)
 }
 
 
+static void tl_store_unpark(tl_timeline_t *tl);
+
+
 /* Lead one write of signed-head for everything the log has synced; only
  * then may those entries be shown. */
 static int
@@ -510,6 +516,7 @@ tl_store_sync_log(tl_timeline_t *tl)
     shown = rc == 0 && !tl->head_syncing && tl_store_sign(tl, &err) == 0;
     if (shown) {
         pthread_cond_broadcast(&tl->batch[tl->sync_gen & 1]);
+        tl_store_unpark(tl);
     } else {
         tl_wake_all(tl);
     }
@@ -517,6 +524,7 @@ tl_store_sync_log(tl_timeline_t *tl)
         tl_store_sync_index(tl);
     }
     tl->log_syncing = 0;
+    pthread_cond_signal(&tl->park_wake);
     /* One of the next batch's appends leads its sync (any of them can). */
     if (shown && !tl->failed) {
         pthread_cond_signal(&tl->batch[(tl->sync_gen + 1) & 1]);
@@ -566,6 +574,156 @@ tl_store_wait(tl_timeline_t *tl, uint64_t sn, uint64_t until_ms,
         return sk_err_set(err, SK_ERR_SYSTEM, "%s", tl->failed_msg);
     }
     return 0;
+}
+
+
+static void
+tl_store_answer(tl_timeline_t *tl, tl_park_t *p, tl_verdict_t v,
+    const sk_err_t *err)
+{
+    tl_store_unlink(tl, p);
+    tl_metrics_append(tl, v, tl_us() - p->start_us);
+    p->done(p, v, NULL, err);
+}
+
+
+/* Settle the parked appends whose outcome is known: those now durable,
+ * and, after a failure, those it cost (as tl_store_wait decides). */
+static void
+tl_store_unpark(tl_timeline_t *tl)
+{
+    tl_park_t     *p;
+    tl_verdict_t   v;
+    sk_err_t       err;
+
+    while ((p = tl->park_head) != NULL) {
+        sk_err_clear(&err);
+        v = TL_FAULT;
+        if (p->sn < tl->durable) {
+            v = TL_OK;
+        } else if (tl->failed) {
+            sk_err_set(&err, SK_ERR_SYSTEM, "%s", tl->failed_msg);
+        } else if (tl->seal_fails != p->fails && tl->logged <= p->sn) {
+            sk_err_set(&err, SK_ERR_SYSTEM, "%s", tl->seal_msg);
+        } else {
+            break;
+        }
+        tl_store_answer(tl, p, v, &err);
+    }
+}
+
+
+/* The head write for the synced ones failed: stored, not shown, as
+ * tl_store_wait's -1. */
+static void
+tl_store_unpark_failed(tl_timeline_t *tl, const sk_err_t *err)
+{
+    tl_park_t  *p;
+
+    while ((p = tl->park_head) != NULL && p->sn < tl->logged) {
+        tl_store_answer(tl, p, TL_FAULT, err);
+    }
+}
+
+
+void
+tl_store_unlink(tl_timeline_t *tl, tl_park_t *p)
+{
+    tl_park_t  **pp, *prev = NULL;
+
+    for (pp = &tl->park_head; *pp != p; pp = &(*pp)->next) {
+        prev = *pp;
+    }
+    *pp = p->next;
+    if (tl->park_tail == p) {
+        tl->park_tail = prev;
+    }
+}
+
+
+void
+tl_store_park(tl_timeline_t *tl, tl_park_t *p)
+{
+    p->next = NULL;
+    p->fails = tl->seal_fails;
+    if (tl->park_tail != NULL) {
+        tl->park_tail->next = p;
+    } else {
+        tl->park_head = p;
+    }
+    tl->park_tail = p;
+}
+
+
+void
+tl_store_kick(tl_timeline_t *tl)
+{
+    pthread_cond_signal(&tl->park_wake);
+}
+
+
+/* The sync thread: leads the group commit of the parked appends' batches
+ * (one after another while appends keep coming), so that no append
+ * thread sleeps through a sync, and wakes each batch's connections. */
+static void *
+tl_store_syncer(void *arg)
+{
+    tl_timeline_t  *tl = arg;
+    tl_park_t      *p;
+    sk_err_t        err;
+
+    pthread_setname_np(pthread_self(), "tl-sync");
+    pthread_mutex_lock(&tl->lock);
+    for (;;) {
+        tl_store_unpark(tl);
+        p = tl->park_head;
+        if (p == NULL && tl->park_stop) {
+            break;
+        }
+        if (p != NULL && tl->logged <= p->sn && !tl->log_syncing) {
+            tl_store_sync_log(tl);
+            continue;
+        }
+        if (p != NULL && tl->logged > p->sn && !tl->head_syncing) {
+            /* Synced, not shown: the head write failed in the lead. */
+            if (tl_store_sign(tl, &err) != 0) {
+                tl_store_unpark_failed(tl, &err);
+            }
+            tl_wake_all(tl);
+            continue;
+        }
+        /* Nothing parked, or another writer's sync is under way. */
+        pthread_cond_wait(&tl->park_wake, &tl->lock);
+    }
+    pthread_mutex_unlock(&tl->lock);
+    return NULL;
+}
+
+
+int
+tl_store_start(tl_timeline_t *tl, sk_err_t *err)
+{
+    tl->park_stop = 0;
+    if (pthread_create(&tl->syncer, NULL, tl_store_syncer, tl) != 0) {
+        return sk_err_set(err, SK_ERR_SYSTEM, "sync: cannot start a thread");
+    }
+    tl->syncer_up = 1;
+    return 0;
+}
+
+
+void
+tl_store_stop(tl_timeline_t *tl)
+{
+    if (!tl->syncer_up) {
+        return;
+    }
+    pthread_mutex_lock(&tl->lock);
+    tl->park_stop = 1;
+    pthread_cond_signal(&tl->park_wake);
+    pthread_mutex_unlock(&tl->lock);
+    pthread_join(tl->syncer, NULL);
+    tl->syncer_up = 0;
 }
 
 

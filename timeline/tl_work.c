@@ -7,6 +7,9 @@
  * connections cost a socket, not a thread.  Threads start when a task
  * finds none idle, and stay until the timeline stops.
  */
+#define _GNU_SOURCE     /* pthread_setname_np */
+#include <pthread.h>
+
 #include <microhttpd.h>
 
 #include "tl.h"
@@ -29,6 +32,7 @@ tl_work_thread(void *arg)
     tl_work_t  *w = arg;
     tl_task_t  *t;
 
+    pthread_setname_np(pthread_self(), "tl-append");
     pthread_mutex_lock(&w->lock);
     for (;;) {
         while (w->head == NULL && !w->stopping) {
@@ -91,8 +95,9 @@ tl_work_submit(tl_timeline_t *tl, tl_task_t *t, struct MHD_Connection *c)
     }
     w->tail = t;
     w->queued++;
-    pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->lock);
+    pthread_cond_signal(&w->wake);  /* out of the lock: the thread woken
+                                       does not wait for it */
     return 0;
 }
 

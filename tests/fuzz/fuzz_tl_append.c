@@ -122,7 +122,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     sk_err_clear(&err);
-    if (tl_append(&tl, &out, &outlen, text, len, ref, reflen, &err)
+    if (tl_append(&tl, &out, &outlen, text, len, ref, reflen, NULL, &err)
         == TL_OK)
     {
         if (sk_entry_parse(&e, out, outlen, &err) != 0
