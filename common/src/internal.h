@@ -24,6 +24,10 @@ int sk_list_has(const char *s, size_t len, const char *name, size_t nlen);
  * Certificates are signed through it too, so the rules live in one place. */
 EVP_MD_CTX *sk_key_md_ctx(const sk_key_t *key, int sign);
 
+/* key.c: another handle on key's key, for a caller that frees its own
+ * (the EVP_PKEY is shared, by reference). */
+int sk_key_dup(sk_key_t **out, const sk_key_t *key, sk_err_t *err);
+
 /* key.c: the contents of a memory BIO as a malloc()ed, NUL-terminated
  * string (PEM output). */
 int sk_bio_to_str(char **out, size_t *len, BIO *bio, sk_err_t *err);

@@ -357,6 +357,27 @@ sk_key_from_spki(sk_key_t **key, const unsigned char *der, size_t len,
 
 
 int
+sk_key_dup(sk_key_t **out, const sk_key_t *key, sk_err_t *err)
+{
+    sk_key_t  *d;
+
+    d = malloc(sizeof(*d));
+    if (d == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
+    }
+    *d = *key;
+    d->spki = OPENSSL_memdup(key->spki, key->spki_len);
+    if (d->spki == NULL || EVP_PKEY_up_ref(key->pkey) != 1) {
+        OPENSSL_free(d->spki);
+        free(d);
+        return sk_err_set(err, SK_ERR_NOMEM, "cannot reference key");
+    }
+    *out = d;
+    return 0;
+}
+
+
+int
 sk_key_from_pkey(sk_key_t **key, EVP_PKEY *pkey, sk_err_t *err)
 {
     if (EVP_PKEY_up_ref(pkey) != 1) {
