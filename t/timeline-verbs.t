@@ -300,8 +300,28 @@ like($r->{body}, qr/\A201 Created\nAdd-Root-CA: 1\n.*^SN: 1$/ms,
 like(http('GET', "$s->{url}/status")->{body}, qr/^Tree-Size: 3$/m,
     'both entries durable, in one batch: one Map-Root entry after them');
 
-stop_daemon($_->{pid}) for $t, $s;
+# commit_delay_us holds a batch's sync only for appends being checked at
+# that moment: one alone is answered at once, however long the delay.
+mkdir "$d/c";
+my $c = start_timeline("$d/c", tid => 10, operator_key => "$d/operator.pub",
+    commit_delay_us => 100000);
+ok($c->{up}, 'a timeline with a 0.1 s commit delay')
+    or BAIL_OUT(slurp($c->{log}));
+my $alone = root_entry(cert => "$ca.crt", key => $op);
+my $t0 = Time::HiRes::time();
+$r = append($c, $alone);
+my $took = Time::HiRes::time() - $t0;
+is($r->{code}, 201, 'an append alone: 201') or diag($r->{body});
+ok($took < 0.1, "... without waiting for the commit delay ($took s)");
+spew("$d/c/bad.conf", slurp("$d/c/tl.conf")
+    =~ s/^commit_delay_us = .*$/commit_delay_us = 100001/mr);
+my $bad = run_cmd([$SKTimeline::TL, '-n', '-c', "$d/c/bad.conf"]);
+ok($bad->{rc} == 78
+    && $bad->{err} =~ /"commit_delay_us" must be at most 100000/,
+    'sk-timeline -n refuses a commit delay above 0.1 s') or diag($bad->{err});
+
+stop_daemon($_->{pid}) for $t, $s, $c;
 unlike(slurp($_->{log}), qr/Sanitizer|runtime error/, 'no sanitizer reports')
-    for $t, $s;
+    for $t, $s, $c;
 
 done_testing();

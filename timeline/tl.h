@@ -89,6 +89,8 @@ typedef struct {
     uint64_t   reply_ms;        /* then answer 202 and a token */
     uint64_t   tokens;          /* outcomes kept for GET /status/<token> */
     uint64_t   sync_delay_ms;   /* tests only: sleep before each sync */
+    uint64_t   commit_delay_us; /* a batch's sync waits this long for
+                                   appends still being checked */
     uint64_t   index_batch;     /* entries held in memory between index
                                    flushes */
     uint64_t   index_map_size;  /* bytes of address space for the index */
@@ -100,6 +102,7 @@ typedef struct {
 } tl_conf_t;
 
 #define TL_CHUNK_FANOUT_MAX  64
+#define TL_COMMIT_DELAY_MAX  100000     /* us: 0.1 s */
 
 int tl_conf_load(tl_conf_t *conf, const char *path, sk_err_t *err) SK_WUR;
 /* The same on the file's bytes; path names it in errors. */
@@ -352,6 +355,8 @@ struct tl_timeline_s {
     int               failed;       /* the log's sync failed: refuse
                                        appends until a restart */
     char              failed_msg[SK_ERR_MSG_MAX];   /* why */
+    _Atomic unsigned  appending;    /* appends being checked, not yet
+                                       written: the next batch's */
     tl_park_t        *park_head;    /* parked appends, in SN order */
     tl_park_t        *park_tail;
     pthread_cond_t    park_wake;    /* the sync thread: a park, a sync

@@ -428,7 +428,9 @@ tl_append(tl_timeline_t *tl, char **out, size_t *outlen, const char *text,
     tl_wait_t      w;
     uint64_t       ms, start_us = tl_us();
 
+    tl->appending++;
     if ((v = tl_append_parse(&e, text, len, err)) != TL_OK) {
+        tl->appending--;
         tl_metrics_append(tl, v, tl_us() - start_us);
         return v;
     }
@@ -441,6 +443,7 @@ tl_append(tl_timeline_t *tl, char **out, size_t *outlen, const char *text,
     } else {
         v = tl_validate_static(tl, e, tl_now(tl), 1, err);
     }
+    tl->appending--;
     if (v == TL_OK) {
         ms = tl_ms();
         memset(&w, 0, sizeof(w));

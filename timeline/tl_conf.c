@@ -74,6 +74,7 @@ static const sk_conf_def_t  tl_confdefs[] = {
     TL_U("reply_ms", reply_ms, "1000"),
     TL_U("tokens", tokens, "4096"),
     TL_U("sync_delay_ms", sync_delay_ms, "0"),
+    TL_U("commit_delay_us", commit_delay_us, "1000"),
     TL_U("index_batch", index_batch, "4096"),
     TL_U("index_map_size", index_map_size, "1099511627776"),
     TL_B("name_map", name_map, "yes"),
@@ -195,6 +196,10 @@ tl_conf_finish(tl_conf_t *conf, sk_err_t *err)
     if (conf->index_batch == 0 || conf->index_map_size < (1u << 20)) {
         return sk_err_set(err, SK_ERR_FORMAT, "\"index_batch\" must be "
             "above 0, \"index_map_size\" at least 1048576");
+    }
+    if (conf->commit_delay_us > TL_COMMIT_DELAY_MAX) {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"commit_delay_us\" must be "
+            "at most %d", TL_COMMIT_DELAY_MAX);
     }
     if (conf->chunk_nice > 19) {
         return sk_err_set(err, SK_ERR_FORMAT, "\"chunk_nice\" must be "
