@@ -224,6 +224,14 @@ typedef struct {
 } tl_token_t;
 
 /* Work for an append thread (tl_work.c), first in its owner's struct. */
+/* A thread of the timeline's own, run until told to stop (tl_thread.c):
+ * stop is read by the thread under the lock its wake goes with. */
+typedef struct {
+    pthread_t         th;
+    int               up;
+    int               stop;
+} tl_thread_t;
+
 typedef struct tl_task_s  tl_task_t;
 
 struct tl_task_s {
@@ -361,15 +369,11 @@ struct tl_timeline_s {
     tl_park_t        *park_tail;
     pthread_cond_t    park_wake;    /* the sync thread: a park, a sync
                                        ended or failed, stopping */
-    int               park_stop;
-    int               syncer_up;
-    pthread_t         syncer;
+    tl_thread_t       syncer;
     uint64_t          reply_armed;  /* the reply timer sleeps until this
                                        (tl_ms; UINT64_MAX: no deadline) */
     pthread_cond_t    reply_wake;
-    int               reply_stop;
-    int               replier_up;
-    pthread_t         replier;
+    tl_thread_t       replier;      /* the reply timer (tl_append.c) */
 
     int               signed_fd;    /* signed-head (tl_signed.c) */
     unsigned          signed_slot;  /* the slot written next */
@@ -468,9 +472,7 @@ struct tl_timeline_s {
     tl_chunk_t       *chunks;       /* oldest first, contiguous from SN 0 */
     size_t            nchunks;
     uint64_t          published;    /* entries in chunks */
-    int               stopping;
-    int               chunker_up;
-    pthread_t         chunker;
+    tl_thread_t       chunker;
 
     tl_metrics_t      metrics;
 };
@@ -863,6 +865,14 @@ int tl_check(tl_timeline_t *tl);
  * c->sig NULL the signature made (malloc()ed into c->sig). */
 int tl_check_chunk(tl_timeline_t *tl, tl_chunk_t *c, sk_err_t *err) SK_WUR;
 int tl_repair(tl_timeline_t *tl, char **from, size_t nfrom);
+
+/* tl_thread.c: start t running run(arg) (what names it in the error);
+ * stop it: t->stop set under lock, wake signalled, the thread joined
+ * (nothing if it never started). */
+int tl_thread_start(tl_thread_t *t, void *(*run)(void *), void *arg,
+    const char *what, sk_err_t *err) SK_WUR;
+void tl_thread_stop(tl_thread_t *t, pthread_mutex_t *lock,
+    pthread_cond_t *wake);
 
 /* tl_work.c: the append threads, up to conf.threads, started as tasks
  * wait for them.  libmicrohttpd's polling threads never block: an append

@@ -372,7 +372,7 @@ tl_append_timer(void *arg)
 
     pthread_setname_np(pthread_self(), "tl-reply");
     pthread_mutex_lock(&tl->lock);
-    while (!tl->reply_stop) {
+    while (!tl->replier.stop) {
         if (tl_append_expire(tl, tl_ms(), &next) == 0) {
             continue;
         }
@@ -393,28 +393,15 @@ tl_append_timer(void *arg)
 int
 tl_append_start(tl_timeline_t *tl, sk_err_t *err)
 {
-    tl->reply_stop = 0;
-    if (pthread_create(&tl->replier, NULL, tl_append_timer, tl) != 0) {
-        return sk_err_set(err, SK_ERR_SYSTEM,
-            "append: cannot start the reply timer");
-    }
-    tl->replier_up = 1;
-    return 0;
+    return tl_thread_start(&tl->replier, tl_append_timer, tl,
+        "append: the reply timer", err);
 }
 
 
 void
 tl_append_stop(tl_timeline_t *tl)
 {
-    if (!tl->replier_up) {
-        return;
-    }
-    pthread_mutex_lock(&tl->lock);
-    tl->reply_stop = 1;
-    pthread_cond_signal(&tl->reply_wake);
-    pthread_mutex_unlock(&tl->lock);
-    pthread_join(tl->replier, NULL);
-    tl->replier_up = 0;
+    tl_thread_stop(&tl->replier, &tl->lock, &tl->reply_wake);
 }
 
 

@@ -447,11 +447,11 @@ tl_chunk_run(void *arg)
         tl_log("chunks: setpriority: %s", strerror(errno));
     }
     pthread_mutex_lock(&tl->chunk_lock);
-    while (!tl->stopping) {
+    while (!tl->chunker.stop) {
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += (time_t) tl->conf.chunk_interval;
         pthread_cond_timedwait(&tl->chunk_wake, &tl->chunk_lock, &ts);
-        if (tl->stopping) {
+        if (tl->chunker.stop) {
             break;
         }
         pthread_mutex_unlock(&tl->chunk_lock);
@@ -468,11 +468,7 @@ tl_chunk_run(void *arg)
 int
 tl_chunk_start(tl_timeline_t *tl, sk_err_t *err)
 {
-    if (pthread_create(&tl->chunker, NULL, tl_chunk_run, tl) != 0) {
-        return sk_err_set(err, SK_ERR_SYSTEM, "chunks: cannot start thread");
-    }
-    tl->chunker_up = 1;
-    return 0;
+    return tl_thread_start(&tl->chunker, tl_chunk_run, tl, "chunks", err);
 }
 
 
@@ -481,14 +477,7 @@ tl_chunk_stop(tl_timeline_t *tl)
 {
     size_t  i;
 
-    if (tl->chunker_up) {
-        pthread_mutex_lock(&tl->chunk_lock);
-        tl->stopping = 1;
-        pthread_cond_signal(&tl->chunk_wake);
-        pthread_mutex_unlock(&tl->chunk_lock);
-        pthread_join(tl->chunker, NULL);
-        tl->chunker_up = 0;
-    }
+    tl_thread_stop(&tl->chunker, &tl->chunk_lock, &tl->chunk_wake);
     for (i = 0; i < tl->nchunks; i++) {
         free(tl->chunks[i].sig);
     }

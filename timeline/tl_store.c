@@ -683,7 +683,7 @@ tl_store_syncer(void *arg)
     for (;;) {
         tl_store_unpark(tl);
         p = tl->park_head;
-        if (p == NULL && tl->park_stop) {
+        if (p == NULL && tl->syncer.stop) {
             break;
         }
         if (p != NULL && tl->logged <= p->sn && !tl->log_syncing) {
@@ -709,27 +709,14 @@ tl_store_syncer(void *arg)
 int
 tl_store_start(tl_timeline_t *tl, sk_err_t *err)
 {
-    tl->park_stop = 0;
-    if (pthread_create(&tl->syncer, NULL, tl_store_syncer, tl) != 0) {
-        return sk_err_set(err, SK_ERR_SYSTEM, "sync: cannot start a thread");
-    }
-    tl->syncer_up = 1;
-    return 0;
+    return tl_thread_start(&tl->syncer, tl_store_syncer, tl, "sync", err);
 }
 
 
 void
 tl_store_stop(tl_timeline_t *tl)
 {
-    if (!tl->syncer_up) {
-        return;
-    }
-    pthread_mutex_lock(&tl->lock);
-    tl->park_stop = 1;
-    pthread_cond_signal(&tl->park_wake);
-    pthread_mutex_unlock(&tl->lock);
-    pthread_join(tl->syncer, NULL);
-    tl->syncer_up = 0;
+    tl_thread_stop(&tl->syncer, &tl->lock, &tl->park_wake);
 }
 
 
