@@ -546,8 +546,10 @@ void tl_store_park(tl_timeline_t *tl, tl_park_t *p);
 /* After parking, with tl->lock released (so that the sync thread, woken,
  * does not wait for it): wake the sync thread if it sleeps. */
 void tl_store_kick(tl_timeline_t *tl);
-/* Under tl->lock: take p off the parked ones (the reply timer's). */
-void tl_store_unlink(tl_timeline_t *tl, tl_park_t *p);
+/* Under tl->lock: take p off the parked ones, count its outcome and hand
+ * it over (p->done; out, if any, is the callee's). */
+void tl_store_answer(tl_timeline_t *tl, tl_park_t *p, tl_verdict_t v,
+    char *out, const sk_err_t *err);
 int tl_store_start(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 void tl_store_stop(tl_timeline_t *tl);
 /* Durable entries [first, last] as text, malloc()ed; takes tl->lock

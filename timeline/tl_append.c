@@ -353,9 +353,7 @@ tl_append_expire(tl_timeline_t *tl, uint64_t now, uint64_t *next)
             p->reply_at = UINT64_MAX;   /* no job: its 201 comes instead */
             continue;
         }
-        tl_store_unlink(tl, p);
-        tl_metrics_append(tl, TL_QUEUED, tl_us() - p->start_us);
-        p->done(p, TL_QUEUED, token, NULL);
+        tl_store_answer(tl, p, TL_QUEUED, token, NULL);
         return 0;
     }
     return -1;

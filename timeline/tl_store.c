@@ -584,12 +584,27 @@ tl_store_wait(tl_timeline_t *tl, uint64_t sn, uint64_t until_ms,
 
 
 static void
-tl_store_answer(tl_timeline_t *tl, tl_park_t *p, tl_verdict_t v,
+tl_store_unlink(tl_timeline_t *tl, tl_park_t *p)
+{
+    tl_park_t  **pp, *prev = NULL;
+
+    for (pp = &tl->park_head; *pp != p; pp = &(*pp)->next) {
+        prev = *pp;
+    }
+    *pp = p->next;
+    if (tl->park_tail == p) {
+        tl->park_tail = prev;
+    }
+}
+
+
+void
+tl_store_answer(tl_timeline_t *tl, tl_park_t *p, tl_verdict_t v, char *out,
     const sk_err_t *err)
 {
     tl_store_unlink(tl, p);
     tl_metrics_append(tl, v, tl_us() - p->start_us);
-    p->done(p, v, NULL, err);
+    p->done(p, v, out, err);
 }
 
 
@@ -614,7 +629,7 @@ tl_store_unpark(tl_timeline_t *tl)
         } else {
             break;
         }
-        tl_store_answer(tl, p, v, &err);
+        tl_store_answer(tl, p, v, NULL, &err);
     }
 }
 
@@ -627,22 +642,7 @@ tl_store_unpark_failed(tl_timeline_t *tl, const sk_err_t *err)
     tl_park_t  *p;
 
     while ((p = tl->park_head) != NULL && p->sn < tl->logged) {
-        tl_store_answer(tl, p, TL_FAULT, err);
-    }
-}
-
-
-void
-tl_store_unlink(tl_timeline_t *tl, tl_park_t *p)
-{
-    tl_park_t  **pp, *prev = NULL;
-
-    for (pp = &tl->park_head; *pp != p; pp = &(*pp)->next) {
-        prev = *pp;
-    }
-    *pp = p->next;
-    if (tl->park_tail == p) {
-        tl->park_tail = prev;
+        tl_store_answer(tl, p, TL_FAULT, NULL, err);
     }
 }
 
