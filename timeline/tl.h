@@ -132,6 +132,7 @@ typedef struct {
     size_t            nseen;
     sk_map_value_t    mval;         /* its value in the name map */
     int               mdirty;       /* mval changed since the map has it */
+    int               mstaged;      /* staged in the map, not yet written */
 } tl_name_t;
 
 /* An entry written since the last index flush (tl_index.c). */
@@ -645,9 +646,11 @@ int tl_index_rebuild(tl_timeline_t *tl, const char *why, sk_err_t *err)
 void tl_index_maybe_flush(tl_timeline_t *tl, int force);
 /* Sync the logs, commit everything pending, sync the index. */
 int tl_index_flush(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
-/* A batch's seal, under tl->lock: commit everything pending (with the map,
- * its Map-Root entry appended first) with no sync; the caller then, out
- * of the lock and in this order, tl_index_sync_logs() and, if
+/* A batch's seal, under tl->lock: with the map, its names staged and
+ * its Map-Root entry appended; then, once index_batch entries are held
+ * (as tl_index_maybe_flush), everything pending committed with no sync
+ * (0; 1 if nothing was written); the caller then, out of the lock and in
+ * this order, tl_index_sync_logs() and, if it wrote and
  * tl_index_sync_due(), tl_index_sync(). */
 int tl_index_seal(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 int tl_index_sync_logs(tl_timeline_t *tl, sk_err_t *err) SK_WUR;

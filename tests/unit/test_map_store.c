@@ -4,7 +4,8 @@
  * in several spaces and transactions of random size, one aborted; roots,
  * proofs, get and get_proven for every key and absent ones; clear; a
  * changed byte in a map.node or map.leaf row found on the key's path and
- * nowhere else; and the cost of a put at 100,000 keys.
+ * nowhere else; the same with puts staged in memory and written now and
+ * then; and the cost of a put at 100,000 keys.
  */
 #include <time.h>
 
@@ -505,6 +506,75 @@ test_cost_100k(void **state)
 }
 
 
+/* Staged (sk_map_open_staged): random puts in batches through read
+ * transactions, the roots after each batch and every key and absent
+ * ones now and then, read back through the stage over what is stored;
+ * every few batches the stage written and committed, once written into
+ * a transaction that is aborted (the stage is kept and written later).
+ * In the end, the rows stored are the model's through an unstaged map. */
+static void
+test_staged(void **state)
+{
+    fixture_t        *f = *state;
+    uint64_t          s = SEED + 4;
+    sk_db_txn_t      *txn;
+    sk_map_t         *direct = f->map;
+    sk_map_value_t    v;
+    sk_merkle_hash_t  root;
+    unsigned char     key[SK_MAP_KEY_BYTES];
+    size_t            batch, b, round;
+    int               i;
+    sk_err_t          err;
+
+    tu_assert_ok(sk_map_open_staged(&f->map, f->db, &err), &err);
+    for (round = 0; round < 60; round++) {
+        txn = begin(f, 0);
+        batch = mm_rand(&s) % 40 + 1;
+        for (b = 0; b < batch; b++) {
+            i = (int) (mm_rand(&s) % 8 < 5 ? 0 : mm_rand(&s) % NSPACES);
+            if (f->model[i].n > 0 && mm_rand(&s) % 3 == 0) {
+                memcpy(key, f->model[i].items[mm_rand(&s)
+                    % f->model[i].n].key, 32);
+            } else {
+                mm_rand_key(&s, &f->model[i], key);
+            }
+            rand_value(&s, &v);
+            put(f, txn, i, key, &v);
+        }
+        for (i = 0; i < NSPACES; i++) {
+            if (round % 10 == 9) {
+                check_space(f, txn, i, &s);
+            }
+            check_root(f, txn, i, root);
+        }
+        sk_db_abort(txn);
+        assert_true(sk_map_staged(f->map) > 0);
+        if (round % 7 == 3) {
+            txn = begin(f, 1);
+            tu_assert_ok(sk_map_write(txn, f->map, &err), &err);
+            sk_db_abort(txn);
+        } else if (round % 7 == 6) {
+            txn = begin(f, 1);
+            tu_assert_ok(sk_map_write(txn, f->map, &err), &err);
+            commit(txn);
+            sk_map_unstage(f->map);
+            assert_int_equal(sk_map_staged(f->map), 0);
+        }
+    }
+    txn = begin(f, 1);
+    tu_assert_ok(sk_map_write(txn, f->map, &err), &err);
+    commit(txn);
+    sk_map_unstage(f->map);
+    sk_map_close(f->map);
+    f->map = direct;
+    txn = begin(f, 0);
+    for (i = 0; i < NSPACES; i++) {
+        check_space(f, txn, i, &s);
+    }
+    sk_db_abort(txn);
+}
+
+
 int
 main(void)
 {
@@ -512,6 +582,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_against_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clear, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_staged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cost_100k, setup, teardown),
     };
 
