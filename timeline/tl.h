@@ -113,7 +113,9 @@ void tl_conf_free(tl_conf_t *conf);
 /* What the timeline knows about one name (tl_state.c): a row of the
  * index's "names" table, held in tl->names while in use (the working set,
  * emptied at each index flush). */
-typedef struct {
+typedef struct tl_name_s  tl_name_t;
+
+struct tl_name_s {
     char             *name;
     int               absent;       /* looked up and in neither the index
                                        nor the map: kept so that the append
@@ -133,7 +135,8 @@ typedef struct {
     sk_map_value_t    mval;         /* its value in the name map */
     int               mdirty;       /* mval changed since the map has it */
     int               mstaged;      /* staged in the map, not yet written */
-} tl_name_t;
+    tl_name_t        *mnext;        /* the next with mdirty (tl->mdirty) */
+};
 
 /* An entry written since the last index flush (tl_index.c). */
 typedef struct {
@@ -416,6 +419,7 @@ struct tl_timeline_s {
     sk_map_t         *map;
     sk_merkle_hash_t  map_root;
     uint64_t          map_names;
+    tl_name_t        *mdirty;       /* the names whose mdirty is set */
     int               map_seal;     /* the next flush appends a Map-Root */
     uint64_t          seal_fails;   /* batches whose Map-Root could not be
                                        written: their waiters get 500 and
@@ -707,7 +711,8 @@ int tl_map_name(tl_timeline_t *tl, const char *name, tl_name_t *n,
     int indexed, sk_err_t *err) SK_WUR;
 /* One more entry (SN sn, leaf hash leaf) of this timeline's of n's: its
  * value moves on (the caller, above the index, has the leaf hash). */
-void tl_map_note(tl_name_t *n, uint64_t sn, const sk_merkle_hash_t leaf);
+void tl_map_note(tl_timeline_t *tl, tl_name_t *n, uint64_t sn,
+    const sk_merkle_hash_t leaf);
 /* After the replay: a last entry that is a Map-Root must give the map's
  * root (else -1 naming the log); otherwise a Map-Root is due at start. */
 int tl_map_check_end(tl_timeline_t *tl, sk_err_t *err) SK_WUR;

@@ -150,14 +150,20 @@ tl_map_append(tl_timeline_t *tl, const sk_merkle_hash_t root, uint64_t names,
 static void
 tl_map_restage(tl_timeline_t *tl, sk_db_txn_t *t)
 {
-    sk_err_t  err;
-    size_t    i;
+    sk_err_t    err;
+    size_t      i;
+    tl_name_t  *n;
 
     sk_map_unstage(tl->map);
     for (i = 0; i < tl->nslots; i++) {
-        if (tl->names[i] != NULL && tl->names[i]->mstaged) {
-            tl->names[i]->mdirty = 1;
-            tl->names[i]->mstaged = 0;
+        n = tl->names[i];
+        if (n != NULL && n->mstaged) {
+            n->mstaged = 0;
+            if (!n->mdirty) {
+                n->mdirty = 1;
+                n->mnext = tl->mdirty;
+                tl->mdirty = n;
+            }
         }
     }
     if (sk_map_root(t, tl->map, 0, tl->map_root, &tl->map_names, &err)
@@ -175,14 +181,9 @@ tl_map_flush(tl_timeline_t *tl, sk_db_txn_t *t, sk_merkle_hash_t root,
 {
     unsigned char  key[SK_MAP_KEY_BYTES];
     uint64_t       names;
-    size_t         i;
     tl_name_t     *n;
 
-    for (i = 0; i < tl->nslots; i++) {
-        n = tl->names[i];
-        if (n == NULL || !n->mdirty) {
-            continue;
-        }
+    for (n = tl->mdirty; n != NULL; n = n->mnext) {
         if (sk_map_key(key, n->name, err) != 0
             || sk_map_put(t, tl->map, 0, key, &n->mval, err) != 0)
         {
@@ -195,11 +196,10 @@ tl_map_flush(tl_timeline_t *tl, sk_db_txn_t *t, sk_merkle_hash_t root,
         tl_map_restage(tl, t);
         return sk_err_prefix(err, "%s/data.mdb: name map", tl->db_dir);
     }
-    for (i = 0; i < tl->nslots; i++) {
-        if (tl->names[i] != NULL) {
-            tl->names[i]->mdirty = 0;
-        }
+    for (n = tl->mdirty; n != NULL; n = n->mnext) {
+        n->mdirty = 0;
     }
+    tl->mdirty = NULL;
     memcpy(tl->map_root, root, SK_MERKLE_HASH_BYTES);
     tl->map_names = names;
     if (!tl->map_seal || tl->mode != TL_RUN || tl->reindexing) {
@@ -286,10 +286,15 @@ tl_map_name(tl_timeline_t *tl, const char *name, tl_name_t *n, int indexed,
 /* One more entry (SN sn, leaf hash leaf) of this timeline's of n's: its
  * value moves on. */
 void
-tl_map_note(tl_name_t *n, uint64_t sn, const sk_merkle_hash_t leaf)
+tl_map_note(tl_timeline_t *tl, tl_name_t *n, uint64_t sn,
+    const sk_merkle_hash_t leaf)
 {
     sk_map_value_add(&n->mval, sn, leaf);
-    n->mdirty = 1;
+    if (!n->mdirty) {
+        n->mdirty = 1;
+        n->mnext = tl->mdirty;
+        tl->mdirty = n;
+    }
     n->dirty = 1;
 }
 

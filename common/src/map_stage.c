@@ -17,7 +17,8 @@
 struct sk_map_stage_s {
     sk_map_row_t  *rows;
     size_t         nrows, cap;
-    uint32_t      *slots;       /* row index + 1, 0 empty */
+    uint64_t      *slots;       /* hash << 32 | row index + 1, 0 empty:
+                                   a probe reads no row it cannot be */
     size_t         nslots;      /* a power of two, at least 2 * nrows */
 };
 
@@ -74,7 +75,7 @@ sk_map_stage_count(const sk_map_stage_t *s)
 
 
 /* The slot of (kind, key): its row's, or the empty one it would take. */
-static uint32_t *
+static uint64_t *
 sk_map_stage_slot(const sk_map_stage_t *s, unsigned kind,
     const unsigned char *key, size_t klen, uint32_t hash)
 {
@@ -85,8 +86,11 @@ sk_map_stage_slot(const sk_map_stage_t *s, unsigned kind,
         if (s->slots[i] == 0) {
             return &s->slots[i];
         }
-        r = &s->rows[s->slots[i] - 1];
-        if (r->hash == hash && r->kind == kind && r->klen == klen
+        if ((uint32_t) (s->slots[i] >> 32) != hash) {
+            continue;
+        }
+        r = &s->rows[(uint32_t) s->slots[i] - 1];
+        if (r->kind == kind && r->klen == klen
             && memcmp(r->key, key, klen) == 0)
         {
             return &s->slots[i];
@@ -95,18 +99,25 @@ sk_map_stage_slot(const sk_map_stage_t *s, unsigned kind,
 }
 
 
+static uint64_t
+sk_map_stage_ref(uint32_t hash, size_t row)
+{
+    return (uint64_t) hash << 32 | (uint64_t) (row + 1);
+}
+
+
 const sk_map_row_t *
 sk_map_stage_get(const sk_map_stage_t *s, unsigned kind,
     const unsigned char *key, size_t klen)
 {
-    uint32_t  *slot;
+    uint64_t  *slot;
 
     if (s->nrows == 0) {
         return NULL;
     }
     slot = sk_map_stage_slot(s, kind, key, klen,
         sk_map_stage_hash(kind, key, klen));
-    return *slot != 0 ? &s->rows[*slot - 1] : NULL;
+    return *slot != 0 ? &s->rows[(uint32_t) *slot - 1] : NULL;
 }
 
 
@@ -115,7 +126,7 @@ static int
 sk_map_stage_grow(sk_map_stage_t *s, sk_err_t *err)
 {
     sk_map_row_t  *rows;
-    uint32_t      *slots;
+    uint64_t      *slots;
     size_t         n, i;
 
     if (s->nrows == s->cap) {
@@ -142,7 +153,8 @@ sk_map_stage_grow(sk_map_stage_t *s, sk_err_t *err)
     s->nslots = n;
     for (i = 0; i < s->nrows; i++) {
         *sk_map_stage_slot(s, s->rows[i].kind, s->rows[i].key,
-            s->rows[i].klen, s->rows[i].hash) = (uint32_t) i + 1;
+            s->rows[i].klen, s->rows[i].hash)
+            = sk_map_stage_ref(s->rows[i].hash, i);
     }
     return 0;
 }
@@ -153,7 +165,8 @@ sk_map_stage_put(sk_map_stage_t *s, unsigned kind, const unsigned char *key,
     size_t klen, const unsigned char *val, size_t vlen, sk_err_t *err)
 {
     sk_map_row_t  *r;
-    uint32_t      *slot, hash = sk_map_stage_hash(kind, key, klen);
+    uint64_t      *slot;
+    uint32_t       hash = sk_map_stage_hash(kind, key, klen);
 
     if (klen > sizeof(r->key) || vlen > sizeof(r->val)) {
         return sk_err_set(err, SK_ERR_USAGE, "map stage: a row of %zu and "
@@ -164,14 +177,14 @@ sk_map_stage_put(sk_map_stage_t *s, unsigned kind, const unsigned char *key,
     }
     slot = sk_map_stage_slot(s, kind, key, klen, hash);
     if (*slot == 0) {
+        *slot = sk_map_stage_ref(hash, s->nrows);
         r = &s->rows[s->nrows++];
-        *slot = (uint32_t) s->nrows;
         r->hash = hash;
         r->kind = (unsigned char) kind;
         r->klen = (unsigned char) klen;
         memcpy(r->key, key, klen);
     } else {
-        r = &s->rows[*slot - 1];
+        r = &s->rows[(uint32_t) *slot - 1];
     }
     r->vlen = (unsigned char) vlen;
     memcpy(r->val, val, vlen);

@@ -57,6 +57,7 @@ typedef struct {
     unsigned char     row[SK_MAP_DEPTH_MAX][SK_MAP_ROW];
     unsigned          npairs;                   /* values read */
     unsigned char     pair[SK_MAP_DEPTH_MAX / 2][SK_MAP_PAIR];
+    unsigned char     staged[SK_MAP_DEPTH_MAX / 2];  /* pair from the stage */
     int               pending;
     unsigned char     out[SK_MAP_PAIR];
     sk_merkle_hash_t  root;                     /* the space's record */
@@ -197,10 +198,12 @@ sk_map_close(sk_map_t *m)
 }
 
 
-/* A map.node row, staged or else stored: 0, 1 if none, -1. */
+/* A map.node row, staged (*staged, if not NULL, says so) or else
+ * stored: 0, 1 if none, -1. */
 static int
 sk_map_node_get(sk_db_txn_t *txn, sk_map_t *m, const unsigned char *k,
-    size_t klen, const void **val, size_t *vlen, sk_err_t *err)
+    size_t klen, const void **val, size_t *vlen, unsigned char *staged,
+    sk_err_t *err)
 {
     const sk_map_row_t  *r;
 
@@ -210,7 +213,13 @@ sk_map_node_get(sk_db_txn_t *txn, sk_map_t *m, const unsigned char *k,
     {
         *val = r->val;
         *vlen = r->vlen;
+        if (staged != NULL) {
+            *staged = 1;
+        }
         return 0;
+    }
+    if (staged != NULL) {
+        *staged = 0;
     }
     return sk_db_get(txn, m->node, k, klen, val, vlen, err);
 }
@@ -280,7 +289,7 @@ sk_map_record(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     int            rc;
 
     sk_db_u64_put(k, space);
-    rc = sk_map_node_get(txn, m, k, sizeof(k), &val, &vlen, err);
+    rc = sk_map_node_get(txn, m, k, sizeof(k), &val, &vlen, NULL, err);
     if (rc < 0) {
         return -1;
     }
@@ -316,7 +325,7 @@ sk_map_part(const unsigned char *key, unsigned depth)
 static int
 sk_map_pair_get(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     const unsigned char *key, unsigned depth, unsigned char *out,
-    sk_err_t *err)
+    unsigned char *staged, sk_err_t *err)
 {
     unsigned char         k[SK_MAP_NODE_KEY];
     const unsigned char  *v;
@@ -326,7 +335,7 @@ sk_map_pair_get(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     int                   rc;
 
     klen = sk_map_node_row_key(k, space, key, depth);
-    rc = sk_map_node_get(txn, m, k, klen, &val, &vlen, err);
+    rc = sk_map_node_get(txn, m, k, klen, &val, &vlen, staged, err);
     if (rc != 0) {
         return rc;
     }
@@ -378,7 +387,8 @@ sk_map_walk(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     for (t = 0; t <= SK_MAP_NODES_MAX; t++) {
         p->depth = t;
         if (t % 2 == 0) {
-            rc = sk_map_pair_get(txn, m, space, key, t, p->pair[t / 2], err);
+            rc = sk_map_pair_get(txn, m, space, key, t, p->pair[t / 2],
+                &p->staged[t / 2], err);
             if (rc != 0) {
                 return rc < 0 ? -1 : 0;
             }
@@ -702,16 +712,25 @@ sk_map_descend(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     sk_merkle_hash_t      h;
     const unsigned char  *above;
     unsigned              t;
+    int                   trust;
 
     if (sk_map_walk(txn, m, space, key, p, err) != 0
         || sk_map_tip(txn, m, space, key, p->depth, tip, err) != 0)
     {
         return -1;
     }
+    /* Staged rows are this process's own, each under a staged parent up
+     * to the staged root: when that is the root asked for, they need no
+     * check, only the stored rows below them. */
+    trust = root == NULL || (m->stage != NULL
+                             && memcmp(p->root, root, SK_MAP_HASH) == 0);
     if (root != NULL) {
         memcpy(p->root, root, SK_MAP_HASH);
     }
     for (t = 0; t < p->depth; t++) {
+        if (trust && p->staged[t / 2]) {
+            continue;
+        }
         above = t == 0 ? p->root : p->row[t - 1] + SK_MAP_HASH
                                    * sk_map_bit(key, t - 1);
         sk_map_node_hash(h, p->row[t], p->row[t] + SK_MAP_HASH);

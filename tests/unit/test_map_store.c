@@ -521,11 +521,15 @@ test_staged(void **state)
     sk_map_t         *direct = f->map;
     sk_map_value_t    v;
     sk_merkle_hash_t  root;
-    unsigned char     key[SK_MAP_KEY_BYTES];
-    size_t            batch, b, round;
+    sk_db_table_t     node;
+    const unsigned char *deep, *far;
+    const void       *val;
+    unsigned char     key[SK_MAP_KEY_BYTES], k[64], row[193];
+    size_t            batch, b, round, vlen;
     int               i;
     sk_err_t          err;
 
+    tu_assert_ok(sk_db_table(f->db, "map.node", 0, &node, &err), &err);
     tu_assert_ok(sk_map_open_staged(&f->map, f->db, &err), &err);
     for (round = 0; round < 60; round++) {
         txn = begin(f, 0);
@@ -572,6 +576,28 @@ test_staged(void **state)
         check_space(f, txn, i, &s);
     }
     sk_db_abort(txn);
+
+    /* A stored row changed under staged ones is found through the stage:
+     * one key staged, a node row on another key's path damaged. */
+    tu_assert_ok(sk_map_open_staged(&f->map, f->db, &err), &err);
+    txn = begin(f, 0);
+    deep = deep_key(f, txn, 4);
+    far = far_key(f, deep);
+    rand_value(&s, &v);
+    put(f, txn, 0, far, &v);
+    sk_db_abort(txn);
+    txn = begin(f, 1);
+    memset(k, 0, 8);
+    k[8] = 2;
+    k[9] = deep[0] & 0xc0;
+    assert_int_equal(sk_db_get(txn, node, k, 10, &val, &vlen, &err), 0);
+    memcpy(row, val, vlen);
+    row[1 + 5] ^= 0x40;
+    tu_assert_ok(sk_db_put(txn, node, k, 10, row, vlen, &err), &err);
+    expect_damage(f, txn, deep, far, "map.node row (space 0, depth 2): its "
+        "hashes do not give the hash above it");
+    sk_map_close(f->map);
+    f->map = direct;
 }
 
 
