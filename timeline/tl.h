@@ -113,7 +113,9 @@ void tl_conf_free(tl_conf_t *conf);
 /* What the timeline knows about one name (tl_state.c): a row of the
  * index's "names" table, held in tl->names while in use (the working set,
  * emptied at each index flush). */
-typedef struct {
+typedef struct tl_name_s  tl_name_t;
+
+struct tl_name_s {
     char             *name;
     int               absent;       /* looked up and in neither the index
                                        nor the map: kept so that the append
@@ -132,7 +134,9 @@ typedef struct {
     size_t            nseen;
     sk_map_value_t    mval;         /* its value in the name map */
     int               mdirty;       /* mval changed since the map has it */
-} tl_name_t;
+    int               mstaged;      /* staged in the map, not yet written */
+    tl_name_t        *mnext;        /* the next with mdirty (tl->mdirty) */
+};
 
 /* An entry written since the last index flush (tl_index.c). */
 typedef struct {
@@ -415,6 +419,7 @@ struct tl_timeline_s {
     sk_map_t         *map;
     sk_merkle_hash_t  map_root;
     uint64_t          map_names;
+    tl_name_t        *mdirty;       /* the names whose mdirty is set */
     int               map_seal;     /* the next flush appends a Map-Root */
     uint64_t          seal_fails;   /* batches whose Map-Root could not be
                                        written: their waiters get 500 and
@@ -645,9 +650,11 @@ int tl_index_rebuild(tl_timeline_t *tl, const char *why, sk_err_t *err)
 void tl_index_maybe_flush(tl_timeline_t *tl, int force);
 /* Sync the logs, commit everything pending, sync the index. */
 int tl_index_flush(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
-/* A batch's seal, under tl->lock: commit everything pending (with the map,
- * its Map-Root entry appended first) with no sync; the caller then, out
- * of the lock and in this order, tl_index_sync_logs() and, if
+/* A batch's seal, under tl->lock: with the map, its names staged and
+ * its Map-Root entry appended; then, once index_batch entries are held
+ * (as tl_index_maybe_flush), everything pending committed with no sync
+ * (0; 1 if nothing was written); the caller then, out of the lock and in
+ * this order, tl_index_sync_logs() and, if it wrote and
  * tl_index_sync_due(), tl_index_sync(). */
 int tl_index_seal(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 int tl_index_sync_logs(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
@@ -704,7 +711,8 @@ int tl_map_name(tl_timeline_t *tl, const char *name, tl_name_t *n,
     int indexed, sk_err_t *err) SK_WUR;
 /* One more entry (SN sn, leaf hash leaf) of this timeline's of n's: its
  * value moves on (the caller, above the index, has the leaf hash). */
-void tl_map_note(tl_name_t *n, uint64_t sn, const sk_merkle_hash_t leaf);
+void tl_map_note(tl_timeline_t *tl, tl_name_t *n, uint64_t sn,
+    const sk_merkle_hash_t leaf);
 /* After the replay: a last entry that is a Map-Root must give the map's
  * root (else -1 naming the log); otherwise a Map-Root is due at start. */
 int tl_map_check_end(tl_timeline_t *tl, sk_err_t *err) SK_WUR;

@@ -479,7 +479,8 @@ tl_http_resume(tl_req_t *rq, tl_verdict_t v)
 }
 
 
-/* Under tl->lock, from whoever settled the parked append. */
+/* From whoever settled the parked append, under tl->lock or not (it is
+ * no longer parked); err NULL: none. */
 static void
 tl_http_unpark(tl_park_t *p, tl_verdict_t v, char *token,
     const sk_err_t *err)

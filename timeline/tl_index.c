@@ -1145,7 +1145,8 @@ tl_index_dirty(const tl_timeline_t *tl)
     size_t  i;
 
     if (tl->npend > 0 || tl->ncopies > 0 || tl->roots_dirty
-        || tl->stat_stale || (tl->map != NULL && tl->map_seal))
+        || tl->stat_stale || (tl->map != NULL && (tl->map_seal
+                                                  || sk_map_staged(tl->map))))
     {
         return 1;
     }
@@ -1158,15 +1159,46 @@ tl_index_dirty(const tl_timeline_t *tl)
 }
 
 
+/* Entries between two writes while the index catches up with the log (a
+ * start, a rebuild, --repair): a write costs about the pages of the name
+ * map and the names, whatever the batch, since their keys are spread
+ * evenly, so index_batch's 4096 made rebuilding 2 million names write
+ * tens of GiB and take hours; this many keeps it to minutes and the
+ * memory held between writes to some 100 MiB. */
+#define TL_INDEX_CATCHUP_BATCH  65536
+
+/* Rows of the name map staged (some 240 bytes each) past which the index
+ * is written whatever the entries. */
+#define TL_INDEX_STAGE_MAX      (1u << 18)
+
+
+/* Whether what the index holds in memory is due to be written. */
+static int
+tl_index_due(const tl_timeline_t *tl)
+{
+    uint64_t  batch = tl->conf.index_batch;
+
+    if ((!tl->db_ready || tl->reindexing) && batch < TL_INDEX_CATCHUP_BATCH) {
+        batch = TL_INDEX_CATCHUP_BATCH;
+    }
+    return tl->npend >= batch || tl->ncopies >= batch
+           || tl->nnames >= 4 * batch
+           || (tl->map != NULL && sk_map_staged(tl->map) >= TL_INDEX_STAGE_MAX);
+}
+
+
 /* Everything pending in one transaction, committed.  The environment
  * commits without an fsync (no_sync): with sync, the logs are synced
  * first and the environment after the commit; without (a batch's seal),
- * the caller syncs the logs, then tl_index_sync(), out of tl->lock. */
+ * the caller syncs the logs, then tl_index_sync(), out of tl->lock.  A
+ * seal only stages the name map (and appends its Map-Root entry) until
+ * the index is due: 1 if it wrote nothing. */
 static int
 tl_index_commit(tl_timeline_t *tl, int sync, sk_err_t *err)
 {
     sk_merkle_hash_t  root;
     sk_db_txn_t      *t;
+    int               write = sync || tl->map == NULL || tl_index_due(tl);
 
     if (tl->db == NULL) {
         return 0;
@@ -1175,15 +1207,23 @@ tl_index_commit(tl_timeline_t *tl, int sync, sk_err_t *err)
         tl_names_forget(tl);
         return 0;
     }
-    if (sk_db_begin(tl->db, 1, &t, err) != 0) {
+    if (sk_db_begin(tl->db, write, &t, err) != 0) {
         return -1;
     }
     /* The map first: it may end the batch with a Map-Root entry. */
-    if ((tl->map != NULL && tl_map_flush(tl, t, root, err) != 0)
+    if (tl->map != NULL && tl_map_flush(tl, t, root, err) != 0) {
+        sk_db_abort(t);
+        return -1;
+    }
+    if (!write) {
+        sk_db_abort(t);
+        return 1;
+    }
+    if ((tl->map != NULL && sk_map_write(t, tl->map, err) != 0)
         || tl_index_write(tl, t, err) != 0)
     {
         sk_db_abort(t);
-        return -1;
+        return sk_err_prefix(err, "%s/data.mdb", tl->db_dir);
     }
     if (sync && tl_index_sync_logs(tl, err) != 0) {
         sk_db_abort(t);
@@ -1193,7 +1233,7 @@ tl_index_commit(tl_timeline_t *tl, int sync, sk_err_t *err)
         return -1;
     }
     if (tl->map != NULL) {
-        memcpy(tl->map_root, root, sizeof(root));
+        sk_map_unstage(tl->map);
     }
     tl->indexed = tl->size;
     tl->npend = 0;
@@ -1263,29 +1303,18 @@ tl_index_seal(tl_timeline_t *tl, sk_err_t *err)
 }
 
 
-/* Entries between two writes while the index catches up with the log (a
- * start, a rebuild, --repair): a write costs about the pages of the name
- * map and the names, whatever the batch, since their keys are spread
- * evenly, so index_batch's 4096 made rebuilding 2 million names write
- * tens of GiB and take hours; this many keeps it to minutes and the
- * memory held between writes to some 100 MiB. */
-#define TL_INDEX_CATCHUP_BATCH  65536
-
 void
 tl_index_maybe_flush(tl_timeline_t *tl, int force)
 {
     sk_err_t  err;
-    uint64_t  batch;
 
     if (tl->db == NULL || tl->failed) {
         return;
     }
-    batch = tl->conf.index_batch;
-    if ((!tl->db_ready || tl->reindexing) && batch < TL_INDEX_CATCHUP_BATCH) {
-        batch = TL_INDEX_CATCHUP_BATCH;
-    }
-    if (!force && tl->npend < batch && tl->ncopies < batch
-        && tl->nnames < 4 * batch)
+    /* Serving with the map, a batch's seal writes the index when due. */
+    if (!force && (!tl_index_due(tl)
+                   || (tl->map != NULL && tl->mode == TL_RUN
+                       && tl->db_ready && !tl->reindexing)))
     {
         return;
     }

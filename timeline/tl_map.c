@@ -4,19 +4,22 @@
  * the index's LMDB environment (space 0) and committed inside the log by
  * a Map-Root entry at the end of each sequencing batch.
  *
- * The map is written by the index's flush, in the same transaction as the
- * index rows: every name whose value changed is put, the root taken, and
- * while serving a Map-Root entry carrying that root is appended to the
- * log before the transaction commits (tl_index_flush syncs the log first).
+ * The map is staged (sk_map_open_staged): each flush of the index puts
+ * every name whose value changed into the stage, takes the root, and
+ * while serving appends a Map-Root entry carrying that root to the log.
  * With the map on, the group commit is such a flush (tl_store.c), so every
- * size the timeline shows ends in a Map-Root entry.
+ * size the timeline shows ends in a Map-Root entry.  The staged rows are
+ * written to LMDB with the index rows, in one transaction, when the
+ * index is (every index_batch entries, as without the map): a row that
+ * many batches touch is written once, and a crash loses only what the
+ * log has and a start reads again.
  *
  * tl->map_root is the root of the map as of the last flush: the one the
  * last Map-Root entry signed, checked against the stored map at start.  A
- * name's value is read through the stored tree hash-linked to it
- * (sk_map_get_proven), and the newest entry it names is read back from the
- * log against the tree's leaf hash, so a damaged row is found before it
- * decides anything.
+ * name's value is read through the tree (stored rows under the staged
+ * ones) hash-linked to it (sk_map_get_proven), and the newest entry it
+ * names is read back from the log against the tree's leaf hash, so a
+ * damaged row is found before it decides anything.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -34,7 +37,7 @@ tl_map_open(tl_timeline_t *tl, sk_err_t *err)
     if (!tl->conf.name_map) {
         return 0;
     }
-    return sk_map_open(&tl->map, tl->db, err);
+    return sk_map_open_staged(&tl->map, tl->db, err);
 }
 
 
@@ -142,29 +145,62 @@ tl_map_append(tl_timeline_t *tl, const sk_merkle_hash_t root, uint64_t names,
 }
 
 
+/* A flush that failed may have staged part of its names: back to the
+ * stored map, every name changed since it to be staged again. */
+static void
+tl_map_restage(tl_timeline_t *tl, sk_db_txn_t *t)
+{
+    sk_err_t    err;
+    size_t      i;
+    tl_name_t  *n;
+
+    sk_map_unstage(tl->map);
+    for (i = 0; i < tl->nslots; i++) {
+        n = tl->names[i];
+        if (n != NULL && n->mstaged) {
+            n->mstaged = 0;
+            if (!n->mdirty) {
+                n->mdirty = 1;
+                n->mnext = tl->mdirty;
+                tl->mdirty = n;
+            }
+        }
+    }
+    if (sk_map_root(t, tl->map, 0, tl->map_root, &tl->map_names, &err)
+        != 0)
+    {
+        tl_index_damaged(tl, "%s/data.mdb: name map: %s", tl->db_dir,
+            err.msg);
+    }
+}
+
+
 int
 tl_map_flush(tl_timeline_t *tl, sk_db_txn_t *t, sk_merkle_hash_t root,
     sk_err_t *err)
 {
     unsigned char  key[SK_MAP_KEY_BYTES];
     uint64_t       names;
-    size_t         i;
     tl_name_t     *n;
 
-    for (i = 0; i < tl->nslots; i++) {
-        n = tl->names[i];
-        if (n == NULL || !n->mdirty) {
-            continue;
-        }
+    for (n = tl->mdirty; n != NULL; n = n->mnext) {
         if (sk_map_key(key, n->name, err) != 0
             || sk_map_put(t, tl->map, 0, key, &n->mval, err) != 0)
         {
+            tl_map_restage(tl, t);
             return sk_err_prefix(err, "%s/data.mdb: name map", tl->db_dir);
         }
+        n->mstaged = 1;
     }
     if (sk_map_root(t, tl->map, 0, root, &names, err) != 0) {
+        tl_map_restage(tl, t);
         return sk_err_prefix(err, "%s/data.mdb: name map", tl->db_dir);
     }
+    for (n = tl->mdirty; n != NULL; n = n->mnext) {
+        n->mdirty = 0;
+    }
+    tl->mdirty = NULL;
+    memcpy(tl->map_root, root, SK_MERKLE_HASH_BYTES);
     tl->map_names = names;
     if (!tl->map_seal || tl->mode != TL_RUN || tl->reindexing) {
         return 0;
@@ -250,10 +286,15 @@ tl_map_name(tl_timeline_t *tl, const char *name, tl_name_t *n, int indexed,
 /* One more entry (SN sn, leaf hash leaf) of this timeline's of n's: its
  * value moves on. */
 void
-tl_map_note(tl_name_t *n, uint64_t sn, const sk_merkle_hash_t leaf)
+tl_map_note(tl_timeline_t *tl, tl_name_t *n, uint64_t sn,
+    const sk_merkle_hash_t leaf)
 {
     sk_map_value_add(&n->mval, sn, leaf);
-    n->mdirty = 1;
+    if (!n->mdirty) {
+        n->mdirty = 1;
+        n->mnext = tl->mdirty;
+        tl->mdirty = n;
+    }
     n->dirty = 1;
 }
 

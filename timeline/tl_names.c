@@ -94,5 +94,6 @@ tl_names_forget(tl_timeline_t *tl)
     }
     free(tl->names);
     tl->names = NULL;
+    tl->mdirty = NULL;
     tl->nslots = tl->nnames = 0;
 }

@@ -339,7 +339,7 @@ tl_state_map(tl_timeline_t *tl, tl_name_t *n, const sk_entry_t *e,
     if (tl_state_leaf(tl, e, sn, leaf, err) != 0) {
         return -1;
     }
-    tl_map_note(n, sn, leaf);
+    tl_map_note(tl, n, sn, leaf);
     return 0;
 }
 

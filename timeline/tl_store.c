@@ -371,16 +371,20 @@ tl_store_write(tl_timeline_t *tl, const char *buf, size_t len, int64_t ts,
 }
 
 
-/* With the name map: end the batch with its Map-Root entry, appended and
- * committed to the index (not yet synced) under the lock (tl_map.c).  A
- * commit that failed after the Map-Root was written leaves the batch
- * sealed (the index lags, as any failed flush); a Map-Root that could not
- * be written (a full disk) fails this batch's waiters (500, returns 1),
- * and the next batch's Map-Root covers its entries. */
+/* With the name map: end the batch with its Map-Root entry, appended
+ * under the lock, the map staged (tl_map.c), and the index committed
+ * (not yet synced: *wrote) when it is due.  A commit that failed after
+ * the Map-Root was written leaves the batch sealed (the index lags, as
+ * any failed flush); a Map-Root that could not be written (a full disk)
+ * fails this batch's waiters (500, returns 1), and the next batch's
+ * Map-Root covers its entries. */
 static int
-tl_store_seal(tl_timeline_t *tl, sk_err_t *err)
+tl_store_seal(tl_timeline_t *tl, int *wrote, sk_err_t *err)
 {
-    if (tl_index_seal(tl, err) == 0) {
+    int  rc = tl_index_seal(tl, err);
+
+    *wrote = rc == 0;
+    if (rc >= 0) {
         return 0;
     }
     if (!tl->map_seal) {
@@ -492,8 +496,8 @@ tl_store_sync_log(tl_timeline_t *tl)
     us = tl_us();
     pthread_mutex_lock(&tl->lock);
     if (tl->map != NULL && tl->map_seal) {
-        rc = tl_store_seal(tl, &err);
-        sealed = rc == 0;
+        rc = tl_store_seal(tl, &sealed, &err);
+        sealed = sealed && rc == 0;
     }
     target = tl->sync_end = tl->size;
     if (rc == 0) {
@@ -598,22 +602,34 @@ tl_store_unlink(tl_timeline_t *tl, tl_park_t *p)
 }
 
 
+/* p leaves the parked ones, its answer v counted. */
+static void
+tl_store_leave(tl_timeline_t *tl, tl_park_t *p, tl_verdict_t v)
+{
+    tl_store_unlink(tl, p);
+    tl_metrics_append(tl, v, tl_us() - p->start_us);
+}
+
+
 void
 tl_store_answer(tl_timeline_t *tl, tl_park_t *p, tl_verdict_t v, char *out,
     const sk_err_t *err)
 {
-    tl_store_unlink(tl, p);
-    tl_metrics_append(tl, v, tl_us() - p->start_us);
+    tl_store_leave(tl, p, v);
     p->done(p, v, out, err);
 }
 
 
 /* Settle the parked appends whose outcome is known: those now durable,
- * and, after a failure, those it cost (as tl_store_wait decides). */
+ * and, after a failure, those it cost (as tl_store_wait decides).  The
+ * durable ones are answered out of the lock: each answer wakes an HTTP
+ * thread (MHD_resume_connection writes its eventfd), a batch's worth
+ * took milliseconds on this VM, and the appends of the next batch waited
+ * for the lock all that time. */
 static void
 tl_store_unpark(tl_timeline_t *tl)
 {
-    tl_park_t     *p;
+    tl_park_t     *p, *ok = NULL, **tail = &ok;
     tl_verdict_t   v;
     sk_err_t       err;
 
@@ -621,7 +637,11 @@ tl_store_unpark(tl_timeline_t *tl)
         sk_err_clear(&err);
         v = TL_FAULT;
         if (p->sn < tl->durable) {
-            v = TL_OK;
+            tl_store_leave(tl, p, TL_OK);
+            p->next = NULL;
+            *tail = p;
+            tail = &p->next;
+            continue;
         } else if (tl->failed) {
             sk_err_set(&err, SK_ERR_SYSTEM, "%s", tl->failed_msg);
         } else if (tl->seal_fails != p->fails && tl->logged <= p->sn) {
@@ -631,6 +651,15 @@ tl_store_unpark(tl_timeline_t *tl)
         }
         tl_store_answer(tl, p, v, NULL, &err);
     }
+    if (ok == NULL) {
+        return;
+    }
+    pthread_mutex_unlock(&tl->lock);
+    while ((p = ok) != NULL) {
+        ok = p->next;           /* p may be gone once answered */
+        p->done(p, TL_OK, NULL, NULL);
+    }
+    pthread_mutex_lock(&tl->lock);
 }
 
 

@@ -6,6 +6,7 @@
 #define SK_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <openssl/bio.h>
 #include <openssl/evp.h>
@@ -90,5 +91,36 @@ const char *sk_cache_cluster_node(const sk_cache_cluster_t *cl, int i,
 /* The cluster slot of a key: CRC16 of it, or of its {hash tag}. */
 unsigned sk_cache_cluster_slot(const char *key, size_t len);
 void sk_cache_cluster_close(sk_cache_cluster_t *cl);
+
+/* map_stage.c: a staged name map's rows (map_store.c), by kind
+ * (SK_MAP_ROW_NODE: a map.node row, SK_MAP_ROW_LEAF: a map.leaf row,
+ * SK_MAP_ROW_TIP: the key a one-key subtree holds, at its node key) and
+ * key, each as its table stores it. */
+#define SK_MAP_ROW_NODE  1
+#define SK_MAP_ROW_LEAF  2
+#define SK_MAP_ROW_TIP   3
+typedef struct {
+    uint32_t       hash;
+    unsigned char  kind, klen, vlen;
+    unsigned char  key[41];             /* space, depth, 32-byte prefix */
+    unsigned char  val[193];            /* flags and three node rows */
+} sk_map_row_t;
+typedef struct sk_map_stage_s sk_map_stage_t;
+int sk_map_stage_new(sk_map_stage_t **out, sk_err_t *err);
+void sk_map_stage_free(sk_map_stage_t *s);                  /* NULL ok */
+void sk_map_stage_clear(sk_map_stage_t *s);
+size_t sk_map_stage_count(const sk_map_stage_t *s);
+/* The row of (kind, key), NULL if none is staged. */
+const sk_map_row_t *sk_map_stage_get(const sk_map_stage_t *s, unsigned kind,
+    const unsigned char *key, size_t klen);
+/* Add or replace a row. */
+int sk_map_stage_put(sk_map_stage_t *s, unsigned kind,
+    const unsigned char *key, size_t klen, const unsigned char *val,
+    size_t vlen, sk_err_t *err);
+/* fn on every row, by kind, then key in LMDB's order; stops at the first
+ * that fails. */
+int sk_map_stage_each(const sk_map_stage_t *s,
+    int (*fn)(const sk_map_row_t *r, void *arg, sk_err_t *err), void *arg,
+    sk_err_t *err);
 
 #endif

@@ -19,7 +19,10 @@
  * the first map.leaf row at or after the subtree's prefix.  Puts are
  * eager: each rewrites the path to the root and the space's root record,
  * in the caller's transaction, so an aborted transaction leaves nothing
- * behind.
+ * behind.  A staged map (sk_map_open_staged) puts the same rows into its
+ * stage (map_stage.c) instead, read before the stored ones, with a tip
+ * row for each key whose subtree a staged put made or split: the first
+ * stored row at or after the prefix cannot name a key not yet stored.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -27,6 +30,8 @@
 #include <string.h>
 
 #include <sk/map.h>
+
+#include "internal.h"
 
 #define SK_MAP_HASH      SK_MERKLE_HASH_BYTES
 #define SK_MAP_ROW       (2 * SK_MAP_HASH)             /* a node's halves */
@@ -38,8 +43,9 @@
 #define SK_MAP_NODES_MAX (SK_MAP_DEPTH_MAX - 1)         /* deepest: 255 */
 
 struct sk_map_s {
-    sk_db_table_t  leaf;
-    sk_db_table_t  node;
+    sk_db_table_t    leaf;
+    sk_db_table_t    node;
+    sk_map_stage_t  *stage;     /* staged rows; NULL: puts go to the txn */
 };
 
 /* The node rows on a key's path from the root, while there are any, and
@@ -51,6 +57,7 @@ typedef struct {
     unsigned char     row[SK_MAP_DEPTH_MAX][SK_MAP_ROW];
     unsigned          npairs;                   /* values read */
     unsigned char     pair[SK_MAP_DEPTH_MAX / 2][SK_MAP_PAIR];
+    unsigned char     staged[SK_MAP_DEPTH_MAX / 2];  /* pair from the stage */
     int               pending;
     unsigned char     out[SK_MAP_PAIR];
     sk_merkle_hash_t  root;                     /* the space's record */
@@ -147,8 +154,8 @@ sk_map_leaf_of(sk_merkle_hash_t out, const unsigned char *key,
 }
 
 
-int
-sk_map_open(sk_map_t **m, sk_db_t *db, sk_err_t *err)
+static int
+sk_map_open_as(sk_map_t **m, sk_db_t *db, int staged, sk_err_t *err)
 {
     sk_map_t  *map = calloc(1, sizeof(*map));
 
@@ -156,7 +163,8 @@ sk_map_open(sk_map_t **m, sk_db_t *db, sk_err_t *err)
         return sk_err_set(err, SK_ERR_NOMEM, "map");
     }
     if (sk_db_table(db, "map.leaf", 1, &map->leaf, err) != 0
-        || sk_db_table(db, "map.node", 1, &map->node, err) != 0)
+        || sk_db_table(db, "map.node", 1, &map->node, err) != 0
+        || (staged && sk_map_stage_new(&map->stage, err) != 0))
     {
         free(map);
         return -1;
@@ -166,10 +174,107 @@ sk_map_open(sk_map_t **m, sk_db_t *db, sk_err_t *err)
 }
 
 
+int
+sk_map_open(sk_map_t **m, sk_db_t *db, sk_err_t *err)
+{
+    return sk_map_open_as(m, db, 0, err);
+}
+
+
+int
+sk_map_open_staged(sk_map_t **m, sk_db_t *db, sk_err_t *err)
+{
+    return sk_map_open_as(m, db, 1, err);
+}
+
+
 void
 sk_map_close(sk_map_t *m)
 {
-    free(m);
+    if (m != NULL) {
+        sk_map_stage_free(m->stage);
+        free(m);
+    }
+}
+
+
+/* A map.node row, staged (*staged, if not NULL, says so) or else
+ * stored: 0, 1 if none, -1. */
+static int
+sk_map_node_get(sk_db_txn_t *txn, sk_map_t *m, const unsigned char *k,
+    size_t klen, const void **val, size_t *vlen, unsigned char *staged,
+    sk_err_t *err)
+{
+    const sk_map_row_t  *r;
+
+    if (m->stage != NULL
+        && (r = sk_map_stage_get(m->stage, SK_MAP_ROW_NODE, k, klen))
+           != NULL)
+    {
+        *val = r->val;
+        *vlen = r->vlen;
+        if (staged != NULL) {
+            *staged = 1;
+        }
+        return 0;
+    }
+    if (staged != NULL) {
+        *staged = 0;
+    }
+    return sk_db_get(txn, m->node, k, klen, val, vlen, err);
+}
+
+
+/* A map.leaf row, staged or else stored: 0, 1 if none, -1. */
+static int
+sk_map_leaf_get(sk_db_txn_t *txn, sk_map_t *m, const unsigned char *k,
+    const void **val, size_t *vlen, sk_err_t *err)
+{
+    const sk_map_row_t  *r;
+
+    if (m->stage != NULL
+        && (r = sk_map_stage_get(m->stage, SK_MAP_ROW_LEAF, k,
+                SK_MAP_LEAF_KEY)) != NULL)
+    {
+        *val = r->val;
+        *vlen = r->vlen;
+        return 0;
+    }
+    return sk_db_get(txn, m->leaf, k, SK_MAP_LEAF_KEY, val, vlen, err);
+}
+
+
+/* Write a row of kind (SK_MAP_ROW_NODE or _LEAF): staged, or into txn. */
+static int
+sk_map_row_put(sk_db_txn_t *txn, sk_map_t *m, unsigned kind,
+    const unsigned char *k, size_t klen, const unsigned char *v,
+    size_t vlen, sk_err_t *err)
+{
+    if (m->stage != NULL) {
+        return sk_map_stage_put(m->stage, kind, k, klen, v, vlen, err);
+    }
+    return sk_db_put(txn, kind == SK_MAP_ROW_NODE ? m->node : m->leaf, k,
+        klen, v, vlen, err);
+}
+
+
+/* Staged: key is the one key of its subtree at depth (the walk for any
+ * key under that prefix ends there and finds it, stored or not).  A tip
+ * left behind when its subtree grows into a node is never asked for
+ * again: keys are never taken out. */
+static int
+sk_map_tip_note(sk_map_t *m, uint64_t space, const unsigned char *key,
+    unsigned depth, sk_err_t *err)
+{
+    unsigned char  k[SK_MAP_NODE_KEY];
+    size_t         klen;
+
+    if (m->stage == NULL) {
+        return 0;
+    }
+    klen = sk_map_node_row_key(k, space, key, depth);
+    return sk_map_stage_put(m->stage, SK_MAP_ROW_TIP, k, klen, key,
+        SK_MAP_KEY_BYTES, err);
 }
 
 
@@ -184,7 +289,7 @@ sk_map_record(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     int            rc;
 
     sk_db_u64_put(k, space);
-    rc = sk_db_get(txn, m->node, k, sizeof(k), &val, &vlen, err);
+    rc = sk_map_node_get(txn, m, k, sizeof(k), &val, &vlen, NULL, err);
     if (rc < 0) {
         return -1;
     }
@@ -220,7 +325,7 @@ sk_map_part(const unsigned char *key, unsigned depth)
 static int
 sk_map_pair_get(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     const unsigned char *key, unsigned depth, unsigned char *out,
-    sk_err_t *err)
+    unsigned char *staged, sk_err_t *err)
 {
     unsigned char         k[SK_MAP_NODE_KEY];
     const unsigned char  *v;
@@ -230,7 +335,7 @@ sk_map_pair_get(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     int                   rc;
 
     klen = sk_map_node_row_key(k, space, key, depth);
-    rc = sk_db_get(txn, m->node, k, klen, &val, &vlen, err);
+    rc = sk_map_node_get(txn, m, k, klen, &val, &vlen, staged, err);
     if (rc != 0) {
         return rc;
     }
@@ -282,7 +387,8 @@ sk_map_walk(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     for (t = 0; t <= SK_MAP_NODES_MAX; t++) {
         p->depth = t;
         if (t % 2 == 0) {
-            rc = sk_map_pair_get(txn, m, space, key, t, p->pair[t / 2], err);
+            rc = sk_map_pair_get(txn, m, space, key, t, p->pair[t / 2],
+                &p->staged[t / 2], err);
             if (rc != 0) {
                 return rc < 0 ? -1 : 0;
             }
@@ -319,25 +425,48 @@ sk_map_tip(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     const unsigned char *key, unsigned depth, sk_map_tip_t *tip,
     sk_err_t *err)
 {
-    unsigned char        k[SK_MAP_LEAF_KEY];
+    unsigned char        k[SK_MAP_LEAF_KEY], nk[SK_MAP_NODE_KEY];
     const unsigned char *fk;
     const void          *fkv, *val;
+    const sk_map_row_t  *r;
     size_t               fklen, vlen;
     unsigned             i;
     int                  rc;
 
-    sk_map_leaf_row_key(k, space, key);
-    for (i = depth; i < SK_MAP_DEPTH_MAX; i++) {
-        k[8 + i / 8] &= (unsigned char) ~(0x80 >> (i % 8));
-    }
     tip->found = 0;
-    rc = sk_db_seek(txn, m->leaf, k, sizeof(k), &fkv, &fklen, &val, &vlen,
-        err);
-    fk = fkv;
-    if (rc != 0 || fklen != SK_MAP_LEAF_KEY || memcmp(fk, k, 8) != 0
-        || sk_map_first_diff(fk + 8, key, 0) < depth)
-    {
-        return rc < 0 ? -1 : 0;
+    r = m->stage == NULL ? NULL : sk_map_stage_get(m->stage, SK_MAP_ROW_TIP,
+        nk, sk_map_node_row_key(nk, space, key, depth));
+    if (r != NULL) {
+        /* A key staged, or moved by a staged one, may not be stored. */
+        sk_map_leaf_row_key(k, space, r->val);
+        rc = sk_map_leaf_get(txn, m, k, &val, &vlen, err);
+        if (rc != 0) {
+            return rc < 0 ? -1 : sk_err_set(err, SK_ERR_FORMAT, "map.leaf "
+                "row (space %" PRIu64 ", depth %u): missing for a staged "
+                "key", space, depth);
+        }
+        fk = k;
+    } else {
+        sk_map_leaf_row_key(k, space, key);
+        for (i = depth; i < SK_MAP_DEPTH_MAX; i++) {
+            k[8 + i / 8] &= (unsigned char) ~(0x80 >> (i % 8));
+        }
+        rc = sk_db_seek(txn, m->leaf, k, sizeof(k), &fkv, &fklen, &val,
+            &vlen, err);
+        fk = fkv;
+        if (rc != 0 || fklen != SK_MAP_LEAF_KEY || memcmp(fk, k, 8) != 0
+            || sk_map_first_diff(fk + 8, key, 0) < depth)
+        {
+            return rc < 0 ? -1 : 0;
+        }
+        /* A stored key whose value is staged. */
+        if (m->stage != NULL
+            && (r = sk_map_stage_get(m->stage, SK_MAP_ROW_LEAF, fk,
+                    SK_MAP_LEAF_KEY)) != NULL)
+        {
+            val = r->val;
+            vlen = r->vlen;
+        }
     }
     if (vlen != SK_MAP_LEAF_VAL) {
         return sk_err_set(err, SK_ERR_FORMAT, "map.leaf row (space %" PRIu64
@@ -363,7 +492,7 @@ sk_map_get(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     int            rc;
 
     sk_map_leaf_row_key(k, space, key);
-    rc = sk_db_get(txn, m->leaf, k, sizeof(k), &val, &vlen, err);
+    rc = sk_map_leaf_get(txn, m, k, &val, &vlen, err);
     if (rc != 0) {
         return rc;
     }
@@ -398,7 +527,7 @@ sk_map_flush(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
             n += SK_MAP_ROW;
         }
     }
-    return sk_db_put(txn, m->node, k, klen, v, n, err);
+    return sk_map_row_put(txn, m, SK_MAP_ROW_NODE, k, klen, v, n, err);
 }
 
 
@@ -439,6 +568,11 @@ sk_map_split(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     unsigned char  row[SK_MAP_ROW];
     unsigned       t = sk_map_first_diff(key, other->key, depth), b;
 
+    if (sk_map_tip_note(m, space, key, t + 1, err) != 0
+        || sk_map_tip_note(m, space, other->key, t + 1, err) != 0)
+    {
+        return -1;
+    }
     b = sk_map_bit(key, t);
     memcpy(row + SK_MAP_HASH * b, leaf, SK_MAP_HASH);
     memcpy(row + SK_MAP_HASH * !b, other->leaf, SK_MAP_HASH);
@@ -454,6 +588,37 @@ sk_map_split(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
         memcpy(row + SK_MAP_HASH * b, h, SK_MAP_HASH);
         memset(row + SK_MAP_HASH * !b, 0, SK_MAP_HASH);
     }
+}
+
+
+static void
+sk_map_path_key_make(void)
+{
+    sk_map_path_keyed = pthread_key_create(&sk_map_path_key, free) == 0;
+}
+
+
+/* The calling thread's path for lookups, kept for its life (freed when
+ * it ends): malloc gives 41 KiB back to the system at each free, and a
+ * lookup that takes it again faults its pages in (an eighth of an
+ * answer's time).  NULL without memory. */
+static sk_map_path_t *
+sk_map_path_get(void)
+{
+    sk_map_path_t  *p;
+
+    pthread_once(&sk_map_path_once, sk_map_path_key_make);
+    if (!sk_map_path_keyed) {
+        return NULL;
+    }
+    p = pthread_getspecific(sk_map_path_key);
+    if (p == NULL && (p = malloc(sizeof(*p))) != NULL
+        && pthread_setspecific(sk_map_path_key, p) != 0)
+    {
+        free(p);
+        p = NULL;
+    }
+    return p;
 }
 
 
@@ -481,7 +646,8 @@ sk_map_put_path(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     sk_db_u64_put(k, space);
     memcpy(rec, h, SK_MAP_HASH);
     sk_db_u64_put(rec + SK_MAP_HASH, p->names);
-    return sk_db_put(txn, m->node, k, sizeof(k), rec, sizeof(rec), err);
+    return sk_map_row_put(txn, m, SK_MAP_ROW_NODE, k, sizeof(k), rec,
+        sizeof(rec), err);
 }
 
 
@@ -496,7 +662,7 @@ sk_map_put(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     unsigned char      k[SK_MAP_LEAF_KEY], val[SK_MAP_LEAF_VAL];
     int                rc;
 
-    p = malloc(sizeof(*p));
+    p = sk_map_path_get();
     if (p == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "map path");
     }
@@ -510,19 +676,19 @@ sk_map_put(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
                      && memcmp(tip.key, key, SK_MAP_KEY_BYTES) == 0))
     {
         p->names++;
-        if (tip.found) {
-            rc = sk_map_split(txn, m, space, key, p, leaf, &tip, h, err);
-        }
+        rc = tip.found
+             ? sk_map_split(txn, m, space, key, p, leaf, &tip, h, err)
+             : sk_map_tip_note(m, space, key, p->depth, err);
     }
     sk_map_leaf_row_key(k, space, key);
     sk_map_value_put(val, v);
     if (rc == 0) {
-        rc = sk_db_put(txn, m->leaf, k, sizeof(k), val, sizeof(val), err);
+        rc = sk_map_row_put(txn, m, SK_MAP_ROW_LEAF, k, sizeof(k), val,
+            sizeof(val), err);
     }
     if (rc == 0) {
         rc = sk_map_put_path(txn, m, space, key, p, h, err);
     }
-    free(p);
     return rc;
 }
 
@@ -546,16 +712,25 @@ sk_map_descend(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     sk_merkle_hash_t      h;
     const unsigned char  *above;
     unsigned              t;
+    int                   trust;
 
     if (sk_map_walk(txn, m, space, key, p, err) != 0
         || sk_map_tip(txn, m, space, key, p->depth, tip, err) != 0)
     {
         return -1;
     }
+    /* Staged rows are this process's own, each under a staged parent up
+     * to the staged root: when that is the root asked for, they need no
+     * check, only the stored rows below them. */
+    trust = root == NULL || (m->stage != NULL
+                             && memcmp(p->root, root, SK_MAP_HASH) == 0);
     if (root != NULL) {
         memcpy(p->root, root, SK_MAP_HASH);
     }
     for (t = 0; t < p->depth; t++) {
+        if (trust && p->staged[t / 2]) {
+            continue;
+        }
         above = t == 0 ? p->root : p->row[t - 1] + SK_MAP_HASH
                                    * sk_map_bit(key, t - 1);
         sk_map_node_hash(h, p->row[t], p->row[t] + SK_MAP_HASH);
@@ -600,37 +775,6 @@ sk_map_proof_of(sk_map_proof_t *pr, const unsigned char *key,
         memcpy(pr->leaf_key, tip->key, SK_MAP_KEY_BYTES);
         sk_map_value_hash(pr->leaf_value, &tip->value);
     }
-}
-
-
-static void
-sk_map_path_key_make(void)
-{
-    sk_map_path_keyed = pthread_key_create(&sk_map_path_key, free) == 0;
-}
-
-
-/* The calling thread's path for lookups, kept for its life (freed when
- * it ends): malloc gives 41 KiB back to the system at each free, and a
- * lookup that takes it again faults its pages in (an eighth of an
- * answer's time).  NULL without memory. */
-static sk_map_path_t *
-sk_map_path_get(void)
-{
-    sk_map_path_t  *p;
-
-    pthread_once(&sk_map_path_once, sk_map_path_key_make);
-    if (!sk_map_path_keyed) {
-        return NULL;
-    }
-    p = pthread_getspecific(sk_map_path_key);
-    if (p == NULL && (p = malloc(sizeof(*p))) != NULL
-        && pthread_setspecific(sk_map_path_key, p) != 0)
-    {
-        free(p);
-        p = NULL;
-    }
-    return p;
 }
 
 
@@ -722,10 +866,54 @@ sk_map_clear_table(sk_db_txn_t *txn, sk_db_table_t t, uint64_t space,
 int
 sk_map_clear(sk_db_txn_t *txn, sk_map_t *m, uint64_t space, sk_err_t *err)
 {
+    if (m->stage != NULL) {
+        sk_map_stage_clear(m->stage);
+    }
     if (sk_map_clear_table(txn, m->leaf, space, err) != 0
         || sk_map_clear_table(txn, m->node, space, err) != 0)
     {
         return -1;
     }
     return 0;
+}
+
+
+static int
+sk_map_write_row(const sk_map_row_t *r, void *arg, sk_err_t *err)
+{
+    const void  **a = arg;
+    sk_db_txn_t  *txn = (sk_db_txn_t *) a[0];
+    sk_map_t     *m = (sk_map_t *) a[1];
+
+    if (r->kind == SK_MAP_ROW_TIP) {
+        return 0;
+    }
+    return sk_db_put(txn, r->kind == SK_MAP_ROW_NODE ? m->node : m->leaf,
+        r->key, r->klen, r->val, r->vlen, err);
+}
+
+
+int
+sk_map_write(sk_db_txn_t *txn, sk_map_t *m, sk_err_t *err)
+{
+    const void  *arg[2] = { txn, m };
+
+    return m->stage == NULL ? 0
+        : sk_map_stage_each(m->stage, sk_map_write_row, arg, err);
+}
+
+
+void
+sk_map_unstage(sk_map_t *m)
+{
+    if (m->stage != NULL) {
+        sk_map_stage_clear(m->stage);
+    }
+}
+
+
+size_t
+sk_map_staged(const sk_map_t *m)
+{
+    return m->stage != NULL ? sk_map_stage_count(m->stage) : 0;
 }

@@ -4,7 +4,8 @@
  * in several spaces and transactions of random size, one aborted; roots,
  * proofs, get and get_proven for every key and absent ones; clear; a
  * changed byte in a map.node or map.leaf row found on the key's path and
- * nowhere else; and the cost of a put at 100,000 keys.
+ * nowhere else; the same with puts staged in memory and written now and
+ * then; and the cost of a put at 100,000 keys.
  */
 #include <time.h>
 
@@ -505,6 +506,101 @@ test_cost_100k(void **state)
 }
 
 
+/* Staged (sk_map_open_staged): random puts in batches through read
+ * transactions, the roots after each batch and every key and absent
+ * ones now and then, read back through the stage over what is stored;
+ * every few batches the stage written and committed, once written into
+ * a transaction that is aborted (the stage is kept and written later).
+ * In the end, the rows stored are the model's through an unstaged map. */
+static void
+test_staged(void **state)
+{
+    fixture_t        *f = *state;
+    uint64_t          s = SEED + 4;
+    sk_db_txn_t      *txn;
+    sk_map_t         *direct = f->map;
+    sk_map_value_t    v;
+    sk_merkle_hash_t  root;
+    sk_db_table_t     node;
+    const unsigned char *deep, *far;
+    const void       *val;
+    unsigned char     key[SK_MAP_KEY_BYTES], k[64], row[193];
+    size_t            batch, b, round, vlen;
+    int               i;
+    sk_err_t          err;
+
+    tu_assert_ok(sk_db_table(f->db, "map.node", 0, &node, &err), &err);
+    tu_assert_ok(sk_map_open_staged(&f->map, f->db, &err), &err);
+    for (round = 0; round < 60; round++) {
+        txn = begin(f, 0);
+        batch = mm_rand(&s) % 40 + 1;
+        for (b = 0; b < batch; b++) {
+            i = (int) (mm_rand(&s) % 8 < 5 ? 0 : mm_rand(&s) % NSPACES);
+            if (f->model[i].n > 0 && mm_rand(&s) % 3 == 0) {
+                memcpy(key, f->model[i].items[mm_rand(&s)
+                    % f->model[i].n].key, 32);
+            } else {
+                mm_rand_key(&s, &f->model[i], key);
+            }
+            rand_value(&s, &v);
+            put(f, txn, i, key, &v);
+        }
+        for (i = 0; i < NSPACES; i++) {
+            if (round % 10 == 9) {
+                check_space(f, txn, i, &s);
+            }
+            check_root(f, txn, i, root);
+        }
+        sk_db_abort(txn);
+        assert_true(sk_map_staged(f->map) > 0);
+        if (round % 7 == 3) {
+            txn = begin(f, 1);
+            tu_assert_ok(sk_map_write(txn, f->map, &err), &err);
+            sk_db_abort(txn);
+        } else if (round % 7 == 6) {
+            txn = begin(f, 1);
+            tu_assert_ok(sk_map_write(txn, f->map, &err), &err);
+            commit(txn);
+            sk_map_unstage(f->map);
+            assert_int_equal(sk_map_staged(f->map), 0);
+        }
+    }
+    txn = begin(f, 1);
+    tu_assert_ok(sk_map_write(txn, f->map, &err), &err);
+    commit(txn);
+    sk_map_unstage(f->map);
+    sk_map_close(f->map);
+    f->map = direct;
+    txn = begin(f, 0);
+    for (i = 0; i < NSPACES; i++) {
+        check_space(f, txn, i, &s);
+    }
+    sk_db_abort(txn);
+
+    /* A stored row changed under staged ones is found through the stage:
+     * one key staged, a node row on another key's path damaged. */
+    tu_assert_ok(sk_map_open_staged(&f->map, f->db, &err), &err);
+    txn = begin(f, 0);
+    deep = deep_key(f, txn, 4);
+    far = far_key(f, deep);
+    rand_value(&s, &v);
+    put(f, txn, 0, far, &v);
+    sk_db_abort(txn);
+    txn = begin(f, 1);
+    memset(k, 0, 8);
+    k[8] = 2;
+    k[9] = deep[0] & 0xc0;
+    assert_int_equal(sk_db_get(txn, node, k, 10, &val, &vlen, &err), 0);
+    memcpy(row, val, vlen);
+    row[1 + 5] ^= 0x40;
+    tu_assert_ok(sk_db_put(txn, node, k, 10, row, vlen, &err), &err);
+    expect_damage(f, txn, deep, far, "map.node row (space 0, depth 2): its "
+        "hashes do not give the hash above it");
+    sk_map_close(f->map);
+    f->map = direct;
+}
+
+
 int
 main(void)
 {
@@ -512,6 +608,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_against_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clear, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_staged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cost_100k, setup, teardown),
     };
 

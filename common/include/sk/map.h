@@ -112,6 +112,18 @@ typedef struct sk_map_s sk_map_t;
  * (open before any transaction begins, as sk_db_table asks). */
 int sk_map_open(sk_map_t **m, sk_db_t *db, sk_err_t *err) SK_WUR;
 void sk_map_close(sk_map_t *m);                     /* NULL ok */
+/* The same map, staged: its puts are held in memory, not written to
+ * their transaction, and every read of it, in any transaction, sees them
+ * over what is stored, until sk_map_write puts them into a write
+ * transaction and sk_map_unstage, once that committed, lets them go (or
+ * drops them unwritten).  For one writer that takes a root often and
+ * commits seldom: a row put by many batches is written once.  Not for
+ * concurrent use. */
+int sk_map_open_staged(sk_map_t **m, sk_db_t *db, sk_err_t *err) SK_WUR;
+int sk_map_write(sk_db_txn_t *txn, sk_map_t *m, sk_err_t *err) SK_WUR;
+void sk_map_unstage(sk_map_t *m);
+/* Rows held (0 unstaged): what a commit would write, about the memory. */
+size_t sk_map_staged(const sk_map_t *m);
 
 /* 0 and *v, 1 if key is not in space's map, -1.  Unchecked: for a value
  * that decides anything, use sk_map_get_proven. */
@@ -143,7 +155,8 @@ int sk_map_get_proven(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
 int sk_map_get_proof(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     const unsigned char key[SK_MAP_KEY_BYTES], const sk_merkle_hash_t root,
     sk_map_value_t *v, sk_map_proof_t *p, sk_err_t *err) SK_WUR;
-/* Drop space's map (to rebuild it from the log). */
+/* Drop space's map (to rebuild it from the log); staged, every staged
+ * row too. */
 int sk_map_clear(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     sk_err_t *err) SK_WUR;
 
