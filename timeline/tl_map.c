@@ -166,11 +166,13 @@ tl_map_restage(tl_timeline_t *tl, sk_db_txn_t *t)
             }
         }
     }
+    /* A stored root that cannot be read is damage: with no root, every
+     * read of a name fails its check and has the index rebuilt
+     * (tl_state_entry), so the map never calls back into the index. */
     if (sk_map_root(t, tl->map, 0, tl->map_root, &tl->map_names, &err)
         != 0)
     {
-        tl_index_damaged(tl, "%s/data.mdb: name map: %s", tl->db_dir,
-            err.msg);
+        memset(tl->map_root, 0, sizeof(tl->map_root));
     }
 }
 
