@@ -497,7 +497,6 @@ tl_store_sync_log(tl_timeline_t *tl)
     pthread_mutex_lock(&tl->lock);
     if (tl->map != NULL && tl->map_seal) {
         rc = tl_store_seal(tl, &sealed, &err);
-        sealed = sealed && rc == 0;
     }
     target = tl->sync_end = tl->size;
     if (rc == 0) {

@@ -198,49 +198,33 @@ sk_map_close(sk_map_t *m)
 }
 
 
-/* A map.node row, staged (*staged, if not NULL, says so) or else
- * stored: 0, 1 if none, -1. */
-static int
-sk_map_node_get(sk_db_txn_t *txn, sk_map_t *m, const unsigned char *k,
-    size_t klen, const void **val, size_t *vlen, unsigned char *staged,
-    sk_err_t *err)
+/* The table of a row of kind SK_MAP_ROW_NODE or _LEAF. */
+static sk_db_table_t
+sk_map_table(const sk_map_t *m, unsigned kind)
 {
-    const sk_map_row_t  *r;
-
-    if (m->stage != NULL
-        && (r = sk_map_stage_get(m->stage, SK_MAP_ROW_NODE, k, klen))
-           != NULL)
-    {
-        *val = r->val;
-        *vlen = r->vlen;
-        if (staged != NULL) {
-            *staged = 1;
-        }
-        return 0;
-    }
-    if (staged != NULL) {
-        *staged = 0;
-    }
-    return sk_db_get(txn, m->node, k, klen, val, vlen, err);
+    return kind == SK_MAP_ROW_NODE ? m->node : m->leaf;
 }
 
 
-/* A map.leaf row, staged or else stored: 0, 1 if none, -1. */
+/* A row of kind (SK_MAP_ROW_NODE or _LEAF), staged (*staged, if not
+ * NULL, says so) or else stored: 0, 1 if none, -1. */
 static int
-sk_map_leaf_get(sk_db_txn_t *txn, sk_map_t *m, const unsigned char *k,
-    const void **val, size_t *vlen, sk_err_t *err)
+sk_map_row_get(sk_db_txn_t *txn, sk_map_t *m, unsigned kind,
+    const unsigned char *k, size_t klen, const void **val, size_t *vlen,
+    unsigned char *staged, sk_err_t *err)
 {
     const sk_map_row_t  *r;
 
-    if (m->stage != NULL
-        && (r = sk_map_stage_get(m->stage, SK_MAP_ROW_LEAF, k,
-                SK_MAP_LEAF_KEY)) != NULL)
-    {
+    r = m->stage != NULL ? sk_map_stage_get(m->stage, kind, k, klen) : NULL;
+    if (staged != NULL) {
+        *staged = r != NULL;
+    }
+    if (r != NULL) {
         *val = r->val;
         *vlen = r->vlen;
         return 0;
     }
-    return sk_db_get(txn, m->leaf, k, SK_MAP_LEAF_KEY, val, vlen, err);
+    return sk_db_get(txn, sk_map_table(m, kind), k, klen, val, vlen, err);
 }
 
 
@@ -253,8 +237,7 @@ sk_map_row_put(sk_db_txn_t *txn, sk_map_t *m, unsigned kind,
     if (m->stage != NULL) {
         return sk_map_stage_put(m->stage, kind, k, klen, v, vlen, err);
     }
-    return sk_db_put(txn, kind == SK_MAP_ROW_NODE ? m->node : m->leaf, k,
-        klen, v, vlen, err);
+    return sk_db_put(txn, sk_map_table(m, kind), k, klen, v, vlen, err);
 }
 
 
@@ -289,7 +272,8 @@ sk_map_record(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     int            rc;
 
     sk_db_u64_put(k, space);
-    rc = sk_map_node_get(txn, m, k, sizeof(k), &val, &vlen, NULL, err);
+    rc = sk_map_row_get(txn, m, SK_MAP_ROW_NODE, k, sizeof(k), &val, &vlen,
+        NULL, err);
     if (rc < 0) {
         return -1;
     }
@@ -335,7 +319,8 @@ sk_map_pair_get(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     int                   rc;
 
     klen = sk_map_node_row_key(k, space, key, depth);
-    rc = sk_map_node_get(txn, m, k, klen, &val, &vlen, staged, err);
+    rc = sk_map_row_get(txn, m, SK_MAP_ROW_NODE, k, klen, &val, &vlen,
+        staged, err);
     if (rc != 0) {
         return rc;
     }
@@ -439,7 +424,8 @@ sk_map_tip(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     if (r != NULL) {
         /* A key staged, or moved by a staged one, may not be stored. */
         sk_map_leaf_row_key(k, space, r->val);
-        rc = sk_map_leaf_get(txn, m, k, &val, &vlen, err);
+        rc = sk_map_row_get(txn, m, SK_MAP_ROW_LEAF, k, sizeof(k), &val,
+            &vlen, NULL, err);
         if (rc != 0) {
             return rc < 0 ? -1 : sk_err_set(err, SK_ERR_FORMAT, "map.leaf "
                 "row (space %" PRIu64 ", depth %u): missing for a staged "
@@ -492,7 +478,8 @@ sk_map_get(sk_db_txn_t *txn, sk_map_t *m, uint64_t space,
     int            rc;
 
     sk_map_leaf_row_key(k, space, key);
-    rc = sk_map_leaf_get(txn, m, k, &val, &vlen, err);
+    rc = sk_map_row_get(txn, m, SK_MAP_ROW_LEAF, k, sizeof(k), &val, &vlen,
+        NULL, err);
     if (rc != 0) {
         return rc;
     }
@@ -878,28 +865,32 @@ sk_map_clear(sk_db_txn_t *txn, sk_map_t *m, uint64_t space, sk_err_t *err)
 }
 
 
+typedef struct {
+    sk_db_txn_t  *txn;
+    sk_map_t     *m;
+} sk_map_writing_t;
+
+
 static int
 sk_map_write_row(const sk_map_row_t *r, void *arg, sk_err_t *err)
 {
-    const void  **a = arg;
-    sk_db_txn_t  *txn = (sk_db_txn_t *) a[0];
-    sk_map_t     *m = (sk_map_t *) a[1];
+    sk_map_writing_t  *w = arg;
 
     if (r->kind == SK_MAP_ROW_TIP) {
         return 0;
     }
-    return sk_db_put(txn, r->kind == SK_MAP_ROW_NODE ? m->node : m->leaf,
-        r->key, r->klen, r->val, r->vlen, err);
+    return sk_db_put(w->txn, sk_map_table(w->m, r->kind), r->key, r->klen,
+        r->val, r->vlen, err);
 }
 
 
 int
 sk_map_write(sk_db_txn_t *txn, sk_map_t *m, sk_err_t *err)
 {
-    const void  *arg[2] = { txn, m };
+    sk_map_writing_t  w = { txn, m };
 
     return m->stage == NULL ? 0
-        : sk_map_stage_each(m->stage, sk_map_write_row, arg, err);
+        : sk_map_stage_each(m->stage, sk_map_write_row, &w, err);
 }
 
 
