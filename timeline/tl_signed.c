@@ -28,7 +28,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/sha.h>
 
 #include "tl.h"
 
@@ -56,7 +55,7 @@ tl_signed_format(char slot[TL_SIGNED_SLOT], uint64_t tid, uint64_t size,
     memset(slot, ' ', TL_SIGNED_SLOT);
     n = snprintf(slot, TL_SIGNED_SLOT, "signed-head 1 %" PRIu64 " %" PRIu64
         " %s", tid, size, rootb);
-    SHA256((unsigned char *) slot, (size_t) n, h);
+    sk_merkle_digest(h, slot, (size_t) n);
     slot[n++] = ' ';
     for (i = 0; i < TL_SIGNED_CHECK; i++) {
         n += snprintf(slot + n, 3, "%02x", h[i]);

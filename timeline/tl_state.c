@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/sha.h>
 
 #include "tl.h"
 
@@ -117,7 +116,7 @@ tl_state_seen(tl_timeline_t *tl, const tl_name_t *n, const char *sig)
     unsigned char  h[SK_SHA256_BYTES];
     size_t         i;
 
-    SHA256((const unsigned char *) sig, strlen(sig), h);
+    sk_merkle_digest(h, sig, strlen(sig));
     for (i = 0; i < n->nseen; i++) {
         if (memcmp(n->seen[i], h, sizeof(h)) == 0) {
             return 1;
@@ -137,7 +136,7 @@ tl_state_see(tl_name_t *n, const char *sig, sk_err_t *err)
         return sk_err_set(err, SK_ERR_NOMEM, "name table");
     }
     n->seen = p;
-    SHA256((const unsigned char *) sig, strlen(sig), p[n->nseen++]);
+    sk_merkle_digest(p[n->nseen++], sig, strlen(sig));
     n->dirty = 1;
     return 0;
 }

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/sha.h>
 #include <openssl/x509v3.h>
 
 #include <sk/chain.h>
@@ -40,7 +39,7 @@ tl_validate_cert(void *arg, const unsigned char *der, size_t len, int i)
     if (i == 0) {
         return d2i_X509(NULL, &p, (long) len);
     }
-    SHA256(der, len, h);
+    sk_merkle_digest(h, der, len);
     c = &tl->certs[(h[0] | (unsigned) h[1] << 8) % TL_CERT_CACHE];
     pthread_mutex_lock(&tl->certs_lock);
     if (c->cert != NULL && memcmp(c->hash, h, sizeof(h)) == 0

@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include <openssl/evp.h>
-#include <openssl/sha.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -24,6 +23,7 @@
 #include <sk/chain.h>
 #include <sk/dnssec.h>
 #include <sk/entry.h>
+#include <sk/merkle.h>
 #include <sk/name.h>
 #include <sk/services.h>
 
@@ -508,7 +508,7 @@ sk_entry_decode_cert(const char *s, size_t len, X509 **keep, sk_err_t *err)
     }
     /* An end-entity certificate is decoded whatever: no lookup. */
     if (keep == NULL) {
-        SHA256(der, n, hash);
+        sk_merkle_digest(hash, der, n);
         if (sk_entry_ca_seen(hash, 0)) {
             free(der);
             return 0;
@@ -530,7 +530,7 @@ sk_entry_decode_cert(const char *s, size_t len, X509 **keep, sk_err_t *err)
     }
     if (X509_check_ca(x) > 0) {
         if (keep != NULL) {
-            SHA256(der, n, hash);
+            sk_merkle_digest(hash, der, n);
         }
         (void) sk_entry_ca_seen(hash, 1);
     }
@@ -1627,15 +1627,11 @@ sk_entry_hash(unsigned char out[SK_SHA256_BYTES], const sk_entry_t *e,
 {
     char    *text;
     size_t   len;
-    int      rc;
 
     if (sk_entry_format(&text, &len, e, err) != 0) {
         return -1;
     }
-    rc = EVP_Digest(text, len, out, NULL, EVP_sha256(), NULL);
+    sk_merkle_digest(out, text, len);
     free(text);
-    if (rc != 1) {
-        return sk_err_crypto(err, "SHA-256 failed");
-    }
     return 0;
 }

@@ -17,6 +17,7 @@
 
 #include <sk/file.h>
 #include <sk/key.h>
+#include <sk/merkle.h>
 
 #include "internal.h"
 
@@ -142,12 +143,7 @@ sk_key_wrap_spki(sk_key_t **out, EVP_PKEY *pkey, const unsigned char *spki,
     }
     key->spki = der;
     key->spki_len = (size_t) len;
-    if (EVP_Digest(der, key->spki_len, key->spki_sha256, NULL, EVP_sha256(),
-            NULL) != 1)
-    {
-        sk_err_crypto(err, "cannot hash public key");
-        goto fail;
-    }
+    sk_merkle_digest(key->spki_sha256, der, key->spki_len);
     key->has_private = sk_pkey_has_private(pkey, key->alg);
     *out = key;
     return 0;
