@@ -6,6 +6,7 @@
 # units (PID 1 need not be systemd).  golang-go, golang-golang-x-mod-dev:
 # t/timeline-tiles.t checks the tiles with Go's sumdb/tlog, built offline.
 # liblmdb-dev: the daemons' on-disk indexes (common/src/db.c).
+# libsodium-dev: Ed25519 signing and verifying (common/src/key.c).
 # prometheus: t/metrics.t scrapes the daemons with a private Prometheus
 # and checks /metrics and dist/prometheus/ with its promtool.
 # libldns-dev: DNSSEC evidence (common/src/dnssec.c) reads DNS wire form and
@@ -19,7 +20,7 @@ set -eu
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
 libssl-dev openssl libcmocka-dev libhiredis-dev libmilter-dev
-libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev liblmdb-dev
+libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev liblmdb-dev libsodium-dev
 libldns-dev ldnsutils dns-root-data libgetdns-dev nsd unbound
 nginx nginx-dev redis-server tor postfix miltertest swaks
 gnutls-bin libgnutls28-dev curl python3 perl libio-socket-ssl-perl libtest-simple-perl

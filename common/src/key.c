@@ -5,6 +5,7 @@
  * once, because fingerprints and SPKI comparisons are on every hot path
  * (carrier verification, cache lookups).
  */
+#include <pthread.h>
 #include <string.h>
 
 #include <openssl/core_names.h>
@@ -14,6 +15,7 @@
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
+#include <sodium.h>
 
 #include <sk/file.h>
 #include <sk/key.h>
@@ -23,6 +25,17 @@
 
 #define SK_KEY_FILE_MAX  (64 * 1024)
 
+/*
+ * Ed25519 signs and verifies with libsodium: OpenSSL 3.0's EVP path, a
+ * context made and a provider dispatched for each call, costs 1.5 times as
+ * much to sign and twice as much to verify on the bench machine
+ * (docs/benchmarks.md), and every append, mirror sync and client decision
+ * checks Ed25519 signatures.  The signatures are the same bytes (RFC 8032
+ * is deterministic).  libsodium's verify is the stricter: besides S < L it
+ * refuses a non-canonical or small-order key or R, which OpenSSL takes;
+ * what it accepts, OpenSSL accepts.  The other algorithms and every
+ * encoding stay OpenSSL's.
+ */
 struct sk_key_s {
     EVP_PKEY      *pkey;
     sk_key_alg_t   alg;
@@ -30,6 +43,8 @@ struct sk_key_s {
     unsigned char *spki;                        /* DER, OPENSSL_malloc()ed */
     size_t         spki_len;
     unsigned char  spki_sha256[SK_SHA256_BYTES];
+    unsigned char  ed_pk[crypto_sign_PUBLICKEYBYTES];  /* Ed25519: raw */
+    unsigned char *ed_sk;       /* Ed25519 private: libsodium's seed || pk */
 };
 
 /* SEQUENCE { SEQUENCE { OID 1.3.101.112 } BIT STRING (32 bytes) } */
@@ -39,6 +54,55 @@ static const unsigned char sk_ed25519_spki_prefix[12] = {
 
 static int sk_key_wrap_spki(sk_key_t **out, EVP_PKEY *pkey,
     const unsigned char *spki, size_t spki_len, sk_err_t *err);
+static pthread_once_t  sk_sodium_once = PTHREAD_ONCE_INIT;
+static int             sk_sodium_ok;
+
+
+static void
+sk_sodium_init(void)
+{
+    sk_sodium_ok = sodium_init() >= 0;
+}
+
+
+/* An Ed25519 key's raw halves for libsodium: the public key from the
+ * SPKI (its one form: prefix, then the key); the private one, if any,
+ * from the seed, checked against the public. */
+static int
+sk_key_ed25519_load(sk_key_t *key, sk_err_t *err)
+{
+    unsigned char  seed[crypto_sign_SEEDBYTES], pk[crypto_sign_PUBLICKEYBYTES];
+    size_t         len = sizeof(seed);
+    int            ok;
+
+    pthread_once(&sk_sodium_once, sk_sodium_init);
+    if (!sk_sodium_ok) {
+        return sk_err_set(err, SK_ERR_SYSTEM, "libsodium: cannot start");
+    }
+    if (key->spki_len != sizeof(sk_ed25519_spki_prefix) + sizeof(pk)) {
+        return sk_err_set(err, SK_ERR_FORMAT, "not an Ed25519 public key");
+    }
+    memcpy(key->ed_pk, key->spki + sizeof(sk_ed25519_spki_prefix),
+        sizeof(key->ed_pk));
+    if (!key->has_private) {
+        return 0;
+    }
+    key->ed_sk = malloc(crypto_sign_SECRETKEYBYTES);
+    if (key->ed_sk == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
+    }
+    ok = EVP_PKEY_get_raw_private_key(key->pkey, seed, &len) == 1
+        && len == sizeof(seed)
+        && crypto_sign_seed_keypair(pk, key->ed_sk, seed) == 0
+        && memcmp(pk, key->ed_pk, sizeof(pk)) == 0;
+    sodium_memzero(seed, sizeof(seed));
+    if (!ok) {
+        ERR_clear_error();
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "Ed25519 private key does not match its public key");
+    }
+    return 0;
+}
 
 
 static int
@@ -145,6 +209,9 @@ sk_key_wrap_spki(sk_key_t **out, EVP_PKEY *pkey, const unsigned char *spki,
     key->spki_len = (size_t) len;
     sk_merkle_digest(key->spki_sha256, der, key->spki_len);
     key->has_private = sk_pkey_has_private(pkey, key->alg);
+    if (key->alg == SK_KEY_ED25519 && sk_key_ed25519_load(key, err) != 0) {
+        goto fail;
+    }
     *out = key;
     return 0;
 
@@ -363,10 +430,17 @@ sk_key_dup(sk_key_t **out, const sk_key_t *key, sk_err_t *err)
     }
     *d = *key;
     d->spki = OPENSSL_memdup(key->spki, key->spki_len);
-    if (d->spki == NULL || EVP_PKEY_up_ref(key->pkey) != 1) {
+    d->ed_sk = key->ed_sk != NULL ? malloc(crypto_sign_SECRETKEYBYTES) : NULL;
+    if (d->spki == NULL || (key->ed_sk != NULL && d->ed_sk == NULL)
+        || EVP_PKEY_up_ref(key->pkey) != 1)
+    {
         OPENSSL_free(d->spki);
+        free(d->ed_sk);
         free(d);
         return sk_err_set(err, SK_ERR_NOMEM, "cannot reference key");
+    }
+    if (d->ed_sk != NULL) {
+        memcpy(d->ed_sk, key->ed_sk, crypto_sign_SECRETKEYBYTES);
     }
     *out = d;
     return 0;
@@ -577,6 +651,15 @@ sk_key_sign(unsigned char **sig, size_t *siglen, const sk_key_t *key,
     if (!key->has_private) {
         return sk_err_set(err, SK_ERR_USAGE, "signing needs a private key");
     }
+    if (key->alg == SK_KEY_ED25519) {
+        *sig = malloc(crypto_sign_BYTES);
+        if (*sig == NULL) {
+            return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
+        }
+        (void) crypto_sign_detached(*sig, NULL, msg, len, key->ed_sk);
+        *siglen = crypto_sign_BYTES;
+        return 0;
+    }
     ctx = sk_key_md_ctx(key, 1);
     if (ctx == NULL) {
         return sk_err_crypto(err, "cannot start signing");
@@ -606,12 +689,17 @@ sk_key_verify(const sk_key_t *key, const unsigned char *sig, size_t siglen,
     EVP_MD_CTX *ctx;
     int         ok;
 
-    ctx = sk_key_md_ctx(key, 0);
-    if (ctx == NULL) {
-        return sk_err_crypto(err, "cannot start verification");
+    if (key->alg == SK_KEY_ED25519) {
+        ok = siglen == crypto_sign_BYTES
+            && crypto_sign_verify_detached(sig, msg, len, key->ed_pk) == 0;
+    } else {
+        ctx = sk_key_md_ctx(key, 0);
+        if (ctx == NULL) {
+            return sk_err_crypto(err, "cannot start verification");
+        }
+        ok = EVP_DigestVerify(ctx, sig, siglen, msg, len);
+        EVP_MD_CTX_free(ctx);
     }
-    ok = EVP_DigestVerify(ctx, sig, siglen, msg, len);
-    EVP_MD_CTX_free(ctx);
     if (ok != 1) {
         /* 0 and <0 (malformed signature) mean the same to the caller. */
         ERR_clear_error();
@@ -627,6 +715,10 @@ sk_key_free(sk_key_t *key)
     if (key != NULL) {
         EVP_PKEY_free(key->pkey);
         OPENSSL_free(key->spki);
+        if (key->ed_sk != NULL) {
+            sodium_memzero(key->ed_sk, crypto_sign_SECRETKEYBYTES);
+            free(key->ed_sk);
+        }
         free(key);
     }
 }

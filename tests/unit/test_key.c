@@ -331,6 +331,70 @@ test_spki_ed25519_fast_path(void **state)
 }
 
 
+/* Ed25519 signs and verifies with libsodium (key.c): the signatures are
+ * OpenSSL's byte for byte and OpenSSL verifies them; a key or R of small
+ * order, which lets anyone make a "signature" that OpenSSL takes, is
+ * refused. */
+static void
+test_ed25519_libsodium(void **state)
+{
+    static const unsigned char  msg[] = "Bind: example.org\n";
+    unsigned char               spki[44], sig[64], *ours, *theirs;
+    const unsigned char        *pub;
+    EVP_MD_CTX                 *ctx;
+    size_t                      i, len, olen, tlen = 64;
+    sk_key_t                   *key, *weak;
+    sk_err_t                    err;
+
+    (void) state;
+    for (i = 0; i < 8; i++) {
+        tu_assert_ok(sk_key_generate(&key, SK_KEY_ED25519, 0, &err), &err);
+        tu_assert_ok(sk_key_sign(&ours, &olen, key, msg, sizeof(msg) - i,
+            &err), &err);
+        assert_int_equal(olen, 64);
+        theirs = malloc(tlen);
+        assert_non_null(theirs);
+        ctx = EVP_MD_CTX_new();
+        assert_int_equal(EVP_DigestSignInit(ctx, NULL, NULL, NULL,
+            sk_key_get0_pkey(key)), 1);
+        assert_int_equal(EVP_DigestSign(ctx, theirs, &tlen, msg,
+            sizeof(msg) - i), 1);
+        EVP_MD_CTX_free(ctx);
+        assert_memory_equal(ours, theirs, 64);
+        ctx = EVP_MD_CTX_new();
+        assert_int_equal(EVP_DigestVerifyInit(ctx, NULL, NULL, NULL,
+            sk_key_get0_pkey(key)), 1);
+        assert_int_equal(EVP_DigestVerify(ctx, ours, 64, msg,
+            sizeof(msg) - i), 1);
+        EVP_MD_CTX_free(ctx);
+        free(ours);
+        free(theirs);
+        sk_key_free(key);
+    }
+
+    /* The neutral point as the key, as R, and S = 0: [S]B = R + [k]A
+     * for every message. */
+    tu_assert_ok(sk_key_generate(&key, SK_KEY_ED25519, 0, &err), &err);
+    pub = sk_key_get0_spki(key, &len);
+    assert_int_equal(len, sizeof(spki));
+    memcpy(spki, pub, 12);
+    sk_key_free(key);
+    memset(spki + 12, 0, 32);
+    spki[12] = 0x01;
+    memset(sig, 0, sizeof(sig));
+    sig[0] = 0x01;
+    tu_assert_ok(sk_key_from_spki(&weak, spki, sizeof(spki), &err), &err);
+    ctx = EVP_MD_CTX_new();
+    assert_int_equal(EVP_DigestVerifyInit(ctx, NULL, NULL, NULL,
+        sk_key_get0_pkey(weak)), 1);
+    assert_int_equal(EVP_DigestVerify(ctx, sig, 64, msg, sizeof(msg)), 1);
+    EVP_MD_CTX_free(ctx);
+    tu_assert_err(sk_key_verify(weak, sig, 64, msg, sizeof(msg), &err), &err,
+        SK_ERR_SIGNATURE, "does not verify");
+    sk_key_free(weak);
+}
+
+
 static void
 test_alg_names(void **state)
 {
@@ -357,6 +421,7 @@ main(void)
         cmocka_unit_test(test_keyfile),
         cmocka_unit_test(test_spki_strict),
         cmocka_unit_test(test_spki_ed25519_fast_path),
+        cmocka_unit_test(test_ed25519_libsodium),
         cmocka_unit_test(test_alg_names),
     };
 
