@@ -350,7 +350,7 @@ SKIP: {
         ? ('-fsanitize=address,undefined') : ();
     $r = run_cmd(['cc', '-std=c11', '-Wall', '-Wextra', '-Werror', @san,
         '-o', "$d/sk_get", "$d/sk_get.c", "-I$SKTest::ROOT/common/include",
-        "$build/libsk.a", '-lcurl', '-lssl', '-lcrypto']);
+        "$build/libsk.a", '-lcurl', '-lsodium', '-lssl', '-lcrypto']);
     is($r->{rc}, 0, 'docs/client.md: the example compiles') or diag($r->{err});
     my $get = sub {
         my ($cafile, @args) = @_;

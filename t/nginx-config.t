@@ -182,7 +182,7 @@ main(int argc, char **argv)
 EOF
     my @san = ($ENV{SAN} // '') eq '1' ? ('-fsanitize=address,undefined') : ();
     my $cc = run_cmd(['cc', @san, '-I', "$SKTest::ROOT/common/include", '-o', "$w/exp",
-        "$w/exp.c", "$build/libsk.a", '-lhiredis', '-lssl', '-lcrypto']);
+        "$w/exp.c", "$build/libsk.a", '-lhiredis', '-lsodium', '-lssl', '-lcrypto']);
     die "cc: $cc->{err}" if $cc->{rc};
     # a one-shot helper: what it does not free is no finding
     my $r = run_cmd(['env', 'ASAN_OPTIONS=detect_leaks=0', "$w/exp", $skkey, $cert,
