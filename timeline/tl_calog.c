@@ -36,15 +36,6 @@
 #define TL_CALOG_MIN    200     /* shorter elements are kept in place */
 
 
-static int
-tl_calog_hash(unsigned char hash[SK_SHA256_BYTES], const char *text,
-    size_t len)
-{
-    sk_merkle_digest(hash, text, len);
-    return 0;
-}
-
-
 static tl_calog_ent_t *
 tl_calog_slot(tl_calog_ent_t *slots, size_t nslots,
     const unsigned char hash[SK_SHA256_BYTES])
@@ -150,9 +141,8 @@ tl_calog_open(tl_timeline_t *tl, sk_err_t *err)
             continue;
         }
         free(der);
-        if (tl_calog_hash(hash, buf + pos, n) != 0
-            || tl_calog_add(tl, hash, buf + pos, n, err) != 0)
-        {
+        sk_merkle_digest(hash, buf + pos, n);
+        if (tl_calog_add(tl, hash, buf + pos, n, err) != 0) {
             sk_err_prefix(err, "%s: line %zu", tl->calog_file.path, line);
             goto done;
         }
@@ -263,9 +253,7 @@ tl_calog_pack(tl_timeline_t *tl, char **out, size_t *outlen,
             }
             continue;
         }
-        if (tl_calog_hash(hash, el, elen) != 0) {
-            goto nomem;
-        }
+        sk_merkle_digest(hash, el, elen);
         pthread_rwlock_rdlock(&tl->calog_lock);
         known = tl_calog_find(tl, hash) != NULL;
         pthread_rwlock_unlock(&tl->calog_lock);

@@ -28,7 +28,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 #include "tl.h"
 
 #define TL_SIGNED_SLOT   128
@@ -47,7 +46,7 @@ static void
 tl_signed_format(char slot[TL_SIGNED_SLOT], uint64_t tid, uint64_t size,
     const sk_merkle_hash_t root)
 {
-    unsigned char  h[SHA256_DIGEST_LENGTH];
+    unsigned char  h[SK_SHA256_BYTES];
     char           rootb[64];
     int            n, i;
 

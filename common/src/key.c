@@ -72,7 +72,6 @@ static int
 sk_key_ed25519_load(sk_key_t *key, sk_err_t *err)
 {
     unsigned char  seed[crypto_sign_SEEDBYTES], pk[crypto_sign_PUBLICKEYBYTES];
-    size_t         len = sizeof(seed);
     int            ok;
 
     pthread_once(&sk_sodium_once, sk_sodium_init);
@@ -91,13 +90,14 @@ sk_key_ed25519_load(sk_key_t *key, sk_err_t *err)
     if (key->ed_sk == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
     }
-    ok = EVP_PKEY_get_raw_private_key(key->pkey, seed, &len) == 1
-        && len == sizeof(seed)
-        && crypto_sign_seed_keypair(pk, key->ed_sk, seed) == 0
+    if (sk_key_ed25519_seed(seed, key, err) != 0) {
+        sodium_memzero(seed, sizeof(seed));
+        return -1;
+    }
+    ok = crypto_sign_seed_keypair(pk, key->ed_sk, seed) == 0
         && memcmp(pk, key->ed_pk, sizeof(pk)) == 0;
     sodium_memzero(seed, sizeof(seed));
     if (!ok) {
-        ERR_clear_error();
         return sk_err_set(err, SK_ERR_FORMAT,
             "Ed25519 private key does not match its public key");
     }
@@ -728,14 +728,10 @@ int
 sk_key_ed25519_public(unsigned char out[32], const sk_key_t *key,
     sk_err_t *err)
 {
-    size_t len = 32;
-
     if (key->alg != SK_KEY_ED25519) {
         return sk_err_set(err, SK_ERR_USAGE, "not an Ed25519 key");
     }
-    if (EVP_PKEY_get_raw_public_key(key->pkey, out, &len) != 1 || len != 32) {
-        return sk_err_crypto(err, "cannot read Ed25519 public key");
-    }
+    memcpy(out, key->ed_pk, sizeof(key->ed_pk));
     return 0;
 }
 
