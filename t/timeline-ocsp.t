@@ -11,6 +11,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use IO::Socket::INET;
 use POSIX qw(strftime);
+use Time::HiRes qw(sleep);
 use SKTest;
 use SKTimeline;
 
@@ -23,9 +24,9 @@ my $ca = make_ca($d, 'testca');
 my $oport = free_port();
 my $aia = "authorityInfoAccess=OCSP;URI:http://127.0.0.1:$oport/\n";
 my %sk = map { $_ => ed25519_key($d, $_) } qw(good revoked unknown down slow
-    plain);
+    plain quick);
 my %crt = map { $_ => issue($d, $ca, $sk{$_}, "$_.com", "$d/$_",
-    $_ eq 'plain' ? '' : $aia) } keys %sk;
+    $_ eq 'plain' || $_ eq 'quick' ? '' : $aia) } keys %sk;
 # A silent responder: accepts connections (the backlog), never answers.
 my $silent = IO::Socket::INET->new(Listen => 5, LocalAddr => '127.0.0.1',
     LocalPort => 0, Proto => 'tcp', ReuseAddr => 1) or die "listen: $!";
@@ -84,6 +85,29 @@ expect('slow', 408, qr/^bind: ocsp: no definite answer: responder http:\/\/127.0
     'silent responder: validation timed out');
 ok(time - $t0 < 10, '... within the timeout');
 
+# An append waiting for a responder leaves its CPU to the others (at most
+# one append per CPU checks at once): with more of them waiting than the
+# machine has CPUs, an entry that names no responder is answered at once,
+# not after their timeouts.
+my $cpus = (run_cmd(['nproc'])->{out} // '') =~ /(\d+)/ ? $1 : 2;
+my $slow = bind_entry(name => 'slow.com', key => $sk{slow},
+    chain => [$crt{slow}]);
+my @waiting = map {
+    my $pid = fork() // die "fork: $!";
+    if ($pid == 0) {
+        POSIX::_exit(append($t, $slow)->{code} == 408 ? 0 : 1);
+    }
+    $pid;
+} 1 .. $cpus + 2;
+sleep 0.5;
+$t0 = Time::HiRes::time();
+expect('quick', 201, undef, "no responder named, $cpus+2 appends waiting on "
+    . 'a silent one');
+my $took = Time::HiRes::time() - $t0;
+ok($took < 1.2, "... answered in ${took}s, before their 1.5 s timeout");
+my $timed_out = grep { waitpid($_, 0) == $_ && $? == 0 } @waiting;
+is($timed_out, $cpus + 2, '... and each waiting one got its 408');
+
 # The responder goes away: cached answers stand, new certificates get 408.
 stop_daemon($ocsp);
 expect('good', 403, qr/^bind: good.com already has a Bind/,
@@ -93,8 +117,9 @@ expect('down', 408, qr/^bind: ocsp: no definite answer: responder .*: (Couldn't 
     'responder down: 408');
 
 my $st = http('GET', "$t->{url}/status");
-like($st->{body}, qr/^Tree-Size: 6$/m,
-    'only the root, good and plain stored (each with its Map-Root entry)');
+like($st->{body}, qr/^Tree-Size: 8$/m,
+    'only the root, good, plain and quick stored (each with its Map-Root '
+    . 'entry)');
 
 # ocsp_require: a certificate naming no responder is refused.
 stop_daemon($t->{pid});

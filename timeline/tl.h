@@ -249,8 +249,10 @@ typedef struct {
     pthread_cond_t    gone;         /* a thread ended */
     tl_task_t        *head, *tail;
     size_t            queued;
-    unsigned          threads;      /* running */
+    unsigned          threads;      /* started, not yet ended */
     unsigned          idle;         /* of them, waiting for a task */
+    unsigned          running;      /* of them, in a task and not blocked */
+    unsigned          cpus;         /* the most running at once */
     int               stopping;
 } tl_work_t;
 
@@ -886,8 +888,15 @@ void tl_thread_stop(tl_thread_t *t, pthread_mutex_t *lock,
 
 /* tl_work.c: the append threads, up to conf.threads, started as tasks
  * wait for them.  libmicrohttpd's polling threads never block: an append
- * (OCSP, the clock, group commit) is handed to one of these. */
+ * (OCSP, the clock, group commit) is handed to one of these.  At most one
+ * per CPU runs a task at once; one that blocks says so (tl_work_block),
+ * and another task may start meanwhile. */
 void tl_work_init(tl_timeline_t *tl);
+/* Around a wait that uses no CPU (an OCSP responder, a lagging clock):
+ * from an append thread, its CPU goes to the next task; from any other
+ * thread, nothing. */
+void tl_work_block(tl_timeline_t *tl);
+void tl_work_unblock(tl_timeline_t *tl);
 /* Suspend c and queue t; -1 (c untouched) once stopping, or if no
  * thread runs and none can start. */
 int tl_work_submit(tl_timeline_t *tl, tl_task_t *t, struct MHD_Connection *c)

@@ -85,7 +85,9 @@ tl_append_clock(tl_timeline_t *tl, int64_t *now, const tl_wait_t *w,
             return TL_QUEUED;
         }
         pthread_mutex_unlock(&tl->lock);
+        tl_work_block(tl);
         usleep(TL_CLOCK_POLL_MS * 1000);
+        tl_work_unblock(tl);
         pthread_mutex_lock(&tl->lock);
     }
     if (tl->conf.max_clock_ahead != 0 && tl->size > 0

@@ -176,7 +176,9 @@ tl_ocsp_post(tl_timeline_t *tl, tl_ocsp_buf_t *resp, const char *url,
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long) len);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, tl_ocsp_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, resp);
+    tl_work_block(tl);
     rc = curl_easy_perform(c);
+    tl_work_unblock(tl);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     curl_easy_cleanup(c);
     curl_slist_free_all(hdr);
