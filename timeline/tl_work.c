@@ -11,7 +11,7 @@
  * and the rest wait in the queue, first come first served.  With a
  * thread per task, 32 appends shared 2 CPUs and finished together, late,
  * their threads queued on the timeline's lock; FIFO answers each sooner
- * (issue 25: 16 % more appends).  A task about to wait for something
+ * (issue 25: 12 % more appends).  A task about to wait for something
  * other than the CPU says so (tl_work_block), and another starts.
  */
 #define _GNU_SOURCE     /* pthread_setname_np, sched_getaffinity */
