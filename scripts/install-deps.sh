@@ -5,6 +5,7 @@
 # build and lint the Debian packages; systemd: systemd-analyze checks the
 # units (PID 1 need not be systemd).  golang-go, golang-golang-x-mod-dev:
 # t/timeline-tiles.t checks the tiles with Go's sumdb/tlog, built offline.
+# strace: t/timeline-chunks.t sees the chunk compressor enter SCHED_IDLE.
 # liblmdb-dev: the daemons' on-disk indexes (common/src/db.c).
 # libsodium-dev: Ed25519 signing and verifying (common/src/key.c).
 # prometheus: t/metrics.t scrapes the daemons with a private Prometheus
@@ -24,7 +25,7 @@ libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev liblmdb-dev libsodium-dev
 libldns-dev ldnsutils dns-root-data libgetdns-dev nsd unbound
 nginx nginx-dev redis-server tor postfix miltertest swaks
 gnutls-bin libgnutls28-dev curl python3 perl libio-socket-ssl-perl libtest-simple-perl
-valgrind groff-base golang-go golang-golang-x-mod-dev
+valgrind strace groff-base golang-go golang-golang-x-mod-dev
 dpkg-dev debhelper fakeroot lintian systemd prometheus"
 
 # apt-get refuses to do anything after a dpkg run was cut short ("dpkg was

@@ -1,6 +1,7 @@
 #!/usr/bin/perl
 # sk-timeline chunks: the merge schedule (fanout 2, 3 levels), listings
-# (/chunks, since, between), the publisher's lower CPU priority, chunk files fetched with curl, bunzip2ed, each
+# (/chunks, since, between), the publisher's lower CPU priority and its
+# idle-class compression, chunk files fetched with curl, bunzip2ed, each
 # signature and entry checked (openssl for chunks and TFMs, `sk entry
 # verify` for entries), the TFM's root against the entries, and the list
 # after a restart.
@@ -64,13 +65,27 @@ my @entries = (root_entry(cert => "$ca.crt", key => $op),
     bind_entry(name => 'example.com', key => $sk, chain => [$crt]),
     map { cs_entry(name => 'example.com', services => "https:$_", key => $sk) }
         1 .. 9);
+# The first publication is traced: bzip2 runs in a thread of its own under
+# SCHED_IDLE, only on CPU time no other thread wants.
+my ($st, $traced) = ("$d/strace.out", 0);
+my $tracer = has_cmd('strace') && run_daemon(['strace', '-f', '-qq', '-e',
+    'trace=sched_setscheduler', '-o', $st, '-p', $t->{pid}], "$d/strace.log");
+$traced = $tracer && wait_until(sub {
+    slurp("/proc/$t->{pid}/status") =~ /^TracerPid:\s*[1-9]/m }, 10);
 my $ok = 1;
 for my $i (0 .. $#entries) {
     $r = append($t, $entries[$i]);
     $ok &&= $r->{code} == 201 && published(2 * $i + 1);
     diag("entry $i: $r->{code} $r->{body}") if !$ok;
+    stop_daemon($tracer) if $i == 0 && $tracer;
 }
 ok($ok, 'eleven entries appended, each published in a chunk');
+SKIP: {
+    skip 'no strace, or it cannot attach here', 1 unless $traced;
+    like(slurp($st), qr/^\d+ +sched_setscheduler\(0, SCHED_IDLE, \[0\]\) = 0$/m,
+        'the chunk was compressed by a thread under SCHED_IDLE')
+        or diag(slurp($st) . slurp("$d/strace.log"));
+}
 
 $r = http('GET', "$t->{url}/chunks");
 my @lines = split /\n/, $r->{body};
