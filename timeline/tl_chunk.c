@@ -113,7 +113,8 @@ tl_chunk_read(const tl_timeline_t *tl, uint64_t first, uint64_t last,
 }
 
 
-/* One bzip2 -9 compression, and whether its thread runs idle-class. */
+/* One bzip2 -9 compression, and whether it runs in a thread of its own,
+ * idle-class. */
 typedef struct {
     char      *out;
     unsigned  *outlen;
@@ -130,10 +131,13 @@ tl_chunk_bzip2_run(void *arg)
     struct sched_param   none = { 0 };
     tl_bzip2_job_t      *j = arg;
 
-    pthread_setname_np(pthread_self(), "tl-bzip2");
-    if (j->idle && sched_setscheduler(0, SCHED_IDLE, &none) != 0) {
-        tl_log("chunks: SCHED_IDLE: %s (compressing at chunk_nice)",
-            strerror(errno));
+    /* Inline (no thread of its own), the caller's name and class stay. */
+    if (j->idle) {
+        pthread_setname_np(pthread_self(), "tl-bzip2");
+        if (sched_setscheduler(0, SCHED_IDLE, &none) != 0) {
+            tl_log("chunks: SCHED_IDLE: %s (compressing at chunk_nice)",
+                strerror(errno));
+        }
     }
     j->rc = BZ2_bzBuffToBuffCompress(j->out, j->outlen, j->in, j->inlen, 9,
         0, 0);
