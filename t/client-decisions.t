@@ -47,7 +47,7 @@ plan skip_all => "no $DRIVE" unless -x $DRIVE;
 my $SKM = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-milter';
 $nopolicy //= !-x $SKM ? "no $SKM"
     : !has_cmd('postfix') || !has_cmd('postmap') ? 'no postfix'
-    : private_hosts($d, 'example.com', 'nosk.test');
+    : private_hosts($d, 'example.com', 'www.example.com', 'nosk.test');
 
 # The table.
 my $doc = slurp("$SKTest::ROOT/docs/protocol.md");
@@ -68,9 +68,11 @@ is_deeply(\@cols, ['row', 'cache', 'staple', 'mirror', 'trust', 'server',
     'docs/protocol.md: the decision table\'s columns');
 ok(@rows >= 20, 'docs/protocol.md: ' . scalar(@rows) . ' rows');
 
-# The world: example.com and other.example bound on timelines 7, 8, 9.
+# The world: example.com (with its subdomains) and other.example bound on
+# timelines 7, 8, 9.
 my $w = world($d, names => { 'example.com' => 'https,smtp',
-    'other.example' => 'https' }, mirror => { query_cache => 0 });
+    'other.example' => 'https' }, subdomains => ['example.com'],
+    mirror => { query_cache => 0 });
 my $m = $w->{mirror};
 my @tids = (7, 8, 9);
 my $tlconf = sub {
@@ -81,7 +83,7 @@ my $tlconf = sub {
 
 # Staples: fresh, and the refused kinds.
 my $r;
-for my $n ('example.com', 'other.example') {
+for my $n ('example.com', 'other.example', 'www.example.com') {
     $r = sk('staple', 'fetch', '--trust', $w->{trust}, '-o', "$d/$n.staple",
         $n);
     is($r->{rc}, 0, "sk staple fetch $n") or diag($r->{out} . $r->{err});
@@ -91,7 +93,8 @@ my $bs = bad_staples($d, $good);
 my %staple = (none => undef, fresh => $good, stale => $good,
     tampered => $bs->{tampered},
     'other-name' => slurp("$d/other.example.staple"),
-    untrusted => $bs->{untrusted});
+    untrusted => $bs->{untrusted},
+    'www-fresh' => slurp("$d/www.example.com.staple"));
 
 # Mirrors: the real one, a closed port, a replay taken now (stale by the
 # row's T2 of 1 s), and a lying one (a checkpoint changed).
@@ -108,6 +111,14 @@ for my $k ('stale', 'lying') {
     spew("$d/fm-$k/www/%query%example.com", $body);
     $mirror{$k} = [[SKMirror::serve_forged("$d/fm-$k")->{url}, $m->{pub}]];
 }
+# A mirror that answers for www.example.com (a replay taken now) and not
+# for its parent, example.com, whose SK covers it.
+mkdir "$d/fm-parent";
+mkdir "$d/fm-parent/www";
+spew("$d/fm-parent/www/%query%www.example.com",
+    SKMirror::query($m, 'www.example.com')->{body});
+$mirror{'parent-down'} = [[SKMirror::serve_forged("$d/fm-parent")->{url},
+    $m->{pub}]];
 # A lying mirror with a key of its own, in front of sk-mirror: it leaves
 # every entry of the name out and signs that; alone, or then sk-mirror.
 my $liar = SKLiar::start("$d/liar", $m->{url});
@@ -120,6 +131,7 @@ my $ca = NginxTest::make_ca($d);
 my ($cert, $key) = make_cert($d, 'example.com', 'ec');
 my ($icert, $ikey) = make_cert($d, 'example.com', 'rsa');
 my ($ncert, $nkey) = make_cert($d, 'nosk.test', 'ec');
+my ($wcert, $wkey) = make_cert($d, 'www.example.com', 'rsa');
 (my $skpub = $w->{sk}{'example.com'}) =~ s/\.key$/.pub/;
 (my $opub = $w->{sk}{'other.example'}) =~ s/\.key$/.pub/;
 make_carrier($w->{sk}{'example.com'}, $cert, 'example.com', "$d/c-real.pem",
@@ -136,6 +148,7 @@ my %server = (
         . "        sovereign_key_carrier $d/c-other.pem;\n", "$d/c-other.pem"],
     impostor   => ['example.com', $icert, $ikey, ''],
     'no-sk'    => ['nosk.test', $ncert, $nkey, ''],
+    'www-impostor' => ['www.example.com', $wcert, $wkey, ''],
 );
 my (%port, %smtp, $conf);
 my $pf;

@@ -51,7 +51,8 @@ sub world {
         my $sk = $w->{sk}{$n} = SKTimeline::ed25519_key($d, "sk-$n");
         my $ev = SKTimeline::issue($d, $tlca, $sk, $n, "$d/ev-$n");
         push @entries, SKTimeline::bind_entry(name => $n, key => $sk,
-            services => $names->{$n}, chain => [$ev]);
+            services => $names->{$n}, chain => [$ev],
+            subdomains => (grep { $_ eq $n } @{$a{subdomains} // []}) ? 1 : 0);
     }
     push @entries, SKTimeline::unbind_entry(name => $_, key => $w->{sk}{$_})
         for @{$a{unbind} // []};

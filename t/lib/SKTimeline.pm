@@ -203,7 +203,7 @@ sub stamp_na { return map { $_ => 'N/A' } @STAMP }
 
 sub bind_entry {
     my (%a) = @_;
-    my $f = { Name => $a{name}, 'Includes-Subdomains' => 0,
+    my $f = { Name => $a{name}, 'Includes-Subdomains' => $a{subdomains} // 0,
         Key => spki_b64($a{key}), 'Key-Type' => 'ECC',
         Services => $a{services} // 'https',
         'Rebinder-Names' => $a{rebinders} // 'none',

@@ -16,7 +16,7 @@ sk_client_find(sk_client_found_t *f, const char *host,
     sk_client_result_t  r;
     sk_record_t         rec;
     const char         *name = host, *dot;
-    int                 first = 1, used;
+    int                 first = 1, used, unknown;
 
     memset(f, 0, sizeof(*f));
     for (;;) {
@@ -33,7 +33,12 @@ sk_client_find(sk_client_found_t *f, const char *host,
         }
         used = rec.state != SK_RECORD_NONE
             && sk_name_covers(name, rec.include_subdomains, host);
-        if (first || used) {
+        /* A parent no mirror answered for may hold a wildcard SK: the
+         * host's own "no SK" cannot decide then, that lookup does
+         * (sk_client_found_usable fails it closed). */
+        unknown = !first && r.outcome == SK_FRESH_CLOSED
+            && rec.state != SK_RECORD_BOUND;
+        if (first || used || unknown) {
             sk_client_found_free(f);
             f->res = r;
             f->rec = rec;
@@ -42,7 +47,7 @@ sk_client_find(sk_client_found_t *f, const char *host,
             sk_record_free(&rec);
             sk_client_result_free(&r);
         }
-        if (used) {
+        if (used || unknown) {
             return 0;
         }
         first = 0;

@@ -31,7 +31,15 @@ sk_client_rebinder_key(sk_key_t **key, const char *rebinder, void *arg,
     rc = sk_client_view_record(&rec, &res.view, sk_client_rebinder_key,
         &inner, err);
     if (rc == 0) {
-        if (rec.state != SK_RECORD_BOUND) {
+        if (rec.state != SK_RECORD_BOUND && res.outcome == SK_FRESH_CLOSED)
+        {
+            /* Not known to have no SK: the Rebind may count, so the name
+             * cannot be called unbound (fails closed, not "none"). */
+            rc = sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: rebinder of a "
+                "Rebind: no mirror gave a fresh enough answer (%zu of %zu "
+                "timelines fresh)", rebinder, res.fresh.fresh,
+                res.fresh.ntl);
+        } else if (rec.state != SK_RECORD_BOUND) {
             rc = sk_err_set(err, SK_ERR_NOT_FOUND, "%s: no SK in force",
                 rebinder);
         } else {
