@@ -37,6 +37,15 @@ ok($t->{up}, 'sk-timeline listens') or BAIL_OUT(slurp($t->{log}));
 
 sub tl { return run_cmd([$SKTimeline::TL, @_, '-c', "$d/tl/tl.conf"]) }
 
+# A timeline that never took an entry, stopped cleanly: nothing to report.
+mkdir "$d/empty";
+my $e0 = start_timeline("$d/empty", operator_key => "$d/operator.pub");
+ok($e0->{up}, 'an empty sk-timeline listens') or diag(slurp($e0->{log}));
+is(stop_daemon($e0->{pid}), 0, '... and stops cleanly');
+my $r0 = run_cmd([$SKTimeline::TL, '--check', '-c', "$d/empty/tl.conf"]);
+is($r0->{rc}, 0, '--check: an empty data_dir passes') or diag($r0->{err});
+like($r0->{out}, qr{index: ok: 0 entries}, '... its index as the log implies');
+
 my $n = 0;
 sub add {
     my ($e) = @_;

@@ -163,6 +163,10 @@ tl_index_check(tl_timeline_t *tl)
         tl_say("%s: note: none yet (a start builds it from the log)", dir);
         return 0;
     }
+    /* Written even with nothing to index, as a stopping daemon writes
+     * its own (tl_index_close): else an empty log's scratch index has no
+     * state rows to compare with. */
+    tl->stat_stale = 1;
     if (tl_index_flush(tl, &err) != 0) {
         tl_say("%s: scratch index: %s", dir, err.msg);
         return 1;
