@@ -58,18 +58,30 @@ static const sk_conf_def_t  mr_confdefs[] = {
 };
 
 
+/* An http:// or https:// base URL with a host, one word; its trailing
+ * '/'s dropped (paths are appended to it). */
 static int
 mr_conf_url(char *v, const char *key, sk_err_t *err)
 {
-    size_t  n;
+    size_t  n, s;
 
-    if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
+    s = strncmp(v, "http://", 7) == 0 ? 7
+        : strncmp(v, "https://", 8) == 0 ? 8 : 0;
+    if (s == 0) {
         return sk_err_set(err, SK_ERR_FORMAT,
             "\"%s\": URL \"%s\" is not http:// or https://", key, v);
     }
+    if (strpbrk(v, " \t") != NULL) {
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "\"%s\": want one URL, not \"%s\"", key, v);
+    }
     n = strlen(v);
-    while (n > 8 && v[n - 1] == '/') {
+    while (n > s && v[n - 1] == '/') {
         v[--n] = '\0';
+    }
+    if (n == s || v[s] == '/') {
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "\"%s\": URL \"%s\" has no host", key, v);
     }
     return 0;
 }
@@ -130,6 +142,7 @@ static int
 mr_conf_set(void *arg, const sk_conf_def_t *d, char *v, sk_err_t *err)
 {
     mr_conf_t  *conf = arg;
+    size_t      i;
 
     if (strcmp(d->name, "timeline") == 0) {
         return mr_conf_timeline(conf, v, err);
@@ -140,6 +153,13 @@ mr_conf_set(void *arg, const sk_conf_def_t *d, char *v, sk_err_t *err)
     }
     if (mr_conf_url(v, "peer", err) != 0) {
         return -1;
+    }
+    /* Once is enough: a second line would only double the polls. */
+    for (i = 0; i < conf->npeers; i++) {
+        if (strcmp(conf->peer[i], v) == 0) {
+            return sk_err_set(err, SK_ERR_FORMAT,
+                "\"peer\": %s given twice", v);
+        }
     }
     conf->peer[conf->npeers] = strdup(v);
     if (conf->peer[conf->npeers] == NULL) {

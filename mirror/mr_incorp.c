@@ -15,9 +15,16 @@
  *   Incorporate: <SN> <length>\n<the copy's canonical form>
  *
  * A record is written (fsynced) when its Incorporate is accepted, before
- * the round stores the entries; records at or past the stored size (a
- * round that failed, a crash) are cut at start and before the next write.
- * A torn last record is such a record; any other damage refuses to start.
+ * the round stores the entries; whole records at or past the stored size
+ * (a round that failed, a crash) are cut at start and before the next
+ * write.  Only the last record may be torn (a crash while it was written):
+ * cut short, it runs to the end of the file and holds no whole copy, and
+ * its SN, if its header got out, is not stored yet.  Any other damage (a
+ * header that is not two plain numbers, a LENGTH past the end with a whole
+ * copy behind it, a copy that does not parse, SNs out of order, a stored
+ * Incorporate whose copy is cut short) refuses to start, naming the file,
+ * the offset and the field, and changes nothing: cutting there would
+ * drop the copies behind it, which the names' rules need.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,10 +36,14 @@
 #include <unistd.h>
 
 #include <sk/b64.h>
+#include <sk/conf.h>
 
 #include "mr.h"
 
 #define MR_INC_BUCKETS  1024
+#define MR_INC_TAG      "Incorporate: "
+/* The longest header: the tag, two 20-digit numbers, a blank, a '\n'. */
+#define MR_INC_HDR_MAX  (sizeof(MR_INC_TAG) + 2 * 20 + 1)
 
 typedef struct {
     uint64_t   sn;          /* the Incorporate's SN on this timeline */
@@ -49,6 +60,7 @@ struct mr_inc_s {
     int               fd;
     char             *path;
     off_t             end;
+    int               dirty;    /* bytes past end a failed cut left */
     mr_inc_rec_t     *r;
     size_t            n, cap;
     size_t            head[MR_INC_BUCKETS];     /* newest record first */
@@ -120,31 +132,139 @@ mr_inc_index(mr_inc_t *c, uint64_t sn, const char *text, size_t len,
 }
 
 
-/* Forget records from SN sn on (and cut them from the file). */
+/* Forget records from SN sn on, and cut the file after the last one kept
+ * (also whatever a torn write or a failed cut left past c->end). */
 static int
 mr_inc_cut(mr_inc_t *c, uint64_t sn, sk_err_t *err)
 {
-    size_t  i, b;
+    size_t  b;
     off_t   end;
 
-    if (c->n == 0 || c->r[c->n - 1].sn < sn) {
-        return 0;
-    }
     while (c->n > 0 && c->r[c->n - 1].sn >= sn) {
         c->n--;
         b = mr_inc_bucket(c->r[c->n].name);
         c->head[b] = c->r[c->n].next;       /* it was the bucket's newest */
         free(c->r[c->n].name);
     }
-    /* The cut record's header starts before its copy: find it again. */
-    end = 0;
-    for (i = 0; i < c->n; i++) {
-        end = c->r[i].off + (off_t) c->r[i].len;
+    /* A record's header is before its copy: the end is the copy's. */
+    end = c->n > 0 ? c->r[c->n - 1].off + (off_t) c->r[c->n - 1].len : 0;
+    if (end == c->end && !c->dirty) {
+        return 0;
     }
     if (ftruncate(c->fd, end) != 0 || fsync(c->fd) != 0) {
+        c->dirty = 1;
         return sk_err_sys(err, "%s: cut at %lld", c->path, (long long) end);
     }
     c->end = end;
+    c->dirty = 0;
+    return 0;
+}
+
+
+/* The header line p[0..n) (without its '\n'): "Incorporate: SN LENGTH",
+ * each a plain decimal (sk_conf_u64: no sign, no blanks, no overflow),
+ * which is all mr_inc_put writes. */
+static int
+mr_inc_header(const char *p, size_t n, uint64_t *sn, uint64_t *len,
+    sk_err_t *err)
+{
+    char    hdr[MR_INC_HDR_MAX + 1], *num, *sp;
+    size_t  tag = sizeof(MR_INC_TAG) - 1;
+
+    if (n < tag || n > MR_INC_HDR_MAX || memcmp(p, MR_INC_TAG, tag) != 0
+        || memchr(p, '\0', n) != NULL)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "want \"Incorporate: SN LENGTH\"");
+    }
+    memcpy(hdr, p, n);
+    hdr[n] = '\0';
+    num = hdr + tag;
+    sp = strchr(num, ' ');
+    if (sp == NULL) {
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "want \"Incorporate: SN LENGTH\", not \"%s\"", hdr);
+    }
+    *sp = '\0';
+    if (sk_conf_u64(sn, "SN", num, err) != 0
+        || sk_conf_u64(len, "LENGTH", sp + 1, err) != 0)
+    {
+        return -1;
+    }
+    return 0;
+}
+
+
+/* Whether p[0..n) holds a whole copy: a canonical entry ends in its blank
+ * line, and has no other (as tl_file_entry_len tells a torn tail). */
+static int
+mr_inc_whole(const char *p, size_t n)
+{
+    size_t  i;
+
+    for (i = 1; i < n; i++) {
+        if (p[i] == '\n' && p[i - 1] == '\n') {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+
+/* Index the records of buf[0..len) (the file); *torn is where a torn last
+ * record starts, or len.  Whole records past the stored size are indexed
+ * too: they are checked as the others before mr_inc_cut drops them. */
+static int
+mr_inc_load(mr_tl_t *t, mr_inc_t *c, const char *buf, size_t len,
+    size_t *torn, sk_err_t *err)
+{
+    const char  *nl;
+    uint64_t     sn, n;
+    size_t       pos, at, left;
+
+    for (pos = 0; pos < len; pos = at + (size_t) n) {
+        nl = memchr(buf + pos, '\n', len - pos);
+        if (nl == NULL) {
+            if (len - pos > MR_INC_HDR_MAX) {
+                return sk_err_set(err, SK_ERR_FORMAT, "%s: offset %zu: want "
+                    "\"Incorporate: SN LENGTH\" (%zu bytes without a line "
+                    "end)", c->path, pos, len - pos);
+            }
+            *torn = pos;                    /* a header cut short */
+            return 0;
+        }
+        if (mr_inc_header(buf + pos, (size_t) (nl - (buf + pos)), &sn, &n,
+                err) != 0)
+        {
+            return sk_err_prefix(err, "%s: offset %zu", c->path, pos);
+        }
+        at = (size_t) (nl + 1 - buf);
+        left = len - at;
+        if (n >= left && !mr_inc_whole(nl + 1, left)) {
+            /* Runs to the end of the file, no whole copy in it: torn,
+             * unless its Incorporate is stored, which it is only after
+             * this copy was synced whole. */
+            if (sn < t->size) {
+                return sk_err_set(err, SK_ERR_FORMAT, "%s: offset %zu: "
+                    "LENGTH %" PRIu64 ": the copy of SN %" PRIu64 ", an "
+                    "Incorporate stored (%" PRIu64 " entries), has only "
+                    "%zu bytes", c->path, pos, n, sn, t->size, left);
+            }
+            *torn = pos;
+            return 0;
+        }
+        if (n > left) {
+            return sk_err_set(err, SK_ERR_FORMAT, "%s: offset %zu: LENGTH %"
+                PRIu64 " runs past the end of the file (%zu bytes left), "
+                "and a whole copy follows: not a torn last record",
+                c->path, pos, n, left);
+        }
+        if (mr_inc_index(c, sn, nl + 1, (size_t) n, (off_t) at, err) != 0) {
+            return sk_err_prefix(err, "%s: offset %zu: SN %" PRIu64,
+                c->path, pos, sn);
+        }
+    }
+    *torn = len;
     return 0;
 }
 
@@ -152,12 +272,11 @@ mr_inc_cut(mr_inc_t *c, uint64_t sn, sk_err_t *err)
 int
 mr_inc_open(mr_tl_t *t, sk_err_t *err)
 {
-    mr_inc_t            *c;
-    char                *buf = NULL, *e, *nl;
-    size_t               len = 0, pos = 0, i;
-    unsigned long long   sn, n;
-    struct stat          st;
-    off_t                good = 0;
+    mr_inc_t     *c;
+    char         *buf = NULL;
+    size_t        len, i, torn = 0, nrec;
+    struct stat   st;
+    int           rc;
 
     c = calloc(1, sizeof(*c));
     if (c == NULL) {
@@ -183,41 +302,23 @@ mr_inc_open(mr_tl_t *t, sk_err_t *err)
     {
         return -1;
     }
-    while (pos < len) {
-        nl = memchr(buf + pos, '\n', len - pos);
-        if (nl == NULL) {
-            break;                          /* torn header */
-        }
-        if (sscanf(buf + pos, "Incorporate: %llu %llu", &sn, &n) != 2
-            || (e = strchr(buf + pos, ' ')) == NULL || e > nl)
-        {
-            free(buf);
-            return sk_err_set(err, SK_ERR_FORMAT, "%s: offset %zu: want "
-                "\"Incorporate: SN LENGTH\"", c->path, pos);
-        }
-        if (n > len - (size_t) (nl + 1 - buf)) {
-            break;                          /* torn copy */
-        }
-        if (sn >= t->size) {
-            break;                          /* its Incorporate not stored */
-        }
-        if (mr_inc_index(c, sn, nl + 1, (size_t) n, nl + 1 - buf, err) != 0)
-        {
-            free(buf);
-            return sk_err_prefix(err, "%s: offset %zu", c->path, pos);
-        }
-        pos = (size_t) (nl + 1 - buf) + (size_t) n;
-        good = (off_t) pos;
-    }
+    /* All of it is read and checked before anything is cut. */
+    rc = mr_inc_load(t, c, buf, len, &torn, err);
     free(buf);
-    if (good < st.st_size) {
-        mr_log("timeline %" PRIu64 ": %s: %lld bytes past the stored entries"
-            " cut", t->conf->tid, c->path, (long long) (st.st_size - good));
-        if (ftruncate(c->fd, good) != 0 || fsync(c->fd) != 0) {
-            return sk_err_sys(err, "%s: cut", c->path);
-        }
+    if (rc != 0) {
+        return -1;
     }
-    c->end = good;
+    c->end = (off_t) len;
+    nrec = c->n;
+    if (mr_inc_cut(c, t->size, err) != 0) {
+        return -1;
+    }
+    if (c->end < (off_t) len) {
+        mr_log("timeline %" PRIu64 ": %s: cut at offset %lld: %zu whole "
+            "record(s) of SN %" PRIu64 " on (not stored)%s", t->conf->tid,
+            c->path, (long long) c->end, nrec - c->n, t->size,
+            torn < len ? ", a torn last record" : "");
+    }
     return 0;
 }
 
@@ -264,9 +365,12 @@ mr_inc_put(mr_tl_t *t, uint64_t sn, const char *text, size_t len,
         || fdatasync(c->fd) != 0)
     {
         sk_err_sys(err, "%s: write", c->path);
+        /* Else a shorter next record would leave bytes of this one behind
+         * it, which the next start would take for damage. */
         if (ftruncate(c->fd, c->end) != 0) {
-            mr_log("%s: cut after a failed write: %s", c->path,
-                strerror(errno));
+            c->dirty = 1;
+            mr_log("%s: cut after a failed write: %s (again before the "
+                "next one)", c->path, strerror(errno));
         }
         goto done;
     }

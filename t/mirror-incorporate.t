@@ -135,5 +135,24 @@ ok(wait_until(sub { entries(8) > $held && entries(8) == size8() }, 20),
 is(tl_state($m, 8), 'Idle', '... and 8 stays Idle');
 unlike(slurp($m->{log}), qr/timeline 8: .*Corrupt/, 'never held against 8');
 
+# A damaged record refuses to start, naming the file, the offset and the
+# field, and is left as it was: it used to be taken for a record past the
+# stored entries (SN "-1" read as 2^64 - 1) and cut, with every copy
+# behind it (docs/mirror.md, Storage).
+stop_daemon($m->{pid});
+my $incf = "$d/m1/data/tl-8/incorporated";
+my $good = slurp($incf);
+(my $bad = $good) =~ s/\AIncorporate: \d+ /Incorporate: -1 /
+    or BAIL_OUT('no record to damage');
+spew($incf, $bad);
+$m->{pid} = run_daemon([$SKMirror::MR, '-c', "$m->{dir}/mirror.conf"],
+    $m->{log});
+ok(wait_until(sub { !daemon_alive($m->{pid}) }, 20),
+    'a record with SN "-1": sk-mirror refuses to start');
+like(slurp($m->{log}), qr{tl-8/incorporated: offset 0: "SN": illegal value "-1"},
+    '... naming the file, offset and field');
+is(slurp($incf), $bad, '... and leaves the file as it was');
+spew($incf, $good);
+
 stop_daemon($_->{pid}) for $m, $m2, $a, $b, map { $tl{$_}{srv} } keys %tl;
 done_testing();

@@ -82,6 +82,19 @@ spew("$d/m/bad.conf", "listen = 127.0.0.1:1\ndata_dir = $d/m\n"
     . "timeline = 7 ftp://x $keys{7}[0]\n");
 like(run_cmd([$SKMirror::MR, '-n', '-c', "$d/m/bad.conf"])->{err},
     qr/line 3: "timeline": URL "ftp:\/\/x" is not http/, 'a bad timeline URL');
+spew("$d/m/bad.conf", "listen = 127.0.0.1:1\ndata_dir = $d/m\n"
+    . "timeline = 7 http:// $keys{7}[0]\n");
+like(run_cmd([$SKMirror::MR, '-n', '-c', "$d/m/bad.conf"])->{err},
+    qr{line 3: "timeline": URL "http://" has no host}, 'a URL without a host');
+spew("$d/m/bad.conf", "listen = 127.0.0.1:1\ndata_dir = $d/m\n"
+    . "timeline = 7 $t{7}{url} $keys{7}[0]\npeer = https://\n");
+like(run_cmd([$SKMirror::MR, '-n', '-c', "$d/m/bad.conf"])->{err},
+    qr{line 4: "peer": URL "https://" has no host}, '... as a peer');
+spew("$d/m/bad.conf", "listen = 127.0.0.1:1\ndata_dir = $d/m\n"
+    . "timeline = 7 $t{7}{url} $keys{7}[0]\npeer = http://m2.test/\n"
+    . "peer = http://m2.test\n");
+like(run_cmd([$SKMirror::MR, '-n', '-c', "$d/m/bad.conf"])->{err},
+    qr{line 5: "peer": http://m2\.test given twice}, 'a peer given twice');
 spew("$d/m/bad.conf", "listen = 127.0.0.1\ndata_dir = $d/m\n"
     . "timeline = 7 $t{7}{url} $keys{7}[0]\n");
 $r = run_cmd([$SKMirror::MR, '-n', '-c', "$d/m/bad.conf"]);

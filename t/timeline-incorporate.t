@@ -166,6 +166,34 @@ $r = run_cmd([$SKTimeline::TL, '-c', "$d/bad.conf"]);
 is($r->{rc}, 78, 'a missing peer key: EX_CONFIG');
 like($r->{err}, qr/peer 7: .*nonesuch.pub/, '... naming the peer');
 
+# A "peer" value that is not exactly a plain TID and a KEYFILE is a
+# configuration error (-n), naming the file and line: "-5" used to start
+# with TID 2^64 - 5, an overflow with 2^64 - 1, and trailing words were
+# dropped.
+for my $case (["-5 $d/a/timeline.pub", qr/illegal value "-5"/],
+    ["-5 $d/a/timeline.pub trailing junk", qr/want "TID KEYFILE"/],
+    ["99999999999999999999999 $d/a/timeline.pub", qr/illegal value "9{23}"/],
+    ["18446744073709551616 $d/a/timeline.pub", qr/illegal value/],
+    ["7 $d/a/timeline.pub junk", qr/want "TID KEYFILE"/],
+    ["+7 $d/a/timeline.pub", qr/illegal value "\+7"/],
+    ["0 $d/a/timeline.pub", qr/TID must be above 0/])
+{
+    spew("$d/bad.conf", "listen = 127.0.0.1:1\ndata_dir = $d/d\ntid = 9\n"
+        . "peer = $case->[0]\n");
+    $r = run_cmd([$SKTimeline::TL, '-n', '-c', "$d/bad.conf"]);
+    is($r->{rc}, 78, "peer = $case->[0]: EX_CONFIG");
+    like($r->{err}, qr/bad\.conf: line 4: "peer": $case->[1]/,
+        '... naming the file and line');
+}
+spew("$d/bad.conf", "listen = 127.0.0.1:1\ndata_dir = $d/d\ntid = 9\n"
+    . "peer = 7 $d/a/timeline.pub\npeer = 7 $d/b/timeline.pub\n");
+like(run_cmd([$SKTimeline::TL, '-n', '-c', "$d/bad.conf"])->{err},
+    qr/bad\.conf: line 5: "peer": TID 7 given twice/, 'a peer given twice');
+spew("$d/bad.conf", "listen = 127.0.0.1:1\ndata_dir = $d/d\ntid = 9\n"
+    . "peer = 9 $d/a/timeline.pub\n");
+like(run_cmd([$SKTimeline::TL, '-n', '-c', "$d/bad.conf"])->{err},
+    qr/bad\.conf: "peer": TID 9 is this timeline's own/, 'itself as a peer');
+
 stop_daemon($_->{pid}) for $a, $c;
 unlike(slurp($_->{log}), qr/Sanitizer|runtime error/, 'no sanitizer reports')
     for $a, $b, $c;

@@ -109,6 +109,12 @@ int tl_conf_load(tl_conf_t *conf, const char *path, sk_err_t *err) SK_WUR;
 int tl_conf_parse(tl_conf_t *conf, const char *text, size_t len,
     const char *path, sk_err_t *err) SK_WUR;
 void tl_conf_free(tl_conf_t *conf);
+#define TL_PATH_MAX  4096          /* a peer's KEYFILE, with its NUL */
+
+/* A "peer" value, "TID KEYFILE": the TID, the KEYFILE into path[0..size);
+ * errors say what is wrong with it (the caller names file and line). */
+int tl_conf_peer(const char *v, uint64_t *tid, char *path, size_t size,
+    sk_err_t *err) SK_WUR;
 
 /* What the timeline knows about one name (tl_state.c): a row of the
  * index's "names" table, held in tl->names while in use (the working set,

@@ -83,13 +83,68 @@ static const sk_conf_def_t  tl_confdefs[] = {
 };
 
 
-/* "peer = TID KEYFILE", kept in file order (the only custom key). */
+/* "TID KEYFILE": exactly two words, TID a plain decimal above 0
+ * (sk_conf_u64: no sign, no blanks, no overflow), KEYFILE into
+ * path[0..size). */
+int
+tl_conf_peer(const char *v, uint64_t *tid, char *path, size_t size,
+    sk_err_t *err)
+{
+    char         num[24];
+    const char  *file;
+    size_t       n, m;
+
+    n = strcspn(v, " \t");
+    file = v + n + strspn(v + n, " \t");
+    m = strcspn(file, " \t");
+    if (n == 0 || m == 0 || file[m] != '\0') {
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "\"peer\": want \"TID KEYFILE\", not \"%.128s\"", v);
+    }
+    if (n >= sizeof(num)) {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"peer\": illegal TID "
+            "\"%.*s\" (want a number)", (int) n, v);
+    }
+    memcpy(num, v, n);
+    num[n] = '\0';
+    if (sk_conf_u64(tid, "peer", num, err) != 0) {
+        return -1;
+    }
+    if (*tid == 0) {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"peer\": TID must be above "
+            "0");
+    }
+    if (m >= size) {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"peer\": KEYFILE of more "
+            "than %zu bytes", size - 1);
+    }
+    memcpy(path, file, m);
+    path[m] = '\0';
+    return 0;
+}
+
+
+/* "peer = TID KEYFILE", checked here so that -n and the line number come
+ * with it; kept in file order (the only custom key). */
 static int
 tl_conf_set(void *conf, const sk_conf_def_t *d, char *v, sk_err_t *err)
 {
     tl_conf_list_t  *l = (tl_conf_list_t *) ((char *) conf + d->offset);
-    char           **p;
+    char           **p, path[TL_PATH_MAX];
+    uint64_t         tid, other;
+    size_t           i;
 
+    if (tl_conf_peer(v, &tid, path, sizeof(path), err) != 0) {
+        return -1;
+    }
+    for (i = 0; i < l->n; i++) {
+        if (tl_conf_peer(l->v[i], &other, path, sizeof(path), err) == 0
+            && other == tid)
+        {
+            return sk_err_set(err, SK_ERR_FORMAT, "\"peer\": TID %" PRIu64
+                " given twice", tid);
+        }
+    }
     p = realloc(l->v, (l->n + 1) * sizeof(*p));
     if (p == NULL || (p[l->n] = strdup(v)) == NULL) {
         if (p != NULL) {
@@ -140,6 +195,29 @@ tl_conf_evidence(tl_conf_t *conf, sk_err_t *err)
 }
 
 
+/* No peer may be this timeline itself ("tid" may come after the peers). */
+static int
+tl_conf_peers_own(const tl_conf_t *conf, sk_err_t *err)
+{
+    char      path[TL_PATH_MAX];
+    uint64_t  tid;
+    size_t    i;
+
+    for (i = 0; i < conf->peers.n; i++) {
+        if (tl_conf_peer(conf->peers.v[i], &tid, path, sizeof(path), err)
+            != 0)
+        {
+            return -1;
+        }
+        if (tid == conf->tid) {
+            return sk_err_set(err, SK_ERR_FORMAT, "\"peer\": TID %" PRIu64
+                " is this timeline's own", tid);
+        }
+    }
+    return 0;
+}
+
+
 static int
 tl_conf_finish(tl_conf_t *conf, sk_err_t *err)
 {
@@ -158,6 +236,9 @@ tl_conf_finish(tl_conf_t *conf, sk_err_t *err)
     }
     if (conf->tid == 0) {
         return sk_err_set(err, SK_ERR_FORMAT, "\"tid\": must be above 0");
+    }
+    if (tl_conf_peers_own(conf, err) != 0) {
+        return -1;
     }
     if (tl_conf_evidence(conf, err) != 0) {
         return -1;

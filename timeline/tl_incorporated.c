@@ -20,28 +20,28 @@
 #include "tl.h"
 
 
-/* "TID KEYFILE" */
+/* "TID KEYFILE", as tl_conf.c checked it (again here: a conf may be
+ * built without a file, as the fuzz harness does). */
 static int
 tl_inc_peer(tl_timeline_t *tl, const char *line, sk_err_t *err)
 {
-    unsigned long long  tid;
-    tl_peer_t          *p;
-    size_t              i;
-    char                path[4096];
+    uint64_t    tid;
+    tl_peer_t  *p;
+    size_t      i;
+    char        path[TL_PATH_MAX];
 
-    if (sscanf(line, "%llu %4095s", &tid, path) != 2 || tid == 0) {
-        return sk_err_set(err, SK_ERR_FORMAT,
-            "peer \"%s\": want \"TID KEYFILE\"", line);
+    if (tl_conf_peer(line, &tid, path, sizeof(path), err) != 0) {
+        return -1;
     }
     for (i = 0; i < tl->npeers; i++) {
         if (tl->peers[i].tid == tid) {
-            return sk_err_set(err, SK_ERR_FORMAT, "peer %llu: duplicate",
-                tid);
+            return sk_err_set(err, SK_ERR_FORMAT, "peer %" PRIu64
+                ": duplicate", tid);
         }
     }
     if (tid == tl->conf.tid) {
         return sk_err_set(err, SK_ERR_FORMAT,
-            "peer %llu: that is this timeline's own TID", tid);
+            "peer %" PRIu64 ": that is this timeline's own TID", tid);
     }
     p = realloc(tl->peers, (tl->npeers + 1) * sizeof(*p));
     if (p == NULL) {
@@ -52,7 +52,7 @@ tl_inc_peer(tl_timeline_t *tl, const char *line, sk_err_t *err)
     memset(p, 0, sizeof(*p));
     p->tid = tid;
     if (sk_key_load_public(&p->key, path, err) != 0) {
-        return sk_err_prefix(err, "peer %llu", tid);
+        return sk_err_prefix(err, "peer %" PRIu64, tid);
     }
     tl->npeers++;
     return 0;
