@@ -23,6 +23,7 @@
 #define SKM_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
 #include <sk/client.h>
@@ -113,6 +114,13 @@ typedef struct {
 /* Load and check FILE; on failure err holds "FILE: line N: ..." (or
  * "FILE: ..." when no line applies). */
 int skm_conf_load(skm_conf_t **conf, const char *file, sk_err_t *err);
+/* The next line of f into *buf (getline's buffer, *cap), without its
+ * '\n', NUL-terminated: 1; 0 at the end; -1 with err naming path and
+ * line for a NUL byte in it (the string functions would stop there and
+ * drop the rest unseen), a line over SKM_LINE_MAX bytes, or a read
+ * error. */
+int skm_conf_getline(FILE *f, char **buf, size_t *cap, const char *path,
+    unsigned line, sk_err_t *err);
 void skm_conf_free(skm_conf_t *conf);                 /* NULL ok */
 
 /* The current configuration, held until skm_conf_release: SIGHUP

@@ -158,31 +158,63 @@ skm_conf_load(skm_conf_t **conf, const char *file, sk_err_t *err)
 }
 
 
+int
+skm_conf_getline(FILE *f, char **buf, size_t *cap, const char *path,
+    unsigned line, sk_err_t *err)
+{
+    ssize_t  n;
+    size_t   len;
+
+    errno = 0;
+    n = getline(buf, cap, f);
+    if (n == -1) {
+        if (ferror(f) || errno == ENOMEM) {
+            return sk_err_sys(err, "%s: line %u: read error", path, line);
+        }
+        return 0;
+    }
+    len = (size_t) n;
+    if (len > 0 && (*buf)[len - 1] == '\n') {
+        (*buf)[--len] = '\0';
+    }
+    if (memchr(*buf, '\0', len) != NULL) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s: line %u: a NUL byte",
+            path, line);
+    }
+    if (len > SKM_LINE_MAX) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s: line %u: line too long "
+            "(more than %d bytes)", path, line, SKM_LINE_MAX);
+    }
+    return 1;
+}
+
+
 /* One file: "Key value" lines, "#" starts a comment, blank lines skip. */
 static int
 skm_conf_read(skm_loader_t *ld, const char *path, int depth, sk_err_t *err)
 {
     FILE                 *f;
-    char                  buf[SKM_LINE_MAX + 2], *p, *key, *val, *e;
+    char                 *buf, *p, *key, *val, *e;
     const skm_confdef_t  *d;
     unsigned              line;
-    size_t                len;
+    size_t                cap;
     int                   rc;
 
     f = fopen(path, "r");
     if (f == NULL) {
         return sk_err_sys(err, "%s: cannot open", path);
     }
+    buf = NULL;
+    cap = 0;
     rc = 0;
     line = 0;
-    while (rc == 0 && fgets(buf, sizeof(buf), f) != NULL) {
+    while (rc == 0) {
         line++;
-        len = strlen(buf);
-        if (len > SKM_LINE_MAX && buf[len - 1] != '\n') {
-            rc = sk_err_set(err, SK_ERR_FORMAT, "%s: line %u: line too long "
-                "(more than %d bytes)", path, line, SKM_LINE_MAX);
+        rc = skm_conf_getline(f, &buf, &cap, path, line, err);
+        if (rc != 1) {
             break;
         }
+        rc = 0;
         p = strchr(buf, '#');
         if (p != NULL) {
             *p = '\0';
@@ -221,9 +253,7 @@ skm_conf_read(skm_loader_t *ld, const char *path, int depth, sk_err_t *err)
             rc = skm_conf_set(ld, d, val, path, line, depth, err);
         }
     }
-    if (rc == 0 && ferror(f)) {
-        rc = sk_err_sys(err, "%s: read error", path);
-    }
+    free(buf);
     fclose(f);
     return rc;
 }
@@ -274,9 +304,15 @@ skm_conf_set(skm_loader_t *ld, const skm_confdef_t *d, const char *val,
         *(long *) (void *) base = n;
         break;
     case SKM_BOOLEAN:
-        if (strchr("tTyY1", val[0]) != NULL) {
+        /* The whole word: "Syslog nonsense" is a typo to report, not a
+         * "no" to act on. */
+        if (strcasecmp(val, "yes") == 0 || strcasecmp(val, "true") == 0
+            || strcmp(val, "1") == 0)
+        {
             *(int *) (void *) base = 1;
-        } else if (strchr("fFnN0", val[0]) != NULL) {
+        } else if (strcasecmp(val, "no") == 0
+                   || strcasecmp(val, "false") == 0 || strcmp(val, "0") == 0)
+        {
             *(int *) (void *) base = 0;
         } else {
             return sk_err_set(err, SK_ERR_FORMAT, "%s: line %u: illegal "

@@ -38,6 +38,7 @@ typedef struct {
     sk_services_t   services;
     char           *fpr;            /* NULL if not given */
     sk_key_t       *key;            /* NULL if not given */
+    unsigned        line;           /* where the file lists it */
 } skm_trust_entry_t;
 
 struct skm_trust_s {
@@ -54,7 +55,8 @@ skm_trust_load(skm_trust_t **out, const char *path, sk_err_t *err)
 {
     FILE         *f;
     skm_trust_t  *t;
-    char          buf[SKM_LINE_MAX + 2], *p;
+    char         *buf, *p;
+    size_t        cap;
     unsigned      line;
     int           rc;
 
@@ -68,13 +70,14 @@ skm_trust_load(skm_trust_t **out, const char *path, sk_err_t *err)
         fclose(f);
         return sk_err_set(err, SK_ERR_NOMEM, "%s: out of memory", path);
     }
+    buf = NULL;
+    cap = 0;
     rc = 0;
     line = 0;
-    while (rc == 0 && fgets(buf, sizeof(buf), f) != NULL) {
+    while (rc == 0) {
         line++;
-        if (strlen(buf) > SKM_LINE_MAX && strchr(buf, '\n') == NULL) {
-            rc = sk_err_set(err, SK_ERR_FORMAT, "%s: line %u: line too long",
-                path, line);
+        rc = skm_conf_getline(f, &buf, &cap, path, line, err);
+        if (rc != 1) {
             break;
         }
         p = strchr(buf, '#');
@@ -83,6 +86,7 @@ skm_trust_load(skm_trust_t **out, const char *path, sk_err_t *err)
         }
         rc = skm_trust_line(t, buf, path, line, err);
     }
+    free(buf);
     fclose(f);
     if (rc != 0) {
         skm_trust_free(t);
@@ -98,7 +102,7 @@ skm_trust_line(skm_trust_t *t, char *line, const char *path,
     unsigned lineno, sk_err_t *err)
 {
     char               *f[4], *save, *p;
-    size_t              n;
+    size_t              n, i;
     skm_trust_entry_t  *v, *en;
     sk_err_t            e;
 
@@ -127,6 +131,15 @@ skm_trust_line(skm_trust_t *t, char *line, const char *path,
         return sk_err_set(err, SK_ERR_FORMAT, "%s: line %u: domain: %s",
             path, lineno, e.msg);
     }
+    /* A lookup takes the first: a second line for the domain would be
+     * ignored, whatever it says. */
+    for (i = 0; i < t->n; i++) {
+        if (strcmp(t->v[i].domain, f[0]) == 0) {
+            return sk_err_set(err, SK_ERR_FORMAT, "%s: line %u: domain "
+                "\"%s\" listed twice (first at line %u)", path, lineno, f[0],
+                t->v[i].line);
+        }
+    }
     if (n == 3 && f[2][0] != '/'
         && (strncmp(f[2], "sha256:", 7) != 0 || strlen(f[2]) != 71
             || strspn(f[2] + 7, "0123456789abcdef") != 64))
@@ -147,6 +160,7 @@ skm_trust_line(skm_trust_t *t, char *line, const char *path,
             path, lineno, e.msg);
     }
     t->n++;
+    en->line = lineno;
     en->domain = strdup(f[0]);
     if (en->domain == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "%s: out of memory", path);

@@ -122,6 +122,46 @@ like($r->{err}, qr{^sk-milter: \Q$dir\E/none\.conf: cannot open}, 'missing file:
 
 bad("$good" . ('x' x 5000) . "\n", "$dir/c.conf: line 3: line too long "
     . '(more than 4096 bytes)', 'long line');
+# Booleans: the whole word, yes|no|true|false|1|0 in any case; anything
+# else (a typo, a number, "t") is refused, not read by its first letter.
+for my $v (qw(yes no YES No true FALSE True 1 0)) {
+    $r = check("$good" . "Syslog $v\n");
+    is($r->{rc}, 0, "boolean \"$v\": exit 0") or diag($r->{err});
+}
+for my $v (qw(nonsense 1234 noo yess t f y n 01 -1)) {
+    bad("$good" . "Syslog $v\n", "$dir/c.conf: line 3: illegal value "
+        . "\"$v\" for \"Syslog\" (yes or no)", "boolean \"$v\" refused");
+}
+bad("$good" . "StapleProof Nope\n", "$dir/c.conf: line 3: illegal value "
+    . '"Nope" for "StapleProof" (yes or no)', 'StapleProof "Nope" refused');
+
+# A NUL would cut its line short and hide the rest: refused with the line.
+bad("$good" . "Syslog no\0 trailing\n", "$dir/c.conf: line 3: a NUL byte",
+    'NUL in a value');
+bad("# a comment\0\n$good", "$dir/c.conf: line 1: a NUL byte",
+    'NUL in a comment');
+spew("$dir/inc.conf", "Mode verify\n\0");
+bad("$good" . "Include $dir/inc.conf\n", "$dir/inc.conf: line 2: "
+    . 'a NUL byte', 'NUL inside an Include');
+
+# TrustFile: a domain listed twice (a lookup takes the first, so the
+# second would be ignored) names both lines; a NUL names its line.
+spew("$dir/trust", "example.com smtp\nother.example smtp\n"
+    . "Example.COM smtp\n");
+$r = check("$good" . "TrustFile $dir/trust\n");
+is($r->{rc}, 78, 'TrustFile domain twice: exit 78');
+like($r->{err}, qr{^sk-milter: \Q$dir\E/c\.conf: line 3: TrustFile: \Q$dir\E/trust: line 3: domain "example\.com" listed twice \(first at line 1\)},
+    'TrustFile domain twice: names both lines') or diag($r->{err});
+spew("$dir/trust", "other.example smtp\nexample.com smtp\0 sha256:"
+    . ('0' x 64) . "\n");
+$r = check("$good" . "TrustFile $dir/trust\n");
+is($r->{rc}, 78, 'TrustFile NUL: exit 78');
+like($r->{err}, qr{TrustFile: \Q$dir\E/trust: line 2: a NUL byte$},
+    'TrustFile NUL: names the line') or diag($r->{err});
+spew("$dir/trust", "example.com smtp\nother.example smtp\n");
+$r = check("$good" . "TrustFile $dir/trust\n");
+is($r->{rc}, 0, 'TrustFile of distinct domains: exit 0') or diag($r->{err});
+
 $r = check(join('', map { chr(int(rand(256))) } 1 .. 20000));
 is($r->{rc}, 78, 'garbage file: exit 78, no crash');
 

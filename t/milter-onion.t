@@ -57,6 +57,26 @@ ok(wait_until(sub { (() = slurp($log) =~ /onion service \S+;/g) == 2 }),
 is(slurp("$hs/hs_ed25519_secret_key"), $secret, 'restart: same key');
 is(stop_daemon($pid), 0, 'clean exit again');
 
+# A secret key others can read is refused like any private key: logged,
+# and no onion service or torrc from it.  The public key and hostname may
+# be 0644, as tor writes them.
+chmod 0644, "$hs/hs_ed25519_public_key", "$hs/hostname";
+chmod 0644, "$hs/hs_ed25519_secret_key";
+unlink "$dir/mail.torrc";
+$pid = run_daemon([$skm, '-f', '-c', "$dir/sk-milter.conf"], $log);
+ok(wait_until(sub { slurp($log) =~ /permissions 0644 are too open/ }),
+    'a 0644 secret key: refused') or diag(slurp($log));
+like(slurp($log), qr{OnionDir \Q$hs\E: \Q$hs\E/hs_ed25519_secret_key: permissions 0644 are too open},
+    '... naming the file and its mode');
+is((() = slurp($log) =~ /onion service \S+;/g), 2, '... no onion service');
+ok(!-e "$dir/mail.torrc", '... and no torrc');
+stop_daemon($pid);
+chmod 0600, "$hs/hs_ed25519_secret_key";
+spew("$dir/mail.torrc", "HiddenServiceDir $hs\n"
+    . "HiddenServicePort 25 127.0.0.1:2525\n"
+    . "HiddenServicePort 465 127.0.0.1:4465\n"
+    . "HiddenServicePort 587 127.0.0.1:5587\n");
+
 # Real tor.
 my $data = "$dir/tor-data";
 mkdir $data, 0700;

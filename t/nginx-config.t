@@ -100,6 +100,20 @@ refused("sovereign_key_onion nothere.onion;",
 refused("sovereign_key_onion auto;",
     qr{\[emerg\] "sovereign_key_onion auto" needs "sovereign_key_onion_dir"},
     'onion auto without a dir');
+# An onion dir whose secret key others can read: refused like any private
+# key (the public key and hostname may be 0644, as tor writes them).
+my $hs = "$d/hs-open";
+my $made = sk('onion', '--new', '-P', '443', '-o', $hs);
+is($made->{rc}, 0, 'sk onion --new') or diag($made->{err});
+chmod 0644, "$hs/hs_ed25519_public_key", "$hs/hostname";
+($rc, $err) = conf("sovereign_key_public $pub; sovereign_key_carrier $good; "
+    . "sovereign_key_onion auto; sovereign_key_onion_dir $hs;");
+is($rc, 0, 'onion dir with a 0600 secret key passes nginx -t') or diag($err);
+chmod 0644, "$hs/hs_ed25519_secret_key";
+refused("sovereign_key_public $pub; sovereign_key_carrier $good; "
+    . "sovereign_key_onion auto; sovereign_key_onion_dir $hs;",
+    qr{\[emerg\].*\Q$hs\E/hs_ed25519_secret_key: permissions 0644 are too open},
+    'world-readable onion secret key');
 refused("sovereign_key_public $pub; sovereign_key_carrier $good;",
     qr{\[emerg\].*with variables}, 'ssl_certificate with variables',
     cert => "ssl_certificate \$ssl_server_name.pem; ssl_certificate_key $ec_key;");

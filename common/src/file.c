@@ -14,41 +14,32 @@
 #include <sk/file.h>
 
 
-int
-sk_file_read(char **buf, size_t *len, const char *path, size_t max,
-    sk_err_t *err)
+/*
+ * The body of sk_file_read and sk_file_read_private: fd is open on path and
+ * st is its fstat(); checks size against max and reads it all.  Always
+ * closes fd.
+ */
+static int
+sk_file_read_fd(int fd, const struct stat *st, char **buf, size_t *len,
+    const char *path, size_t max, sk_err_t *err)
 {
-    struct stat  st;
-    char        *p;
-    size_t       got;
-    ssize_t      n;
-    int          fd;
+    char     *p;
+    size_t    got;
+    ssize_t   n;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd == -1) {
-        return sk_err_sys(err, "%s: cannot open", path);
-    }
-    if (fstat(fd, &st) == -1) {
-        sk_err_sys(err, "%s: cannot stat", path);
-        goto fail;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        sk_err_set(err, SK_ERR_FORMAT, "%s: not a regular file", path);
-        goto fail;
-    }
-    if ((size_t) st.st_size > max) {
+    if ((size_t) st->st_size > max) {
         sk_err_set(err, SK_ERR_FORMAT, "%s: larger than %zu bytes", path,
             max);
         goto fail;
     }
 
-    p = malloc((size_t) st.st_size + 1);
+    p = malloc((size_t) st->st_size + 1);
     if (p == NULL) {
         sk_err_set(err, SK_ERR_NOMEM, "%s: out of memory", path);
         goto fail;
     }
-    for (got = 0; got < (size_t) st.st_size; got += (size_t) n) {
-        n = read(fd, p + got, (size_t) st.st_size - got);
+    for (got = 0; got < (size_t) st->st_size; got += (size_t) n) {
+        n = read(fd, p + got, (size_t) st->st_size - got);
         if (n == -1 && errno == EINTR) {
             n = 0;
             continue;
@@ -74,6 +65,76 @@ sk_file_read(char **buf, size_t *len, const char *path, size_t max,
 fail:
     close(fd);
     return -1;
+}
+
+
+int
+sk_file_read(char **buf, size_t *len, const char *path, size_t max,
+    sk_err_t *err)
+{
+    struct stat  st;
+    int          fd;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd == -1) {
+        return sk_err_sys(err, "%s: cannot open", path);
+    }
+    if (fstat(fd, &st) == -1) {
+        sk_err_sys(err, "%s: cannot stat", path);
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        sk_err_set(err, SK_ERR_FORMAT, "%s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    return sk_file_read_fd(fd, &st, buf, len, path, max, err);
+}
+
+
+/*
+ * The mode is checked on the descriptor that is then read, so the file
+ * cannot be swapped (for a symlink or a readable copy) between the check
+ * and the read, as it could be with sk_file_check_private + sk_file_read.
+ * O_NONBLOCK: a FIFO planted there fails the regular-file check instead of
+ * hanging the open; it changes nothing for a regular file.
+ */
+int
+sk_file_read_private(char **buf, size_t *len, const char *path, size_t max,
+    sk_err_t *err)
+{
+    struct stat  st;
+    int          fd;
+
+    fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd == -1) {
+        if (errno == ELOOP) {
+            /* O_NOFOLLOW met a symlink: the same refusal as
+             * sk_file_check_private's, which lstat()s. */
+            return sk_err_set(err, SK_ERR_PERM,
+                "%s: not a regular file (a symbolic link)", path);
+        }
+        return sk_err_sys(err, "%s: cannot open", path);
+    }
+    if (fstat(fd, &st) == -1) {
+        sk_err_sys(err, "%s: cannot stat", path);
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        sk_err_set(err, SK_ERR_PERM, "%s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    if ((st.st_mode & 077) != 0) {
+        sk_err_set(err, SK_ERR_PERM,
+            "%s: permissions %04o are too open (must be 0600 or stricter)",
+            path, (unsigned) (st.st_mode & 07777));
+        close(fd);
+        return -1;
+    }
+    return sk_file_read_fd(fd, &st, buf, len, path, max, err);
 }
 
 

@@ -298,9 +298,9 @@ sk_key_load_private(sk_key_t **key, const char *path, sk_err_t *err)
     char     *buf;
     size_t    len;
 
-    if (sk_file_check_private(path, err) != 0
-        || sk_key_read_pem(&buf, &len, path, err) != 0)
-    {
+    /* Checked on the descriptor that is read: no window between the
+     * mode check and the read. */
+    if (sk_file_read_private(&buf, &len, path, SK_KEY_FILE_MAX, err) != 0) {
         return -1;
     }
     bio = BIO_new_mem_buf(buf, (int) len);

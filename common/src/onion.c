@@ -658,19 +658,26 @@ sk_ed_public(unsigned char pub[32], const unsigned char a[32], sk_ed_t *ed)
 }
 
 
-/* Read one of Tor's key files, of exactly len bytes with header hdr. */
+/*
+ * Read one of Tor's key files, of exactly len bytes with header hdr.  The
+ * secret key is private (0600 or stricter, like every other key, checked
+ * on the descriptor read); the public key may be 0644, as Tor writes it.
+ */
 static int
 sk_onion_read_keyfile(unsigned char *out, size_t len, const char *dir,
-    const char *name, const char *hdr, sk_err_t *err)
+    const char *name, const char *hdr, int is_secret, sk_err_t *err)
 {
     unsigned char  want[SK_ONION_HDR_LEN];
     char           path[PATH_MAX], *buf;
     size_t         got;
     int            rc = 0;
 
-    if (sk_onion_path(path, dir, name, err) != 0
-        || sk_file_read(&buf, &got, path, 4096, err) != 0)
-    {
+    if (sk_onion_path(path, dir, name, err) != 0) {
+        return -1;
+    }
+    rc = is_secret ? sk_file_read_private(&buf, &got, path, 4096, err)
+                   : sk_file_read(&buf, &got, path, 4096, err);
+    if (rc != 0) {
         return -1;
     }
     sk_onion_header(want, hdr);
@@ -701,7 +708,7 @@ sk_onion_read_public(unsigned char pubkey[32], const char *dir,
     int            rc = -1;
 
     if (sk_onion_read_keyfile(secret, sizeof(secret), dir,
-            "hs_ed25519_secret_key", sk_onion_secret_hdr, err) != 0)
+            "hs_ed25519_secret_key", sk_onion_secret_hdr, 1, err) != 0)
     {
         return -1;
     }
@@ -725,7 +732,7 @@ sk_onion_read_public(unsigned char pubkey[32], const char *dir,
     /* Tor rewrites a missing public key file; one that is there must be
      * the same key, or what Tor serves is not what sk printed. */
     if (sk_onion_read_keyfile(public, sizeof(public), dir,
-            "hs_ed25519_public_key", sk_onion_public_hdr, &e2) != 0)
+            "hs_ed25519_public_key", sk_onion_public_hdr, 0, &e2) != 0)
     {
         if (e2.code != SK_ERR_SYSTEM || e2.sys_errno != ENOENT) {
             if (err != NULL) {

@@ -424,6 +424,119 @@ test_trust_file(void **state)
 }
 
 
+/* Write len bytes of text (NULs and all) to path. */
+static void
+trust_write(const char *path, const char *text, size_t len)
+{
+    FILE  *f = fopen(path, "w");
+
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+
+/* Refused, naming the file, the line and the reason. */
+static void
+trust_refused(const char *conf, const char *text, size_t len,
+    sk_err_code_t code, const char *why)
+{
+    sk_client_trust_t  t;
+    sk_err_t           err;
+    char               want[512];
+
+    trust_write(conf, text, len);
+    sk_client_trust_init(&t);
+    snprintf(want, sizeof(want), "%s: %s", conf, why);
+    tu_assert_err(sk_client_trust_load(&t, conf, &err), &err, code, want);
+    sk_client_trust_free(&t);
+}
+
+#define TRUST_REFUSED(conf, lit, code, why) \
+    trust_refused(conf, lit, sizeof(lit) - 1, code, why)
+
+
+/* A repeat is refused, naming both lines, instead of one silently
+ * winning; a NUL is refused instead of cutting its line short. */
+static void
+test_trust_file_repeats(void **state)
+{
+    sk_client_trust_t  t;
+    sk_err_t           err;
+    char              *dir = tu_tmpdir(), *conf, *pub, *other;
+    const char        *text;
+
+    (void) state;
+    pub = tu_path(dir, "tl7.pub");
+    other = tu_path(dir, "other.pub");
+    tu_assert_ok(sk_key_save_public(tw.tl[0].key, pub, &err), &err);
+    tu_assert_ok(sk_key_save_public(tw.mirror, other, &err), &err);
+    conf = tu_path(dir, "trust.conf");
+
+    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\nt1 = 5\n\nt1 = 6\n",
+        SK_ERR_EXISTS, "line 4: \"t1\" given twice (first at line 2)");
+    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\nfresh_percent = 80\n"
+        "fresh_percent = 80\n", SK_ERR_EXISTS,
+        "line 3: \"fresh_percent\" given twice (first at line 2)");
+    TRUST_REFUSED(conf, "tor = 127.0.0.1:9050\ntimeline = 7 tl7.pub\n"
+        "tor = 127.0.0.1:9150\n", SK_ERR_EXISTS,
+        "line 3: \"tor\" given twice (first at line 1)");
+    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\n# x\ntimeline = 7 other.pub\n",
+        SK_ERR_EXISTS, "line 3: timeline 7 listed twice (first at line 1)");
+
+    /* A NUL anywhere: in a value, a comment, at the very end. */
+    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\nt1 = 5\0t1 = 6\n",
+        SK_ERR_FORMAT, "line 2: a NUL byte");
+    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\n# \0\n", SK_ERR_FORMAT,
+        "line 2: a NUL byte");
+    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\n\0", SK_ERR_FORMAT,
+        "line 2: a NUL byte");
+
+    /* A mirror again with another key, or with a key and without. */
+    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\n"
+        "mirror = https://m.example tl7.pub\n"
+        "mirror = https://m.example/ other.pub\n", SK_ERR_EXISTS,
+        "line 3: mirror \"https://m.example\" listed twice with different "
+        "keys (first at line 2)");
+    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\nmirror = https://m.example\n"
+        "mirror = https://m.example tl7.pub\n", SK_ERR_EXISTS,
+        "line 3: mirror \"https://m.example\" listed twice with different "
+        "keys (first at line 2)");
+    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\n"
+        "mirror = https://m.example tl7.pub\nmirror = https://m.example\n",
+        SK_ERR_EXISTS, "line 3: mirror \"https://m.example\" listed twice");
+
+    /* The same mirror and key again is harmless: kept once. */
+    text = "timeline = 7 tl7.pub\nmirror = https://m.example tl7.pub\n"
+        "mirror = https://m.example/ tl7.pub\n";
+    trust_write(conf, text, strlen(text));
+    sk_client_trust_init(&t);
+    tu_assert_ok(sk_client_trust_load(&t, conf, &err), &err);
+    assert_int_equal(t.nmirrors, 1);
+
+    /* The API refuses another key for a mirror too. */
+    tu_assert_err(sk_client_trust_add_mirror(&t, "https://m.example",
+        tw.mirror, &err), &err, SK_ERR_EXISTS,
+        "mirror \"https://m.example\" listed twice with different keys");
+    tu_assert_ok(sk_client_trust_add_mirror(&t, "https://m.example//",
+        tw.tl[0].key, &err), &err);
+    assert_int_equal(t.nmirrors, 1);
+    sk_client_trust_free(&t);
+
+    /* From memory: not NUL-terminated, key paths beside the name given. */
+    sk_client_trust_init(&t);
+    tu_assert_ok(sk_client_trust_parse(&t, "timeline = 7 tl7.pub", 20, conf,
+        &err), &err);
+    assert_int_equal(t.ntl, 1);
+    sk_client_trust_free(&t);
+
+    free(conf);
+    free(pub);
+    free(other);
+    tu_rmtree(dir);
+}
+
+
 int
 main(void)
 {
@@ -434,6 +547,7 @@ main(void)
         cmocka_unit_test(test_untrusted_and_future),
         cmocka_unit_test(test_view_text),
         cmocka_unit_test(test_trust_file),
+        cmocka_unit_test(test_trust_file_repeats),
     };
 
     return cmocka_run_group_tests(tests, setup, fx_teardown);

@@ -123,6 +123,59 @@ test_write_new(void **state)
 }
 
 
+/* sk_file_read_private: the mode is checked on the descriptor it reads. */
+static void
+test_read_private(void **state)
+{
+    char        *dir = tu_tmpdir(), *p = tu_path(dir, "k"),
+                *l = tu_path(dir, "link"), *f = tu_path(dir, "fifo"), *buf;
+    size_t       len;
+    sk_err_t     err;
+
+    (void) state;
+    tu_assert_ok(sk_file_write_new(p, "secret", 6, 0600, &err), &err);
+    tu_assert_ok(sk_file_read_private(&buf, &len, p, 100, &err), &err);
+    assert_int_equal(len, 6);
+    assert_string_equal(buf, "secret");
+    free(buf);
+    assert_int_equal(chmod(p, 0400), 0);
+    tu_assert_ok(sk_file_read_private(&buf, &len, p, 100, &err), &err);
+    free(buf);
+    tu_assert_err(sk_file_read_private(&buf, &len, p, 4, &err), &err,
+        SK_ERR_FORMAT, "larger than 4 bytes");
+
+    assert_int_equal(chmod(p, 0644), 0);
+    tu_assert_err(sk_file_read_private(&buf, &len, p, 100, &err), &err,
+        SK_ERR_PERM, "permissions 0644 are too open");
+    assert_non_null(strstr(err.msg, p));
+    assert_int_equal(chmod(p, 0640), 0);
+    tu_assert_err(sk_file_read_private(&buf, &len, p, 100, &err), &err,
+        SK_ERR_PERM, "permissions 0640 are too open");
+    assert_int_equal(chmod(p, 0600), 0);
+
+    /* Never followed, even to a private file; nor a FIFO opened (which
+     * would block), nor a directory read. */
+    assert_int_equal(symlink(p, l), 0);
+    tu_assert_err(sk_file_read_private(&buf, &len, l, 100, &err), &err,
+        SK_ERR_PERM, "not a regular file");
+    assert_int_equal(mkfifo(f, 0600), 0);
+    tu_assert_err(sk_file_read_private(&buf, &len, f, 100, &err), &err,
+        SK_ERR_PERM, "not a regular file");
+    tu_assert_err(sk_file_read_private(&buf, &len, dir, 100, &err), &err,
+        SK_ERR_PERM, "not a regular file");
+
+    /* Missing: a system error with ENOENT, which callers tell apart. */
+    assert_int_equal(unlink(p), 0);
+    tu_assert_err(sk_file_read_private(&buf, &len, p, 100, &err), &err,
+        SK_ERR_SYSTEM, "cannot open");
+    assert_int_equal(err.sys_errno, ENOENT);
+    free(p);
+    free(l);
+    free(f);
+    tu_rmtree(dir);
+}
+
+
 static void
 test_err_helpers(void **state)
 {
@@ -150,6 +203,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_atomic_replace),
         cmocka_unit_test(test_write_new),
+        cmocka_unit_test(test_read_private),
         cmocka_unit_test(test_append),
         cmocka_unit_test(test_err_helpers),
     };

@@ -489,6 +489,42 @@ test_read_public_bad(void **state)
 }
 
 
+/* The secret key is private like every other key; the public key and
+ * hostname may be 0644, as tor writes them. */
+static void
+test_read_public_perm(void **state)
+{
+    unsigned char  pub[32];
+    char          *dir = tor_dir(tor_expanded_hex, tor_pub_hex), *p, *q;
+    sk_err_t       err;
+
+    (void) state;
+    p = tu_path(dir, "hs_ed25519_public_key");
+    assert_int_equal(chmod(p, 0644), 0);
+    free(p);
+    tu_assert_ok(sk_onion_read_public(pub, dir, &err), &err);
+
+    p = tu_path(dir, "hs_ed25519_secret_key");
+    assert_int_equal(chmod(p, 0644), 0);
+    tu_assert_err(sk_onion_read_public(pub, dir, &err), &err, SK_ERR_PERM,
+        "hs_ed25519_secret_key: permissions 0644 are too open");
+    assert_int_equal(chmod(p, 0640), 0);
+    tu_assert_err(sk_onion_read_public(pub, dir, &err), &err, SK_ERR_PERM,
+        "hs_ed25519_secret_key: permissions 0640 are too open");
+
+    /* A symlink to a private copy is not followed. */
+    q = tu_path(dir, "copy");
+    assert_int_equal(chmod(p, 0600), 0);
+    assert_int_equal(rename(p, q), 0);
+    assert_int_equal(symlink(q, p), 0);
+    tu_assert_err(sk_onion_read_public(pub, dir, &err), &err, SK_ERR_PERM,
+        "hs_ed25519_secret_key: not a regular file");
+    free(q);
+    free(p);
+    tu_rmtree(dir);
+}
+
+
 static void
 test_read_hostname_bad(void **state)
 {
@@ -578,6 +614,7 @@ main(void)
         cmocka_unit_test(test_read_public_many),
         cmocka_unit_test(test_read_public_tor),
         cmocka_unit_test(test_read_public_bad),
+        cmocka_unit_test(test_read_public_perm),
         cmocka_unit_test(test_read_hostname_bad),
         cmocka_unit_test(test_torrc),
     };

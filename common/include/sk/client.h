@@ -102,13 +102,22 @@ void sk_client_trust_init(sk_client_trust_t *t);
  *
  * Relative key paths are relative to the file's directory.  Errors name
  * the file and line.  Adds to t (call sk_client_trust_init first).
+ * Refused: a NUL byte, a parameter (t1, tor, ...) or timeline given twice,
+ * a mirror given twice with different keys (or with and without one);
+ * each names the line of the first.
  */
 int sk_client_trust_load(sk_client_trust_t *t, const char *path,
     sk_err_t *err) SK_WUR;
+/* The same for the file's len bytes in data (need not be NUL-terminated);
+ * path names it in errors and locates relative key paths. */
+int sk_client_trust_parse(sk_client_trust_t *t, const char *data,
+    size_t len, const char *path, sk_err_t *err) SK_WUR;
 /* Takes a new reference to key. */
 int sk_client_trust_add_timeline(sk_client_trust_t *t, uint64_t tid,
     const sk_key_t *key, const char *origin, sk_err_t *err) SK_WUR;
-/* key may be NULL (the mirror's signature then goes unchecked). */
+/* key may be NULL (the mirror's signature then goes unchecked).  A URL
+ * already there (trailing '/'s aside) with the same key is a no-op; with
+ * another key, or with a key and without, SK_ERR_EXISTS. */
 int sk_client_trust_add_mirror(sk_client_trust_t *t, const char *url,
     const sk_key_t *key, sk_err_t *err) SK_WUR;
 /* Tor's SOCKS port: "IPv4:PORT" or "[IPv6]:PORT", numeric. */

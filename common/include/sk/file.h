@@ -13,6 +13,13 @@
 int sk_file_read(char **buf, size_t *len, const char *path, size_t max,
     sk_err_t *err) SK_WUR;
 
+/* The same for a private key: opened without following a symlink, then
+ * refused (SK_ERR_PERM naming the file and its mode) unless the very
+ * descriptor that is read is a regular file with no group/other bits.
+ * A missing file is SK_ERR_SYSTEM with sys_errno ENOENT, as above. */
+int sk_file_read_private(char **buf, size_t *len, const char *path,
+    size_t max, sk_err_t *err) SK_WUR;
+
 /* write(2) all of buf to fd, again after EINTR; -1 with errno set. */
 int sk_file_write_all(int fd, const void *buf, size_t len) SK_WUR;
 

@@ -80,16 +80,59 @@ sk_client_trust_add_timeline(sk_client_trust_t *t, uint64_t tid,
 }
 
 
+/* The length of url without its trailing '/'s: how mirrors compare. */
+static size_t
+sk_trust_url_len(const char *url)
+{
+    size_t  len = strlen(url);
+
+    while (len > 0 && url[len - 1] == '/') {
+        len--;
+    }
+    return len;
+}
+
+
+/* The index of the mirror url (len bytes, no trailing '/'), or -1. */
+static long
+sk_trust_mirror_find(const sk_client_trust_t *t, const char *url, size_t len)
+{
+    size_t  i;
+
+    for (i = 0; i < t->nmirrors; i++) {
+        if (strlen(t->mirrors[i].url) == len
+            && memcmp(t->mirrors[i].url, url, len) == 0)
+        {
+            return (long) i;
+        }
+    }
+    return -1;
+}
+
+
+/* 1 if a and b are the same public key, or both absent. */
+static int
+sk_trust_key_same(const sk_key_t *a, const sk_key_t *b)
+{
+    char  fa[SK_FINGERPRINT_SIZE], fb[SK_FINGERPRINT_SIZE];
+
+    if (a == NULL || b == NULL) {
+        return a == b;
+    }
+    sk_key_fingerprint(fa, a);
+    sk_key_fingerprint(fb, b);
+    return strcmp(fa, fb) == 0;
+}
+
+
 int
 sk_client_trust_add_mirror(sk_client_trust_t *t, const char *url,
     const sk_key_t *key, sk_err_t *err)
 {
     sk_client_mirror_t  *m;
-    size_t               len = strlen(url), i;
+    size_t               len = sk_trust_url_len(url);
+    long                 i;
 
-    while (len > 0 && url[len - 1] == '/') {
-        len--;
-    }
     if (len == 0 || len >= SK_CLIENT_URL_MAX
         || (strncmp(url, "http://", 7) != 0
             && strncmp(url, "https://", 8) != 0))
@@ -97,12 +140,16 @@ sk_client_trust_add_mirror(sk_client_trust_t *t, const char *url,
         return sk_err_set(err, SK_ERR_FORMAT, "mirror \"%.64s\": want an "
             "http:// or https:// URL", url);
     }
-    for (i = 0; i < t->nmirrors; i++) {
-        if (strlen(t->mirrors[i].url) == len
-            && memcmp(t->mirrors[i].url, url, len) == 0)
-        {
-            return 0;           /* listed twice: once is enough */
+    i = sk_trust_mirror_find(t, url, len);
+    if (i >= 0) {
+        /* The same mirror and key again: once is enough.  Another key
+         * (or a key and none) cannot both be right, and keeping either
+         * silently would check its answers under a key nobody chose. */
+        if (sk_trust_key_same(t->mirrors[i].key, key)) {
+            return 0;
         }
+        return sk_err_set(err, SK_ERR_EXISTS, "mirror \"%.64s\" listed "
+            "twice with different keys", t->mirrors[i].url);
     }
     if (t->nmirrors == SK_CLIENT_MAX_MIRRORS) {
         return sk_err_set(err, SK_ERR_USAGE, "more than %d mirrors",
@@ -169,6 +216,43 @@ sk_client_trust_free(sk_client_trust_t *t)
 }
 
 
+/* The numeric parameters: name, int64_t seconds (else unsigned), field. */
+static const struct {
+    const char  *name;
+    int          seconds;
+    size_t       off;
+} sk_trust_nums[] = {
+    { "t1", 1, offsetof(sk_client_trust_t, t1) },
+    { "t2", 1, offsetof(sk_client_trust_t, t2) },
+    { "t3", 1, offsetof(sk_client_trust_t, t3) },
+    { "t4", 1, offsetof(sk_client_trust_t, t4) },
+    { "drop_slack", 1, offsetof(sk_client_trust_t, drop_slack) },
+    { "staple_max_age", 1, offsetof(sk_client_trust_t, staple_max_age) },
+    { "staple_refresh", 1, offsetof(sk_client_trust_t, staple_refresh) },
+    { "staple_retry", 1, offsetof(sk_client_trust_t, staple_retry) },
+    { "max_derelict", 0, offsetof(sk_client_trust_t, max_derelict) },
+    { "retries", 0, offsetof(sk_client_trust_t, n_retries) },
+    { "fresh_percent", 0, offsetof(sk_client_trust_t, fresh_percent) },
+};
+
+#define SK_TRUST_NNUMS  (sizeof(sk_trust_nums) / sizeof(sk_trust_nums[0]))
+
+
+/*
+ * One trust file being parsed: where it is, and the line each parameter,
+ * timeline and mirror was first given on (0: not by this file), so that a
+ * repeat is refused naming both lines instead of one silently winning.
+ */
+typedef struct {
+    char      dir[4096];
+    unsigned  lineno;
+    unsigned  num_line[SK_TRUST_NNUMS];
+    unsigned  tor_line;
+    unsigned  tl_line[SK_CLIENT_MAX_TIMELINES];
+    unsigned  mirror_line[SK_CLIENT_MAX_MIRRORS];
+} sk_trust_parse_t;
+
+
 /* A key path relative to the trust file's directory. */
 static int
 sk_trust_load_key(sk_key_t **key, const char *dir, const char *file,
@@ -200,12 +284,13 @@ sk_trust_u64(uint64_t *out, const char *v, uint64_t max)
 
 
 static int
-sk_trust_timeline(sk_client_trust_t *t, char *v, const char *dir,
+sk_trust_timeline(sk_client_trust_t *t, sk_trust_parse_t *st, char *v,
     sk_err_t *err)
 {
     char      *tidv, *file, *origin, *extra, *save = NULL;
     uint64_t   tid;
     sk_key_t  *key;
+    size_t     i;
     int        rc;
 
     tidv = strtok_r(v, " \t", &save);
@@ -218,21 +303,33 @@ sk_trust_timeline(sk_client_trust_t *t, char *v, const char *dir,
         return sk_err_set(err, SK_ERR_FORMAT,
             "\"timeline\": want TID PUBKEY-FILE [ORIGIN]");
     }
-    if (sk_trust_load_key(&key, dir, file, err) != 0) {
+    for (i = 0; i < t->ntl; i++) {
+        if (t->tl[i].tid == tid && st->tl_line[i] != 0) {
+            return sk_err_set(err, SK_ERR_EXISTS, "timeline %" PRIu64
+                " listed twice (first at line %u)", tid, st->tl_line[i]);
+        }
+    }
+    if (sk_trust_load_key(&key, st->dir, file, err) != 0) {
         return -1;
     }
+    i = t->ntl;
     rc = sk_client_trust_add_timeline(t, tid, key, origin, err);
+    if (rc == 0) {
+        st->tl_line[i] = st->lineno;
+    }
     sk_key_free(key);
     return rc;
 }
 
 
 static int
-sk_trust_mirror(sk_client_trust_t *t, char *v, const char *dir,
+sk_trust_mirror(sk_client_trust_t *t, sk_trust_parse_t *st, char *v,
     sk_err_t *err)
 {
     char      *url, *file, *extra, *save = NULL;
     sk_key_t  *key = NULL;
+    size_t     n;
+    long       i;
     int        rc;
 
     url = strtok_r(v, " \t", &save);
@@ -242,54 +339,75 @@ sk_trust_mirror(sk_client_trust_t *t, char *v, const char *dir,
         return sk_err_set(err, SK_ERR_FORMAT,
             "\"mirror\": want URL [PUBKEY-FILE]");
     }
-    if (file != NULL && sk_trust_load_key(&key, dir, file, err) != 0) {
+    if (file != NULL && sk_trust_load_key(&key, st->dir, file, err) != 0) {
         return -1;
     }
-    rc = sk_client_trust_add_mirror(t, url, key, err);
+    /* sk_client_trust_add_mirror refuses another key too; here the
+     * message can say where the first one is. */
+    i = sk_trust_mirror_find(t, url, sk_trust_url_len(url));
+    if (i >= 0 && st->mirror_line[i] != 0
+        && !sk_trust_key_same(t->mirrors[i].key, key))
+    {
+        rc = sk_err_set(err, SK_ERR_EXISTS, "mirror \"%.64s\" listed twice "
+            "with different keys (first at line %u)", t->mirrors[i].url,
+            st->mirror_line[i]);
+    } else {
+        n = t->nmirrors;
+        rc = sk_client_trust_add_mirror(t, url, key, err);
+        if (rc == 0 && t->nmirrors > n) {
+            st->mirror_line[n] = st->lineno;
+        }
+    }
     sk_key_free(key);
     return rc;
 }
 
 
 static int
-sk_trust_number(sk_client_trust_t *t, const char *k, const char *v,
+sk_trust_tor(sk_client_trust_t *t, sk_trust_parse_t *st, const char *v,
     sk_err_t *err)
 {
-    static const struct {
-        const char  *name;
-        int          seconds;       /* int64_t field, else unsigned */
-        size_t       off;
-    } nums[] = {
-        { "t1", 1, offsetof(sk_client_trust_t, t1) },
-        { "t2", 1, offsetof(sk_client_trust_t, t2) },
-        { "t3", 1, offsetof(sk_client_trust_t, t3) },
-        { "t4", 1, offsetof(sk_client_trust_t, t4) },
-        { "drop_slack", 1, offsetof(sk_client_trust_t, drop_slack) },
-        { "staple_max_age", 1, offsetof(sk_client_trust_t, staple_max_age) },
-        { "staple_refresh", 1, offsetof(sk_client_trust_t, staple_refresh) },
-        { "staple_retry", 1, offsetof(sk_client_trust_t, staple_retry) },
-        { "max_derelict", 0, offsetof(sk_client_trust_t, max_derelict) },
-        { "retries", 0, offsetof(sk_client_trust_t, n_retries) },
-        { "fresh_percent", 0, offsetof(sk_client_trust_t, fresh_percent) },
-    };
+    if (st->tor_line != 0) {
+        return sk_err_set(err, SK_ERR_EXISTS,
+            "\"tor\" given twice (first at line %u)", st->tor_line);
+    }
+    if (sk_client_trust_set_tor(t, v, err) != 0) {
+        return -1;
+    }
+    st->tor_line = st->lineno;
+    return 0;
+}
+
+
+static int
+sk_trust_number(sk_client_trust_t *t, sk_trust_parse_t *st, const char *k,
+    const char *v, sk_err_t *err)
+{
     uint64_t  n;
     size_t    i;
 
-    for (i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
-        if (strcmp(nums[i].name, k) != 0) {
+    for (i = 0; i < SK_TRUST_NNUMS; i++) {
+        if (strcmp(sk_trust_nums[i].name, k) != 0) {
             continue;
         }
-        if (sk_trust_u64(&n, v, nums[i].seconds ? INT64_MAX : 1000000) != 0
+        /* Two values: whichever won, the other was meant by someone. */
+        if (st->num_line[i] != 0) {
+            return sk_err_set(err, SK_ERR_EXISTS,
+                "\"%s\" given twice (first at line %u)", k, st->num_line[i]);
+        }
+        if (sk_trust_u64(&n, v, sk_trust_nums[i].seconds ? INT64_MAX
+                : 1000000) != 0
             || (strcmp(k, "fresh_percent") == 0 && n > 100))
         {
             return sk_err_set(err, SK_ERR_FORMAT,
                 "\"%s\": illegal value \"%.32s\"", k, v);
         }
-        if (nums[i].seconds) {
-            *(int64_t *) ((char *) t + nums[i].off) = (int64_t) n;
+        if (sk_trust_nums[i].seconds) {
+            *(int64_t *) ((char *) t + sk_trust_nums[i].off) = (int64_t) n;
         } else {
-            *(unsigned *) ((char *) t + nums[i].off) = (unsigned) n;
+            *(unsigned *) ((char *) t + sk_trust_nums[i].off) = (unsigned) n;
         }
+        st->num_line[i] = st->lineno;
         return 0;
     }
     return sk_err_set(err, SK_ERR_FORMAT, "unrecognized parameter \"%.32s\"",
@@ -298,7 +416,7 @@ sk_trust_number(sk_client_trust_t *t, const char *k, const char *v,
 
 
 static int
-sk_trust_line(sk_client_trust_t *t, char *line, const char *dir,
+sk_trust_line(sk_client_trust_t *t, sk_trust_parse_t *st, char *line,
     sk_err_t *err)
 {
     char  *eq, *k, *v, *end;
@@ -326,58 +444,100 @@ sk_trust_line(sk_client_trust_t *t, char *line, const char *dir,
     }
     *end = '\0';
     if (strcmp(k, "timeline") == 0) {
-        return sk_trust_timeline(t, v, dir, err);
+        return sk_trust_timeline(t, st, v, err);
     }
     if (strcmp(k, "mirror") == 0) {
-        return sk_trust_mirror(t, v, dir, err);
+        return sk_trust_mirror(t, st, v, err);
     }
     if (strcmp(k, "tor") == 0) {
-        return sk_client_trust_set_tor(t, v, err);
+        return sk_trust_tor(t, st, v, err);
     }
-    return sk_trust_number(t, k, v, err);
+    return sk_trust_number(t, st, k, v, err);
+}
+
+
+/* Each line of buf (len bytes, NUL-terminated after them) in turn. */
+static int
+sk_trust_lines(sk_client_trust_t *t, sk_trust_parse_t *st, char *buf,
+    size_t len, sk_err_t *err)
+{
+    char    *p, *nl;
+    size_t   n;
+    int      rc = 0;
+
+    for (p = buf; rc == 0 && p < buf + len; p = nl + 1) {
+        st->lineno++;
+        nl = memchr(p, '\n', (size_t) (buf + len - p));
+        if (nl == NULL) {
+            nl = buf + len;
+        }
+        n = (size_t) (nl - p);
+        *nl = '\0';
+        /* A NUL would end the line early for the string functions below:
+         * what follows it would be dropped unseen. */
+        if (memchr(p, '\0', n) != NULL) {
+            rc = sk_err_set(err, SK_ERR_FORMAT, "a NUL byte");
+        } else if (n > SK_TRUST_LINE_MAX || memchr(p, '\r', n) != NULL) {
+            rc = sk_err_set(err, SK_ERR_FORMAT, "line too long or has a CR");
+        } else {
+            rc = sk_trust_line(t, st, p, err);
+        }
+    }
+    return rc;
+}
+
+
+int
+sk_client_trust_parse(sk_client_trust_t *t, const char *data, size_t len,
+    const char *path, sk_err_t *err)
+{
+    sk_trust_parse_t  *st;
+    const char        *slash;
+    char              *buf;
+    int                rc;
+
+    if (len > SK_TRUST_FILE_MAX) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%s: larger than %d bytes",
+            path, SK_TRUST_FILE_MAX);
+    }
+    st = calloc(1, sizeof(*st));
+    buf = malloc(len + 1);
+    if (st == NULL || buf == NULL) {
+        free(st);
+        free(buf);
+        return sk_err_set(err, SK_ERR_NOMEM, "%s: out of memory", path);
+    }
+    memcpy(buf, data, len);
+    buf[len] = '\0';
+    slash = strrchr(path, '/');
+    snprintf(st->dir, sizeof(st->dir), "%.*s", slash == NULL ? 0
+        : (int) (slash - path), path);
+    if (slash == path) {
+        snprintf(st->dir, sizeof(st->dir), "/");
+    }
+    rc = sk_trust_lines(t, st, buf, len, err);
+    if (rc != 0) {
+        sk_err_prefix(err, "%s: line %u", path, st->lineno);
+    } else if (t->ntl == 0) {
+        rc = sk_err_set(err, SK_ERR_FORMAT, "%s: no timeline listed", path);
+    }
+    free(buf);
+    free(st);
+    return rc;
 }
 
 
 int
 sk_client_trust_load(sk_client_trust_t *t, const char *path, sk_err_t *err)
 {
-    char      *buf, *p, *nl, dir[4096];
-    const char *slash;
-    size_t     len;
-    unsigned   lineno = 0;
-    int        rc = 0;
+    char    *buf;
+    size_t   len;
+    int      rc;
 
     if (sk_file_read(&buf, &len, path, SK_TRUST_FILE_MAX, err) != 0) {
         return -1;
     }
-    slash = strrchr(path, '/');
-    snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 0
-        : (int) (slash - path), path);
-    if (slash == path) {
-        snprintf(dir, sizeof(dir), "/");
-    }
-    for (p = buf; rc == 0 && p < buf + len; p = nl + 1) {
-        lineno++;
-        nl = memchr(p, '\n', (size_t) (buf + len - p));
-        if (nl == NULL) {
-            nl = buf + len;
-        }
-        *nl = '\0';
-        if (strlen(p) > SK_TRUST_LINE_MAX || memchr(p, '\r', (size_t)
-                (nl - p)) != NULL)
-        {
-            rc = sk_err_set(err, SK_ERR_FORMAT, "line too long or has a CR");
-        } else {
-            rc = sk_trust_line(t, p, dir, err);
-        }
-    }
+    rc = sk_client_trust_parse(t, buf, len, path, err);
     free(buf);
-    if (rc != 0) {
-        return sk_err_prefix(err, "%s: line %u", path, lineno);
-    }
-    if (t->ntl == 0) {
-        return sk_err_set(err, SK_ERR_FORMAT, "%s: no timeline listed",
-            path);
-    }
-    return 0;
+    return rc;
 }
