@@ -22,6 +22,7 @@
 #ifndef SKM_H
 #define SKM_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -90,6 +91,8 @@ typedef struct {
     long         policyttl;             /* PolicyTTL, seconds */
     long         policyconns;           /* PolicyMaxConnections */
     long         policytimeout;         /* PolicyTimeout, seconds */
+    long         maxconns;              /* MaxConnections (milter Socket) */
+    long         packettimeout;         /* PacketTimeout, seconds */
     char        *ccertsocket;           /* ClientPolicySocket */
     int          stapleproof;           /* StapleProof (boolean) */
     char        *stapletrustfile;       /* StapleTrust */
@@ -133,6 +136,24 @@ void skm_conf_install(skm_conf_t *conf);              /* takes it */
 void skm_log_init(int use_syslog, int use_stderr);
 void skm_log(int prio, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* A kind of line a peer can cause at will, logged at most SKM_LOG_LINES
+ * a minute (skm_log_limited); the rest are counted, and the count is
+ * logged as "WHAT: N more such lines in the last minute not shown". */
+#define SKM_LOG_LINES  20
+
+typedef struct {
+    pthread_mutex_t  lock;
+    const char      *what;              /* prefix of the count's line */
+    long             minute;            /* CLOCK_MONOTONIC minute counted */
+    unsigned         lines;             /* logged in it */
+    unsigned long    hidden;            /* held back in it */
+} skm_loglimit_t;
+
+#define SKM_LOGLIMIT_INIT(what)  { PTHREAD_MUTEX_INITIALIZER, (what), -1, 0, 0 }
+
+void skm_log_limited(skm_loglimit_t *l, int prio, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* TrustFile: "DOMAIN SERVICES [sha256:FPR | /PATH/SK.pub]" per line. */
 int skm_trust_load(skm_trust_t **t, const char *path, sk_err_t *err);

@@ -44,6 +44,8 @@ static const skm_confdef_t  skm_confdefs[] = {
     /* name              type          req offset                         default */
     { "Socket",          SKM_STRING,   1, offsetof(skm_conf_t, socket),     NULL },
     { "SocketMode",      SKM_OCTAL,    0, offsetof(skm_conf_t, socketmode), "0660" },
+    { "MaxConnections",  SKM_INTEGER,  0, offsetof(skm_conf_t, maxconns),   "512" },
+    { "PacketTimeout",   SKM_INTEGER,  0, offsetof(skm_conf_t, packettimeout), "60" },
     { "UserID",          SKM_STRING,   0, offsetof(skm_conf_t, userid),     NULL },
     { "PidFile",         SKM_STRING,   0, offsetof(skm_conf_t, pidfile),    NULL },
     { "Syslog",          SKM_BOOLEAN,  0, offsetof(skm_conf_t, syslog),     "yes" },
@@ -428,6 +430,15 @@ skm_conf_check(skm_loader_t *ld, sk_err_t *err)
                 "\"%.64s\" for \"PolicyMapName\" (letters, digits, "
                 "\"-\", \"_\")", c->policyname);
         }
+    }
+    if (c->maxconns < 1) {
+        return skm_conf_where(ld, "MaxConnections", err, "illegal value "
+            "\"%ld\" for \"MaxConnections\" (at least 1)", c->maxconns);
+    }
+    if (c->packettimeout < 1 || c->packettimeout > 3600) {
+        return skm_conf_where(ld, "PacketTimeout", err, "illegal value "
+            "\"%ld\" for \"PacketTimeout\" (1 to 3600 seconds)",
+            c->packettimeout);
     }
     if (c->policyconns < 1) {
         return skm_conf_where(ld, "PolicyMaxConnections", err, "illegal "

@@ -2,8 +2,10 @@
  * skm_server.c -- the daemon's listening sockets: the milter Socket
  * (skm_milter.c), PolicySocket (skm_policy.c) and ClientPolicySocket
  * (skm_ccert.c).  Each is opened before the privilege drop and served by
- * a listener thread that starts a thread per connection; the policy
- * sockets take at most PolicyMaxConnections each.  On stop, the listeners
+ * a listener thread that starts a thread per connection, up to a cap
+ * (MaxConnections for the milter's, PolicyMaxConnections for each policy
+ * socket): whoever reaches a socket must not make the daemon start
+ * threads and take memory without end.  On stop, the listeners
  * end, then every connection is shut for reading (its thread sees EOF
  * and ends) and the caller learns whether they all ended in time: only
  * then may it free what they use.
@@ -31,13 +33,16 @@
                                        past Postfix's milter timeouts */
 
 typedef struct {
-    const char  *name;              /* config key, for log lines */
-    size_t       spec;              /* offsetof(skm_conf_t, its value) */
-    void       (*handler)(int fd);  /* serves one connection */
-    int          milter;            /* the milter's: no connection limit,
-                                       SocketMode, UserID's, longer idle */
-    int          fd;
-    int          conns;             /* open connections (atomic) */
+    const char      *name;          /* config key, for log lines */
+    size_t           spec;          /* offsetof(skm_conf_t, its value) */
+    const char      *maxkey;        /* config key of its connection cap */
+    size_t           max;           /* offsetof(skm_conf_t, the cap) */
+    void           (*handler)(int fd);  /* serves one connection */
+    int              milter;        /* the milter's: SocketMode, UserID's,
+                                       longer idle */
+    int              fd;
+    int              conns;         /* open connections (atomic) */
+    skm_loglimit_t   refused;       /* "closing a new one" lines */
 } skm_server_t;
 
 typedef struct skm_sconn_s {
@@ -55,11 +60,20 @@ static int              skm_srv_threads;
 static int              skm_srv_stopping;
 
 static skm_server_t  skm_servers[] = {
-    { "Socket", offsetof(skm_conf_t, socket), skm_milter_conn, 1, -1, 0 },
-    { "PolicySocket", offsetof(skm_conf_t, policysocket), skm_sockmap_conn,
-      0, -1, 0 },
-    { "ClientPolicySocket", offsetof(skm_conf_t, ccertsocket), skm_ccert_conn,
-      0, -1, 0 }
+    { .name = "Socket", .spec = offsetof(skm_conf_t, socket),
+      .maxkey = "MaxConnections", .max = offsetof(skm_conf_t, maxconns),
+      .handler = skm_milter_conn, .milter = 1, .fd = -1,
+      .refused = SKM_LOGLIMIT_INIT("Socket") },
+    { .name = "PolicySocket", .spec = offsetof(skm_conf_t, policysocket),
+      .maxkey = "PolicyMaxConnections",
+      .max = offsetof(skm_conf_t, policyconns),
+      .handler = skm_sockmap_conn, .fd = -1,
+      .refused = SKM_LOGLIMIT_INIT("PolicySocket") },
+    { .name = "ClientPolicySocket", .spec = offsetof(skm_conf_t, ccertsocket),
+      .maxkey = "PolicyMaxConnections",
+      .max = offsetof(skm_conf_t, policyconns),
+      .handler = skm_ccert_conn, .fd = -1,
+      .refused = SKM_LOGLIMIT_INIT("ClientPolicySocket") }
 };
 
 #define SKM_NSERVERS (sizeof(skm_servers) / sizeof(skm_servers[0]))
@@ -285,17 +299,15 @@ skm_server_listen(void *arg)
             }
             continue;
         }
-        if (!sv->milter) {
-            conf = skm_conf_acquire();
-            max = conf->policyconns;
-            skm_conf_release(conf);
-            if (__atomic_load_n(&sv->conns, __ATOMIC_SEQ_CST) >= max) {
-                skm_log(LOG_WARNING, "%s: %ld connections open "
-                    "(PolicyMaxConnections): closing a new one", sv->name,
-                    max);
-                close(fd);
-                continue;
-            }
+        /* over the cap: refused at once, the open ones keep working */
+        conf = skm_conf_acquire();
+        max = *(const long *) (const void *) ((const char *) conf + sv->max);
+        skm_conf_release(conf);
+        if (__atomic_load_n(&sv->conns, __ATOMIC_SEQ_CST) >= max) {
+            skm_log_limited(&sv->refused, LOG_WARNING, "%s: %ld connections "
+                "open (%s): closing a new one", sv->name, max, sv->maxkey);
+            close(fd);
+            continue;
         }
         /* replies go out at once: no Nagle wait for the peer's ACK */
         on = 1;

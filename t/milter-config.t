@@ -109,6 +109,11 @@ bad("$good" . "PolicyMapName a:b\n", "$dir/c.conf: line 3: illegal "
 bad("$good" . "PolicyMaxConnections 0\n", "$dir/c.conf: line 3: illegal "
     . 'value "0" for "PolicyMaxConnections" (at least 1)',
     'bad PolicyMaxConnections');
+bad("$good" . "MaxConnections 0\n", "$dir/c.conf: line 3: illegal "
+    . 'value "0" for "MaxConnections" (at least 1)', 'bad MaxConnections');
+bad("$good" . "PacketTimeout 3601\n", "$dir/c.conf: line 3: illegal "
+    . 'value "3601" for "PacketTimeout" (1 to 3600 seconds)',
+    'bad PacketTimeout');
 bad("$good" . "PolicyTimeout 0\n", "$dir/c.conf: line 3: illegal "
     . 'value "0" for "PolicyTimeout" (1 to 3600 seconds)',
     'bad PolicyTimeout');
