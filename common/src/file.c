@@ -68,6 +68,26 @@ fail:
 }
 
 
+/* fstat fd into *st, refusing anything but a regular file (code: the
+ * error's kind); fd is closed on failure. */
+static int
+sk_file_stat_regular(int fd, struct stat *st, const char *path,
+    sk_err_code_t code, sk_err_t *err)
+{
+    if (fstat(fd, st) == -1) {
+        sk_err_sys(err, "%s: cannot stat", path);
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        sk_err_set(err, code, "%s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    return 0;
+}
+
+
 int
 sk_file_read(char **buf, size_t *len, const char *path, size_t max,
     sk_err_t *err)
@@ -79,14 +99,7 @@ sk_file_read(char **buf, size_t *len, const char *path, size_t max,
     if (fd == -1) {
         return sk_err_sys(err, "%s: cannot open", path);
     }
-    if (fstat(fd, &st) == -1) {
-        sk_err_sys(err, "%s: cannot stat", path);
-        close(fd);
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        sk_err_set(err, SK_ERR_FORMAT, "%s: not a regular file", path);
-        close(fd);
+    if (sk_file_stat_regular(fd, &st, path, SK_ERR_FORMAT, err) != 0) {
         return -1;
     }
     return sk_file_read_fd(fd, &st, buf, len, path, max, err);
@@ -117,14 +130,7 @@ sk_file_read_private(char **buf, size_t *len, const char *path, size_t max,
         }
         return sk_err_sys(err, "%s: cannot open", path);
     }
-    if (fstat(fd, &st) == -1) {
-        sk_err_sys(err, "%s: cannot stat", path);
-        close(fd);
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        sk_err_set(err, SK_ERR_PERM, "%s: not a regular file", path);
-        close(fd);
+    if (sk_file_stat_regular(fd, &st, path, SK_ERR_PERM, err) != 0) {
         return -1;
     }
     if ((st.st_mode & 077) != 0) {
