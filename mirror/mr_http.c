@@ -68,13 +68,14 @@ mr_http_query(struct MHD_Connection *c, mr_mirror_t *m, const char *name)
     uint64_t     since = 0;
     sk_err_t     err;
     size_t       len;
-    char        *out;
+    char        *out, q[SK_HTTPD_QUOTE_SIZE];
 
     since_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "since");
     if (since_s != NULL && mr_http_u64(&since, since_s) != 0) {
         mr_metrics_answer(m, MR_ANSWER_BAD);
         return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
-            "query: since \"%.40s\" is not a POSIX time\n", since_s);
+            "query: since \"%s\" is not a POSIX time\n",
+            sk_httpd_quote(q, since_s));
     }
     if (mr_query_answer(m, &out, &len, name, (int64_t) since, &err) != 0) {
         if (err.code == SK_ERR_UNAVAILABLE && m->ix_damaged) {

@@ -3,6 +3,10 @@
 # version; t/fault/http-load.t is the long one), for each daemon:
 #  - a declared body above the limit, with Expect: 100-continue, gets 413
 #    at once, never 100 Continue;
+#  - the strict rules: a Content-Length with leading zeros, a %00 in the
+#    path or the query, a query argument given twice are each a 400 naming
+#    it (never 100 Continue), client bytes are quoted escaped in answers,
+#    and nothing is stored;
 #  - with the default limits, 1,000 idle and trickling connections from
 #    twenty addresses leave a legitimate client (GET, and POST /append on
 #    the timeline) answered within 2 s -- sk-timeline once answered none
@@ -68,6 +72,76 @@ sub served {
         or diag("$r->{code} after $r->{secs} s: $r->{body}");
 }
 
+# One request on its own connection: the whole answer.
+sub ask {
+    my ($s, $head, $body) = @_;
+    return raw($s->{port}, "$head HTTP/1.1\r\nHost: x\r\n"
+        . "Connection: close\r\n" . ($body // "\r\n"), 3);
+}
+
+sub tree_size {
+    my ($s) = @_;
+    my $r = timed('GET', "$s->{url}/status", undef, 5);
+    return $r->{body} =~ /^Tree-Size: (\d+)$/m ? $1 : "none ($r->{code})";
+}
+
+# Requests libmicrohttpd lets by but the daemons must not read loosely:
+# each once got 100 Continue, no answer, or a 2xx for something else.
+sub strict {
+    my ($kind, $s) = @_;
+    my $tl = $kind eq 'timeline';
+    my $path = $tl ? '/append' : '/query/example.com';
+    if ($tl) {
+        $serial++;
+        is(timed('POST', "$s->{url}/append", { e => root_entry(
+            cert => "$ca.crt", key => $op, serial => $serial) })->{code}, 201,
+            'timeline: an entry, so SN 0 exists');
+    }
+    my $size = $tl ? tree_size($s) : undef;
+    for my $cl ('0100000', '0070000', '00') {
+        my $out = ask($s, "POST $path", "Content-Type: application/"
+            . "x-www-form-urlencoded\r\nContent-Length: $cl\r\n"
+            . "Expect: 100-continue\r\n\r\n");
+        like($out, qr{\AHTTP/1\.1 400 .*\r\n\r\nContent-Length: "$cl" is not a decimal without sign or leading zero\n\z}s,
+            "$kind: Content-Length: $cl, Expect: 100-continue: 400 at once")
+            or diag($out);
+        unlike($out, qr/100 Continue/, "$kind: ... and no 100 Continue");
+    }
+    my $out = ask($s, "POST $path", "Content-Type: application/"
+        . "x-www-form-urlencoded\r\nContent-Length: 0070000\r\n\r\n"
+        . 'e=' . ('x' x 69998));
+    like($out, qr{\AHTTP/1\.1 400 .*Content-Length: "0070000"}s,
+        "$kind: Content-Length: 0070000 and 70000 bytes: 400") or diag($out);
+    my @bad = $tl
+        ? (['/entry/0%00x', qr/url: contains a NUL byte/],
+           ['/proof/inclusion?sn=0%00&size=1', qr/url: contains a NUL byte/],
+           ['/chunks/since/0%00', qr/url: contains a NUL byte/],
+           ['/proof/inclusion?sn=0&sn=5&size=1', qr/query: "sn" given twice/],
+           ['/proof/inclusion?size=1&sn=0&size', qr/query: "size" given twice/],
+           ['/entry/%ff%fe', qr/\Aentry: bad SN "\\xff\\xfe"\n\z/],
+           ['/entry/' . ('9' x 60),
+            qr/\Aentry: bad SN "9{40}\.\.\."\n\z/],
+           ['/chunks/since/%22%0a', qr/\Achunks: bad SN "\\x22\\x0a"\n\z/],
+           ['/tile/%ff', qr/\Atile path "\\xff": not a tile path\n\z/,
+            404])
+        : (['/query/example.com%00evil', qr/url: contains a NUL byte/],
+           ['/query/example.com?since=1%00', qr/url: contains a NUL byte/],
+           ['/query/example.com?since=1&since=x',
+            qr/query: "since" given twice/],
+           ['/query/example.com?since=%ff%01',
+            qr/\Aquery: since "\\xff\\x01" is not a POSIX time\n\z/]);
+    for my $b (@bad) {
+        my $code = $b->[2] // 400;
+        $out = ask($s, "GET $b->[0]");
+        like($out, qr{\AHTTP/1\.1 $code .*\r\n\r\n}s,
+            "$kind: GET $b->[0]: $code")
+            and like((split /\r\n\r\n/, $out, 2)[1], $b->[1],
+                "$kind: ... saying why") or diag($out);
+    }
+    ok(daemon_alive($s->{pid}), "$kind: still up");
+    is(tree_size($s), $size, 'timeline: nothing stored') if $tl;
+}
+
 # SIGTERM: gone within 2 s.
 sub stopped {
     my ($kind, $s, $what) = @_;
@@ -90,6 +164,7 @@ for my $kind (qw(timeline mirror)) {
     like($out, qr{\AHTTP/1\.1 413 }, "$kind: 1 GB declared, Expect: "
         . '100-continue: 413 at once') or diag($out);
     unlike($out, qr/100 Continue/, "$kind: ... and no 100 Continue");
+    strict($kind, $s);
 
     # 50 and 25 a source address: under the default per-address limit.
     my $idle = hold($s->{port}, 500, mode => 'idle', from => [addrs(10)]);

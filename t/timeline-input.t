@@ -58,6 +58,25 @@ expect('x' x 9000, 413, qr/^body: 9002 bytes declared, more than 8192$/m,
 expect({ e => $root, x => 1 }, 400, qr/^form: unknown field "x"$/m,
     'an unknown form field');
 expect({ ref => 'x' }, 400, qr/^form: field "e" missing$/m, 'no e= field');
+# A duplicate left empty at the very end, which libmicrohttpd hands over
+# only when the form is closed, is a duplicate all the same.
+spew("$d/root", $root);
+for my $x (['e=', qr/form: field "e" given twice/],
+           ['ref=x&e=', qr/form: field "e" given twice/],
+           ['e', qr/form: malformed body \(cut short, or a field without "="\)/])
+{
+    $r = run_cmd(['curl', '-s', '-o', '-', '-w', '\n%{http_code}',
+        '--data-urlencode', "e\@$d/root", '--data-binary', $x->[0],
+        "$url/append"]);
+    like($r->{out}, qr/\A$x->[1]\n\n400\z/, "e=<entry>&$x->[0]: 400")
+        or diag($r->{out});
+}
+# Closing the form early changes nothing for a whole one, multipart too:
+# the replayed root reaches the append and is refused there.
+$r = run_cmd(['curl', '-s', '-o', '-', '-w', '\n%{http_code}',
+    '-F', "e=<$d/root", "$url/append"]);
+like($r->{out}, qr/\Aadd-root-ca: CA-Serial 1 is not above 1.*\n403\z/s,
+    'multipart/form-data: read whole (403: a replay)') or diag($r->{out});
 $r = run_cmd(['curl', '-s', '-o', '-', '-w', '\n%{http_code}', '-H',
     'Content-Type: text/plain', '--data-binary', $root, "$url/append"]);
 like($r->{out}, qr/^form: want application\/x-www-form-urlencoded/m,

@@ -103,10 +103,12 @@ tl_http_proof(struct MHD_Connection *c, tl_timeline_t *tl, const char *kind)
 {
     const char  *an, *bn;
     uint64_t     a, b, n = tl_http_durable(tl);
+    char         q[SK_HTTPD_QUOTE_SIZE];
     int          inclusion = strcmp(kind, "inclusion") == 0;
 
     if (!inclusion && strcmp(kind, "consistency") != 0) {
-        return sk_httpd_text(c, MHD_HTTP_NOT_FOUND, "no proof \"%s\"\n", kind);
+        return sk_httpd_text(c, MHD_HTTP_NOT_FOUND, "no proof \"%s\"\n",
+            sk_httpd_quote(q, kind));
     }
     an = inclusion ? "sn" : "from";
     bn = inclusion ? "size" : "to";
@@ -159,7 +161,7 @@ tl_http_chunk_file(struct MHD_Connection *c, tl_timeline_t *tl,
     struct stat           st;
     uint64_t              a, b;
     size_t                n = strlen(name);
-    char                  buf[48];
+    char                  buf[48], q[SK_HTTPD_QUOTE_SIZE];
     int                   fd;
 
     if (n < 5 || n >= sizeof(buf) || strcmp(name + n - 4, ".bz2") != 0) {
@@ -172,7 +174,7 @@ tl_http_chunk_file(struct MHD_Connection *c, tl_timeline_t *tl,
     {
         return sk_httpd_text(c, MHD_HTTP_NOT_FOUND,
             "chunks: no chunk \"%s\" (merged or never made: see /chunks)\n",
-            name);
+            sk_httpd_quote(q, name));
     }
     if (fstat(fd, &st) != 0
         || (r = MHD_create_response_from_fd((uint64_t) st.st_size, fd))
@@ -195,12 +197,12 @@ tl_http_chunks(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
     uint64_t   a = 0, b = UINT64_MAX, pub = tl_chunk_published(tl);
     sk_err_t   err;
     size_t     len;
-    char      *out;
+    char      *out, q[SK_HTTPD_QUOTE_SIZE];
 
     if (strncmp(url, "since/", 6) == 0) {
         if (sk_httpd_u64(&a, url + 6) != 0) {
             return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
-                "chunks: bad SN \"%s\"\n", url + 6);
+                "chunks: bad SN \"%s\"\n", sk_httpd_quote(q, url + 6));
         }
         if (a + 1 >= pub) {
             return sk_httpd_reply(c, MHD_HTTP_NOT_MODIFIED, NULL, 0,
@@ -300,7 +302,7 @@ tl_http_token(struct MHD_Connection *c, tl_timeline_t *tl, const char *hex)
     sk_err_t      err;
     unsigned      code;
     size_t        len;
-    char         *entry, *out;
+    char         *entry, *out, q[SK_HTTPD_QUOTE_SIZE];
 
     pthread_mutex_lock(&tl->lock);
     t = tl_token_find_hex(tl, hex);
@@ -310,8 +312,8 @@ tl_http_token(struct MHD_Connection *c, tl_timeline_t *tl, const char *hex)
     pthread_mutex_unlock(&tl->lock);
     if (t == NULL) {
         return sk_httpd_text(c, MHD_HTTP_GONE,
-            "status: unknown token \"%.40s\" (never issued, or too old)\n",
-            hex);
+            "status: unknown token \"%s\" (never issued, or too old)\n",
+            sk_httpd_quote(q, hex));
     }
     code = tl_http_status(copy.pending ? TL_QUEUED : copy.v);
     if (copy.pending || copy.v != TL_OK) {
@@ -343,12 +345,12 @@ tl_http_copy(struct MHD_Connection *c, tl_timeline_t *tl, const char *s)
     sk_err_t     err;
     uint64_t     sn;
     size_t       len;
-    char        *out;
+    char        *out, q[SK_HTTPD_QUOTE_SIZE];
     int          rc;
 
     if (sk_httpd_u64(&sn, s) != 0 || sn >= tl_http_durable(tl)) {
         return sk_httpd_text(c, MHD_HTTP_NOT_FOUND,
-            "incorporated: no SN \"%.24s\"\n", s);
+            "incorporated: no SN \"%s\"\n", sk_httpd_quote(q, s));
     }
     if (tl_store_read(tl, &out, &len, sn, sn, &err) != 0) {
         return tl_http_err(c, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
@@ -378,7 +380,7 @@ tl_http_get(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
     sk_err_t   err;
     uint64_t   sn;
     size_t     len;
-    char      *out;
+    char      *out, q[SK_HTTPD_QUOTE_SIZE];
     int        rc;
 
     if (strcmp(url, "/status") == 0 || strcmp(url, "/checkpoint") == 0) {
@@ -403,7 +405,7 @@ tl_http_get(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
     if (strncmp(url, "/entry/", 7) == 0) {
         if (sk_httpd_u64(&sn, url + 7) != 0) {
             return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
-                "entry: bad SN \"%s\"\n", url + 7);
+                "entry: bad SN \"%s\"\n", sk_httpd_quote(q, url + 7));
         }
         if (sn >= tl_http_durable(tl)) {
             return sk_httpd_text(c, MHD_HTTP_NOT_FOUND,
@@ -432,7 +434,7 @@ tl_http_post_field(void *cls, enum MHD_ValueKind kind, const char *key,
 {
     tl_req_t  *rq = cls;
     size_t    *len;
-    char      *p, **buf;
+    char      *p, **buf, q[SK_HTTPD_QUOTE_SIZE];
 
     (void) kind;
     (void) filename;
@@ -445,8 +447,8 @@ tl_http_post_field(void *cls, enum MHD_ValueKind kind, const char *key,
         buf = &rq->ref;
         len = &rq->reflen;
     } else {
-        snprintf(rq->bad, sizeof(rq->bad), "form: unknown field \"%.40s\"",
-            key);
+        snprintf(rq->bad, sizeof(rq->bad), "form: unknown field \"%s\"",
+            sk_httpd_quote(q, key));
         return MHD_YES;
     }
     if (off == 0 && *buf != NULL) {
@@ -547,6 +549,19 @@ tl_http_append_done(struct MHD_Connection *c, tl_timeline_t *tl,
 {
     if (rq->done) {
         return tl_http_append_reply(c, rq);
+    }
+    /* An empty last value ("e=...&e=") reaches tl_http_post_field only
+     * when the post processor is destroyed, and a last field without "="
+     * never does (destroy says MHD_NO): destroyed here, before the form
+     * is judged, so neither goes unseen. */
+    if (rq->pp != NULL) {
+        if (MHD_destroy_post_processor(rq->pp) != MHD_YES
+            && rq->bad[0] == '\0')
+        {
+            snprintf(rq->bad, sizeof(rq->bad), "form: malformed body "
+                "(cut short, or a field without \"=\")");
+        }
+        rq->pp = NULL;
     }
     if (rq->bad[0] != '\0') {
         return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST, "%s\n", rq->bad);

@@ -72,10 +72,15 @@ tl_tiles_get(struct MHD_Connection *c, tl_timeline_t *tl, const char *path)
     uint64_t   n, durable;
     unsigned   width;
     size_t     len = 0;
-    char      *out = NULL;
+    char      *out = NULL, q[SK_HTTPD_QUOTE_SIZE];
     int        level, rc;
 
     if (sk_tile_path_parse(&level, &n, &width, path, &err) != 0) {
+        /* err quotes the path raw: only a short, printable one. */
+        if (strcmp(sk_httpd_quote(q, path), path) != 0) {
+            return sk_httpd_text(c, MHD_HTTP_NOT_FOUND,
+                "tile path \"%s\": not a tile path\n", q);
+        }
         return sk_httpd_text(c, MHD_HTTP_NOT_FOUND, "%s\n", err.msg);
     }
     pthread_mutex_lock(&tl->lock);

@@ -44,6 +44,10 @@ struct sk_httpd_conn_s {
                                        polling thread only) */
 };
 
+/* *con_cls from sk_httpd_uri to sk_httpd_access: the raw target has a
+ * NUL byte encoded (its address is the mark; the handlers never see it). */
+static char  sk_httpd_nul;
+
 struct sk_httpd_s {
     sk_httpd_conf_t     conf;
     struct MHD_Daemon  *d;
@@ -243,8 +247,152 @@ sk_httpd_u64(uint64_t *v, const char *s)
 }
 
 
-/* In front of the daemon's handler: the body limit, and the end of the
- * request's deadline once it is all in. */
+const char *
+sk_httpd_quote(char *out, const char *s)
+{
+    size_t  i, n = 0;
+    int     plain;
+
+    for (i = 0; s[i] != '\0'; i++) {
+        plain = s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\';
+        if (n + (plain ? 1 : 4) > SK_HTTPD_QUOTE_MAX) {
+            memcpy(out + n, "...", 3);
+            n += 3;
+            break;
+        }
+        n += (size_t) snprintf(out + n, SK_HTTPD_QUOTE_SIZE - n,
+            plain ? "%c" : "\\x%02x", (unsigned char) s[i]);
+    }
+    out[n] = '\0';
+    return out;
+}
+
+
+/* The request line is in: its raw target, before libmicrohttpd decodes
+ * the path and the query into C strings, where a NUL byte would cut the
+ * value short unseen (/entry/1%00x read as /entry/1).  libmicrohttpd
+ * decodes only %HH (and '+' in the query), so "%00" is the one way to a
+ * NUL.  The mark is what *con_cls starts as; NULL changes nothing. */
+static void *
+sk_httpd_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void) cls;
+    (void) c;
+    return uri != NULL && strstr(uri, "%00") != NULL ? &sk_httpd_nul : NULL;
+}
+
+
+typedef struct {
+    const char  **keys;
+    size_t        n, cap;
+} sk_httpd_args_t;
+
+
+static enum MHD_Result
+sk_httpd_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+    sk_httpd_args_t  *a = cls;
+
+    (void) kind;
+    (void) value;
+    if (a->n < a->cap) {
+        a->keys[a->n++] = key;
+    }
+    return MHD_YES;
+}
+
+
+static int
+sk_httpd_strcmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+
+/* A query argument given more than once, else NULL (also on no memory:
+ * *oom set).  libmicrohttpd keeps them all but every lookup returns the
+ * first, so "?sn=1&sn=0" would be read as sn=1 whatever the client
+ * meant.  Sorted, not compared pairwise: a request line of 8,000 "a&"
+ * must not cost 32 million compares. */
+static const char *
+sk_httpd_twice(struct MHD_Connection *c, int *oom)
+{
+    sk_httpd_args_t   a;
+    const char       *dup = NULL;
+    size_t            i;
+    int               n;
+
+    *oom = 0;
+    n = MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, NULL, NULL);
+    if (n < 2) {
+        return NULL;
+    }
+    a.keys = malloc((size_t) n * sizeof(*a.keys));
+    if (a.keys == NULL) {
+        *oom = 1;
+        return NULL;
+    }
+    a.n = 0;
+    a.cap = (size_t) n;
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, sk_httpd_arg, &a);
+    qsort(a.keys, a.n, sizeof(*a.keys), sk_httpd_strcmp);
+    for (i = 1; i < a.n && dup == NULL; i++) {
+        if (strcmp(a.keys[i - 1], a.keys[i]) == 0) {
+            dup = a.keys[i];
+        }
+    }
+    free(a.keys);
+    return dup;
+}
+
+
+/* The headers are in: refuse what no handler should see.  Answering now,
+ * before any body is read, is what keeps libmicrohttpd from sending 100
+ * Continue.  MHD_YES with *answered 0: on to the handler. */
+static enum MHD_Result
+sk_httpd_screen(sk_httpd_t *h, struct MHD_Connection *c, int nul,
+    int *answered)
+{
+    const char  *cl, *dup;
+    uint64_t     n;
+    char         q[SK_HTTPD_QUOTE_SIZE];
+    int          oom;
+
+    *answered = 1;
+    if (nul) {
+        return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
+            "url: contains a NUL byte\n");
+    }
+    /* libmicrohttpd reads "0100000" as 100000 but the check below could
+     * not: a length it cannot read strictly is refused, not let by. */
+    cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+        MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl != NULL && sk_httpd_u64(&n, cl) != 0) {
+        return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST, "Content-Length: "
+            "\"%s\" is not a decimal without sign or leading zero\n",
+            sk_httpd_quote(q, cl));
+    }
+    if (cl != NULL && n > h->conf.max_body) {
+        return sk_httpd_text(c, MHD_HTTP_CONTENT_TOO_LARGE,
+            "body: %" PRIu64 " bytes declared, more than %" PRIu64 "\n",
+            n, h->conf.max_body);
+    }
+    dup = sk_httpd_twice(c, &oom);
+    if (oom) {
+        return MHD_NO;
+    }
+    if (dup != NULL) {
+        return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST,
+            "query: \"%s\" given twice\n", sk_httpd_quote(q, dup));
+    }
+    *answered = 0;
+    return MHD_YES;
+}
+
+
+/* In front of the daemon's handler: what sk_httpd_screen refuses, the
+ * body limit, and the end of the request's deadline once it is all in. */
 static enum MHD_Result
 sk_httpd_access(void *cls, struct MHD_Connection *c, const char *url,
     const char *method, const char *version, const char *data, size_t *size,
@@ -252,21 +400,17 @@ sk_httpd_access(void *cls, struct MHD_Connection *c, const char *url,
 {
     sk_httpd_t       *h = cls;
     sk_httpd_conn_t  *k = sk_httpd_conn(c);
-    const char       *cl;
-    uint64_t          n;
+    enum MHD_Result   rc;
+    int               nul, answered;
 
-    if (*con_cls == NULL) {
-        /* The headers are in.  Answering now, before any body is read,
-         * is what keeps libmicrohttpd from sending 100 Continue. */
-        cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-            MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl != NULL && sk_httpd_u64(&n, cl) == 0
-            && n > h->conf.max_body)
-        {
+    if (*con_cls == NULL || *con_cls == &sk_httpd_nul) {
+        /* The handler's first call sees NULL, as ever. */
+        nul = *con_cls == &sk_httpd_nul;
+        *con_cls = NULL;
+        rc = sk_httpd_screen(h, c, nul, &answered);
+        if (answered) {
             sk_httpd_mark(h, k, 0);
-            return sk_httpd_text(c, MHD_HTTP_CONTENT_TOO_LARGE,
-                "body: %" PRIu64 " bytes declared, more than %" PRIu64 "\n",
-                n, h->conf.max_body);
+            return rc;
         }
     } else if (*size == 0) {
         sk_httpd_mark(h, k, 0);
@@ -287,6 +431,9 @@ sk_httpd_done(void *cls, struct MHD_Connection *c, void **con_cls,
 {
     sk_httpd_t  *h = cls;
 
+    if (*con_cls == &sk_httpd_nul) {
+        *con_cls = NULL;        /* ended before the handler saw it */
+    }
     sk_httpd_mark(h, sk_httpd_conn(c), sk_httpd_ms());
     if (h->conf.completed != NULL) {
         h->conf.completed(h->conf.cls, c, con_cls, toe);
@@ -390,6 +537,7 @@ sk_httpd_start(sk_httpd_t **hp, const sk_httpd_conf_t *conf, sk_err_t *err)
         (unsigned) conf->limits.idle_timeout,
         MHD_OPTION_NOTIFY_COMPLETED, sk_httpd_done, h,
         MHD_OPTION_NOTIFY_CONNECTION, sk_httpd_notify, h,
+        MHD_OPTION_URI_LOG_CALLBACK, sk_httpd_uri, h,
         MHD_OPTION_END);
     if (h->d == NULL) {
         sk_httpd_free(h);

@@ -42,7 +42,12 @@ typedef struct {
                                                    chunked one: closed */
     int                            suspend;     /* the handler may call
                                                    MHD_suspend_connection */
-    MHD_AccessHandlerCallback      handler;
+    MHD_AccessHandlerCallback      handler;     /* never sees a request
+                                                   with a Content-Length
+                                                   sk_httpd_u64 refuses, a
+                                                   %00 in its target or a
+                                                   query argument given
+                                                   twice: 400 at once */
     MHD_RequestCompletedCallback   completed;   /* or NULL */
     void                          *cls;         /* of both */
 } sk_httpd_conf_t;
@@ -71,6 +76,15 @@ int sk_httpd_get_pending(void **con_cls, size_t *size);
 /* A strict decimal (no sign, no leading zero, at most 19 digits): 0, or
  * -1 if s is NULL or anything else. */
 int sk_httpd_u64(uint64_t *v, const char *s) SK_WUR;
+
+/* A client's bytes as an error message may quote them (between double
+ * quotes, in a text/plain; charset=us-ascii body, so unambiguous and
+ * short): printable ASCII as it is; a double quote, a backslash and any
+ * other byte as \xHH; cut after SK_HTTPD_QUOTE_MAX characters, "..."
+ * marking the cut.  out holds SK_HTTPD_QUOTE_SIZE bytes; returns out. */
+#define SK_HTTPD_QUOTE_MAX   40
+#define SK_HTTPD_QUOTE_SIZE  (SK_HTTPD_QUOTE_MAX + 4)
+const char *sk_httpd_quote(char *out, const char *s);
 
 /* Queue status with body (malloc()ed, taken over; freed on failure). */
 enum MHD_Result sk_httpd_reply(struct MHD_Connection *c, unsigned status,
