@@ -572,6 +572,13 @@ int mr_fetch(mr_mirror_t *m, mr_resp_t *r, void *curl, const char *url,
     size_t max, sk_err_t *err) SK_WUR;
 
 /* mr_sync.c: the sync threads. */
+/* One line of a timeline's chunk listing (GET /chunks, docs/timeline.md):
+ * "<uri> <first-sn> <last-sn> <signature>", single spaces, the SNs
+ * decimal with first <= last < UINT64_MAX, the URI an absolute path
+ * without "..", the signature base64url.  line is cut into the fields;
+ * -1 with a message naming the field if it is anything else. */
+int mr_sync_listing_line(char *line, char **uri, uint64_t *first,
+    uint64_t *last, char **sig, sk_err_t *err) SK_WUR;
 int mr_sync_start(mr_mirror_t *m, sk_err_t *err) SK_WUR;
 void mr_sync_stop(mr_mirror_t *m);
 

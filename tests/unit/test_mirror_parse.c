@@ -1,0 +1,84 @@
+/*
+ * test_mirror_parse.c -- sk-mirror's parsers of what others send it:
+ * a timeline's chunk listing (mr_sync.c).
+ * Each is strict: no sign, no overflow, no extra or missing field, no
+ * duplicate, and a message naming what is wrong.
+ */
+#include "testutil.h"
+
+#include "../../mirror/mr.h"
+
+
+/* One listing line: 0 and its fields, or -1 and a message naming want. */
+static void
+listing_ok(const char *text, uint64_t want_first, uint64_t want_last)
+{
+    uint64_t  first, last;
+    sk_err_t  err;
+    char      line[256], *uri, *sig;
+
+    snprintf(line, sizeof(line), "%s", text);
+    tu_assert_ok(mr_sync_listing_line(line, &uri, &first, &last, &sig, &err),
+        &err);
+    assert_int_equal(first, want_first);
+    assert_int_equal(last, want_last);
+    assert_int_equal(uri[0], '/');
+    assert_true(sig[0] != '\0');
+}
+
+
+static void
+listing_bad(const char *text, const char *want)
+{
+    uint64_t  first, last;
+    sk_err_t  err;
+    char      line[256], *uri, *sig;
+
+    snprintf(line, sizeof(line), "%s", text);
+    tu_assert_err(mr_sync_listing_line(line, &uri, &first, &last, &sig,
+        &err), &err, SK_ERR_FORMAT, want);
+}
+
+
+static void
+test_listing(void **state)
+{
+    (void) state;
+    listing_ok("/chunks/0-41.bz2 0 41 QUJDRA", 0, 41);
+    listing_ok("/chunks/7-7.bz2 7 7 x-_y", 7, 7);
+    listing_ok("/c 0 18446744073709551614 QUJD", 0, UINT64_MAX - 1);
+
+    /* last overflowed to UINT64_MAX, and last + 1 wrapped to 0. */
+    listing_bad("/c 0 99999999999999999999 QUJD", "\"last-sn\"");
+    listing_bad("/c 0 18446744073709551615 QUJD", "\"last-sn\"");
+    listing_bad("/c 18446744073709551616 18446744073709551616 QUJD",
+        "\"first-sn\"");
+    listing_bad("/c -1 1 QUJD", "\"first-sn\"");
+    listing_bad("/c +0 1 QUJD", "\"first-sn\"");
+    listing_bad("/c 0 1x QUJD", "\"last-sn\"");
+    listing_bad("/c 5 4 QUJD", "before \"first-sn\"");
+    /* Exactly four fields, single spaces. */
+    listing_bad("/c  0 1 QUJD", "\"first-sn\": empty");
+    listing_bad(" /c 0 1 QUJD", "\"uri\": empty");
+    listing_bad("/c 0 1 QUJD ", "more than 4 fields");
+    listing_bad("/c 0 1 QUJD extra", "more than 4 fields");
+    listing_bad("/c 0 1", "3 fields");
+    listing_bad("/c 0 1 ", "\"signature\": empty");
+    listing_bad("", "\"uri\": empty");
+    listing_bad("c 0 1 QUJD", "\"uri\"");
+    listing_bad("/chunks/../x 0 1 QUJD", "\"uri\"");
+    listing_bad("/c\t 0 1 QUJD", "\"uri\"");
+    listing_bad("/c 0 1 QU==", "\"signature\"");
+    listing_bad("/c 0 1 QU+/", "\"signature\"");
+}
+
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_listing),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
