@@ -615,6 +615,12 @@ int mr_copy_pread(const mr_tl_t *t, uint64_t sn, const mr_loc_t *loc,
 /* Under the lock: the /reneged body and its hash (8 hex digits + NUL). */
 int mr_track_list(mr_mirror_t *m, char **out, size_t *len, char hash[9],
     sk_err_t *err) SK_WUR;
+/* A peer's reneged list (GET /reneged): len bytes of "<tid>\n" lines,
+ * decimal without a leading zero, strictly ascending; *tids (malloc()ed,
+ * NULL if none) and *n what it lists.  -1 with a message naming the line
+ * if it is anything else (nothing of it kept). */
+int mr_track_parse(uint64_t **tids, size_t *n, const char *body, size_t len,
+    sk_err_t *err) SK_WUR;
 int mr_track_start(mr_mirror_t *m, sk_err_t *err) SK_WUR;
 void mr_track_stop(mr_mirror_t *m);
 

@@ -1,6 +1,7 @@
 /*
  * test_mirror_parse.c -- sk-mirror's parsers of what others send it:
- * a timeline's chunk listing (mr_sync.c).
+ * a timeline's chunk listing (mr_sync.c), a peer's reneged list
+ * (mr_track.c).
  * Each is strict: no sign, no overflow, no extra or missing field, no
  * duplicate, and a message naming what is wrong.
  */
@@ -73,11 +74,66 @@ test_listing(void **state)
 }
 
 
+static void
+reneged_ok(const char *text, size_t want_n, const uint64_t *want)
+{
+    uint64_t  *tids;
+    sk_err_t   err;
+    size_t     n, i;
+
+    tu_assert_ok(mr_track_parse(&tids, &n, text, strlen(text), &err), &err);
+    assert_int_equal(n, want_n);
+    for (i = 0; i < n; i++) {
+        assert_int_equal(tids[i], want[i]);
+    }
+    free(tids);
+}
+
+
+static void
+reneged_bad(const char *text, size_t len, const char *want)
+{
+    uint64_t  *tids = (uint64_t *) 1;
+    sk_err_t   err;
+    size_t     n = 1;
+
+    tu_assert_err(mr_track_parse(&tids, &n, text, len, &err), &err,
+        SK_ERR_FORMAT, want);
+    assert_null(tids);
+    assert_int_equal(n, 0);
+}
+#define RENEGED_BAD(text, want)  reneged_bad(text, sizeof(text) - 1, want)
+
+
+static void
+test_reneged(void **state)
+{
+    static const uint64_t  three[] = { 1, 7, 18446744073709551615ULL };
+
+    (void) state;
+    reneged_ok("", 0, NULL);
+    reneged_ok("1\n7\n18446744073709551615\n", 3, three);
+
+    RENEGED_BAD("18446744073709551616\n", "line 1: \"tid\"");
+    RENEGED_BAD("1\n7\n7\n", "line 3: \"tid\" 7 after 7");
+    RENEGED_BAD("9\n3\n", "line 2: \"tid\" 3 after 9");
+    RENEGED_BAD("1\n-2\n", "line 2: \"tid\"");
+    RENEGED_BAD("+2\n", "line 1: \"tid\"");
+    RENEGED_BAD("0\n", "line 1: \"tid\"");
+    RENEGED_BAD("01\n", "leading zero");
+    RENEGED_BAD("1\n2", "line 2 unterminated");
+    RENEGED_BAD("1\n\n", "line 2: \"tid\"");
+    RENEGED_BAD("1 \n", "line 1: \"tid\"");
+    RENEGED_BAD("1\0\n", "line 1: \"tid\"");
+}
+
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_listing),
+        cmocka_unit_test(test_reneged),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
