@@ -271,7 +271,8 @@ FUZZ_OBJS := $(filter-out $(FUZZ_BUILD)/common/src/httpd.o \
 # send (listed here): every mirror object but main's, libsk's fuzz objects
 # and httpd.o (mr_http.o calls it), as the timeline's targets are linked.
 FUZZ_MR_BINS = $(FUZZ_BUILD)/fuzz_mirror_listing \
-               $(FUZZ_BUILD)/fuzz_mirror_reneged
+               $(FUZZ_BUILD)/fuzz_mirror_reneged \
+               $(FUZZ_BUILD)/fuzz_mirror_cache
 FUZZ_MR_OBJS = $(filter-out $(FUZZ_BUILD)/mirror/mr_main.o \
                    $(FUZZ_BUILD)/mirror/mr_prefix.o, \
                    $(MR_SRCS:%.c=$(FUZZ_BUILD)/%.o))

@@ -634,6 +634,12 @@ int mr_cache_open(mr_mirror_t *m, sk_err_t *err) SK_WUR;
  * otherwise. */
 int mr_cache_get(mr_mirror_t *m, const char *name, const char *servable,
     size_t nrefs, char **out, size_t *len);
+/* A value of the cache: "SK-Mirror-Cache: <servable> <built> <entries>\n"
+ * then the answer, from *off.  SK_ERR_NOT_FOUND if it was built for
+ * other servable timelines, SK_ERR_FORMAT (naming the field) if it is not
+ * such a value: no sign, no overflow, nothing else on the head line. */
+int mr_cache_parse(const unsigned char *v, size_t vlen, const char *servable,
+    int64_t *built, uint64_t *nrefs, size_t *off, sk_err_t *err) SK_WUR;
 void mr_cache_put(mr_mirror_t *m, const char *name, const char *servable,
     size_t nrefs, const char *answer, size_t len);
 void mr_cache_del(mr_mirror_t *m, const char *name);

@@ -1,7 +1,7 @@
 /*
  * test_mirror_parse.c -- sk-mirror's parsers of what others send it:
  * a timeline's chunk listing (mr_sync.c), a peer's reneged list
- * (mr_track.c).
+ * (mr_track.c), an answer cache value read back from Redis (mr_cache.c).
  * Each is strict: no sign, no overflow, no extra or missing field, no
  * duplicate, and a message naming what is wrong.
  */
@@ -128,12 +128,62 @@ test_reneged(void **state)
 }
 
 
+static void
+cache_bad(const char *text, sk_err_code_t code, const char *want)
+{
+    uint64_t  nrefs;
+    int64_t   built;
+    sk_err_t  err;
+    size_t    off;
+
+    tu_assert_err(mr_cache_parse((const unsigned char *) text, strlen(text),
+        "1,2", &built, &nrefs, &off, &err), &err, code, want);
+}
+
+
+static void
+test_cache(void **state)
+{
+    static const char  ok[] = "SK-Mirror-Cache: 1,2 1700000000 3\nanswer\n";
+    uint64_t           nrefs;
+    int64_t            built;
+    sk_err_t           err;
+    size_t             off;
+
+    (void) state;
+    tu_assert_ok(mr_cache_parse((const unsigned char *) ok, strlen(ok), "1,2",
+        &built, &nrefs, &off, &err), &err);
+    assert_int_equal(built, 1700000000);
+    assert_int_equal(nrefs, 3);
+    assert_string_equal(ok + off, "answer\n");
+
+    cache_bad("SK-Mirror-Cache: 1,3 1700000000 3\nx", SK_ERR_NOT_FOUND,
+        "other timelines");
+    cache_bad("SK-Mirror-Cache: 1,2,3 1700000000 3\nx", SK_ERR_NOT_FOUND,
+        "other timelines");
+    /* strtoll()/strtoul() took these. */
+    cache_bad("SK-Mirror-Cache: 1,2 -5 3\nx", SK_ERR_FORMAT, "\"built\"");
+    cache_bad("SK-Mirror-Cache: 1,2 +5 3\nx", SK_ERR_FORMAT, "\"built\"");
+    cache_bad("SK-Mirror-Cache: 1,2  5 3\nx", SK_ERR_FORMAT, "\"built\"");
+    cache_bad("SK-Mirror-Cache: 1,2 5 -1\nx", SK_ERR_FORMAT, "\"entries\"");
+    cache_bad("SK-Mirror-Cache: 1,2 5 18446744073709551616\nx", SK_ERR_FORMAT,
+        "\"entries\"");
+    cache_bad("SK-Mirror-Cache: 1,2 9223372036854775808 3\nx", SK_ERR_FORMAT,
+        "\"built\": 9223372036854775808 is too large");
+    cache_bad("SK-Mirror-Cache: 1,2 5 3 x\nx", SK_ERR_FORMAT, "\"entries\"");
+    cache_bad("SK-Mirror-Cache: 1,2 5\nx", SK_ERR_FORMAT, "2 fields");
+    cache_bad("SK-Mirror-Cache: 1,2 5 3", SK_ERR_FORMAT, "head line");
+    cache_bad("Other: 1,2 5 3\nx", SK_ERR_FORMAT, "head line");
+}
+
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_listing),
         cmocka_unit_test(test_reneged),
+        cmocka_unit_test(test_cache),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
