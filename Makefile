@@ -276,9 +276,40 @@ $(BUILD)/mirror/mr_%.o: mirror/mr_%.c mirror/mr.h $(wildcard common/include/sk/*
 FUZZ_OBJS := $(filter-out $(FUZZ_BUILD)/common/src/httpd.o \
                  $(FUZZ_BUILD)/common/src/client/client_curl.o,$(FUZZ_OBJS))
 
+# Fuzz targets of the mirror's parsers of what peers, timelines and Redis
+# send (listed here): every mirror object but main's, libsk's fuzz objects
+# and httpd.o (mr_http.o calls it), as the timeline's targets are linked.
+FUZZ_MR_BINS = $(FUZZ_BUILD)/fuzz_mirror_listing \
+               $(FUZZ_BUILD)/fuzz_mirror_reneged \
+               $(FUZZ_BUILD)/fuzz_mirror_cache
+FUZZ_MR_OBJS = $(filter-out $(FUZZ_BUILD)/mirror/mr_main.o \
+                   $(FUZZ_BUILD)/mirror/mr_prefix.o, \
+                   $(MR_SRCS:%.c=$(FUZZ_BUILD)/%.o))
+
+$(FUZZ_MR_OBJS): $(FUZZ_BUILD)/%.o: %.c mirror/mr.h $(wildcard common/include/sk/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -pthread -c -o $@ $<
+
+$(FUZZ_MR_BINS): $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_MR_OBJS) \
+    $(FUZZ_BUILD)/mirror/mr_prefix.o $(FUZZ_BUILD)/common/src/httpd.o \
+    $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Imirror -fsanitize=fuzzer -pthread -o $@ $< \
+	    $(FUZZ_MR_OBJS) $(FUZZ_BUILD)/mirror/mr_prefix.o \
+	    $(FUZZ_BUILD)/common/src/httpd.o $(FUZZ_OBJS) -lmicrohttpd -lbz2 \
+	    -lcurl $(LIBS)
+
 $(MR_BIN): $(MR_OBJS) $(LIBSK)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(MR_OBJS) $(LIBSK) \
 	    -lmicrohttpd -lbz2 -lcurl $(LIBS)
+
+# Unit tests of the mirror's parsers (tests/unit/test_mirror_*.c) link
+# every mirror object but main's.
+MR_UNIT_OBJS = $(filter-out $(BUILD)/mirror/mr_main.o,$(MR_OBJS))
+
+$(BUILD)/tests/test_mirror_%: tests/unit/test_mirror_%.c $(MR_UNIT_OBJS) $(LIBSK)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -pthread -o $@ $< \
+	    $(MR_UNIT_OBJS) $(LIBSK) -lmicrohttpd -lbz2 -lcurl $(LIBS) -lcmocka
 
 # Load client and log generator for tests/bench/bench_mirror*.sh.
 MR_BENCH = $(BUILD)/bench/mirror_client $(BUILD)/bench/mirror_gen

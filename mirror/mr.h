@@ -572,6 +572,13 @@ int mr_fetch(mr_mirror_t *m, mr_resp_t *r, void *curl, const char *url,
     size_t max, sk_err_t *err) SK_WUR;
 
 /* mr_sync.c: the sync threads. */
+/* One line of a timeline's chunk listing (GET /chunks, docs/timeline.md):
+ * "<uri> <first-sn> <last-sn> <signature>", single spaces, the SNs
+ * decimal with first <= last < UINT64_MAX, the URI an absolute path
+ * without "..", the signature base64url.  line is cut into the fields;
+ * -1 with a message naming the field if it is anything else. */
+int mr_sync_listing_line(char *line, char **uri, uint64_t *first,
+    uint64_t *last, char **sig, sk_err_t *err) SK_WUR;
 int mr_sync_start(mr_mirror_t *m, sk_err_t *err) SK_WUR;
 void mr_sync_stop(mr_mirror_t *m);
 
@@ -608,6 +615,12 @@ int mr_copy_pread(const mr_tl_t *t, uint64_t sn, const mr_loc_t *loc,
 /* Under the lock: the /reneged body and its hash (8 hex digits + NUL). */
 int mr_track_list(mr_mirror_t *m, char **out, size_t *len, char hash[9],
     sk_err_t *err) SK_WUR;
+/* A peer's reneged list (GET /reneged): len bytes of "<tid>\n" lines,
+ * decimal without a leading zero, strictly ascending; *tids (malloc()ed,
+ * NULL if none) and *n what it lists.  -1 with a message naming the line
+ * if it is anything else (nothing of it kept). */
+int mr_track_parse(uint64_t **tids, size_t *n, const char *body, size_t len,
+    sk_err_t *err) SK_WUR;
 int mr_track_start(mr_mirror_t *m, sk_err_t *err) SK_WUR;
 void mr_track_stop(mr_mirror_t *m);
 
@@ -621,6 +634,12 @@ int mr_cache_open(mr_mirror_t *m, sk_err_t *err) SK_WUR;
  * otherwise. */
 int mr_cache_get(mr_mirror_t *m, const char *name, const char *servable,
     size_t nrefs, char **out, size_t *len);
+/* A value of the cache: "SK-Mirror-Cache: <servable> <built> <entries>\n"
+ * then the answer, from *off.  SK_ERR_NOT_FOUND if it was built for
+ * other servable timelines, SK_ERR_FORMAT (naming the field) if it is not
+ * such a value: no sign, no overflow, nothing else on the head line. */
+int mr_cache_parse(const unsigned char *v, size_t vlen, const char *servable,
+    int64_t *built, uint64_t *nrefs, size_t *off, sk_err_t *err) SK_WUR;
 void mr_cache_put(mr_mirror_t *m, const char *name, const char *servable,
     size_t nrefs, const char *answer, size_t len);
 void mr_cache_del(mr_mirror_t *m, const char *name);

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sk/conf.h>
+
 #include "mr.h"
 
 #define MR_CACHE_HEAD       "SK-Mirror-Cache: "
@@ -123,6 +125,70 @@ mr_cache_key(char *out, size_t cap, const mr_mirror_t *m, const char *name)
 }
 
 
+/* One decimal field of the head line, [p, e), into *out. */
+static int
+mr_cache_num(uint64_t *out, const char *field, const char *p, const char *e,
+    sk_err_t *err)
+{
+    char  num[24];
+
+    if (e - p <= 0 || (size_t) (e - p) >= sizeof(num)
+        || memchr(p, '\0', (size_t) (e - p)) != NULL)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"%s\": illegal value "
+            "\"%.*s\" (want a number)", field,
+            (int) (e - p < 0 ? 0 : e - p < 40 ? e - p : 40), p);
+    }
+    memcpy(num, p, (size_t) (e - p));
+    num[e - p] = '\0';
+    return sk_conf_u64(out, field, num, err);
+}
+
+
+int
+mr_cache_parse(const unsigned char *v, size_t vlen, const char *servable,
+    int64_t *built, uint64_t *nrefs, size_t *off, sk_err_t *err)
+{
+    const char  *p = (const char *) v, *nl, *sp;
+    size_t       hl = strlen(MR_CACHE_HEAD), sl = strlen(servable);
+    uint64_t     b;
+
+    nl = memchr(p, '\n', vlen);
+    if (nl == NULL || (size_t) (nl - p) < hl
+        || memcmp(p, MR_CACHE_HEAD, hl) != 0)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "no \"%.*s\" head line",
+            (int) hl - 2, MR_CACHE_HEAD);
+    }
+    p += hl;
+    if ((size_t) (nl - p) <= sl || memcmp(p, servable, sl) != 0
+        || p[sl] != ' ')
+    {
+        /* Built when other timelines were servable: not this answer. */
+        return sk_err_set(err, SK_ERR_NOT_FOUND, "built for other "
+            "timelines");
+    }
+    p += sl + 1;
+    sp = memchr(p, ' ', (size_t) (nl - p));
+    if (sp == NULL) {
+        return sk_err_set(err, SK_ERR_FORMAT, "head line: 2 fields after "
+            "the timelines wanted (\"<built> <entries>\")");
+    }
+    if (mr_cache_num(&b, "built", p, sp, err) != 0
+        || mr_cache_num(nrefs, "entries", sp + 1, nl, err) != 0)
+    {
+        return sk_err_prefix(err, "head line");
+    }
+    if (b > INT64_MAX) {
+        return sk_err_set(err, SK_ERR_FORMAT, "head line: \"built\": %"
+            PRIu64 " is too large", b);
+    }
+    *built = (int64_t) b;
+    *off = (size_t) (nl + 1 - (const char *) v);
+    return 0;
+}
+
+
 int
 mr_cache_get(mr_mirror_t *m, const char *name, const char *servable,
     size_t nrefs, char **out, size_t *len)
@@ -130,10 +196,10 @@ mr_cache_get(mr_mirror_t *m, const char *name, const char *servable,
     unsigned char  *v;
     sk_cache_t     *c;
     sk_err_t        err;
-    size_t          vlen, hl = strlen(MR_CACHE_HEAD), sl = strlen(servable);
-    char            key[SK_CACHE_KEY_MAX + 64], *nl, *end;
-    long long       built;
-    unsigned long   n;
+    size_t          vlen, off;
+    char            key[SK_CACHE_KEY_MAX + 64];
+    int64_t         built;
+    uint64_t        n;
     int             rc;
 
     if (mr_cache_key(key, sizeof(key), m, name) != 0
@@ -146,25 +212,23 @@ mr_cache_get(mr_mirror_t *m, const char *name, const char *servable,
     if (rc != 0) {
         return -1;
     }
-    nl = memchr(v, '\n', vlen);
     rc = -1;
-    if (nl != NULL && vlen > hl + sl + 1
-        && memcmp(v, MR_CACHE_HEAD, hl) == 0
-        && memcmp(v + hl, servable, sl) == 0 && v[hl + sl] == ' ')
+    if (mr_cache_parse(v, vlen, servable, &built, &n, &off, &err) != 0) {
+        if (err.code == SK_ERR_FORMAT) {
+            /* Not what mr_cache_put() writes; the fresh answer built
+             * instead replaces it. */
+            mr_log("answer_cache: %s: %s", key, err.msg);
+        }
+    } else if (n == nrefs
+               && mr_now() - built < (int64_t) m->conf.query_cache
+               && mr_now() >= built)
     {
-        built = strtoll((char *) v + hl + sl + 1, &end, 10);
-        n = *end == ' ' ? strtoul(end + 1, &end, 10) : ULONG_MAX;
-        if (end == nl && n == nrefs
-            && mr_now() - built < (int64_t) m->conf.query_cache
-            && mr_now() >= built)
-        {
-            *len = vlen - (size_t) (nl + 1 - (char *) v);
-            *out = malloc(*len + 1);
-            if (*out != NULL) {
-                memcpy(*out, nl + 1, *len);
-                (*out)[*len] = '\0';
-                rc = 0;
-            }
+        *len = vlen - off;
+        *out = malloc(*len + 1);
+        if (*out != NULL) {
+            memcpy(*out, v + off, *len);
+            (*out)[*len] = '\0';
+            rc = 0;
         }
     }
     free(v);

@@ -40,6 +40,8 @@
 
 #include <curl/curl.h>
 
+#include <sk/conf.h>
+
 #include "mr.h"
 
 #define MR_LISTING_MAX  (4 * 1024 * 1024)
@@ -607,31 +609,62 @@ mr_sync_chunk(mr_sync_t *s, const char *uri, uint64_t first, uint64_t last,
 }
 
 
-/* "<uri> <first> <last> <sig>" */
-static int
+int
 mr_sync_listing_line(char *line, char **uri, uint64_t *first,
-    uint64_t *last, char **sig)
+    uint64_t *last, char **sig, sk_err_t *err)
 {
-    char  *w[5], *save = NULL, *end;
-    int    n = 0;
+    static const char  *name[4] = { "uri", "first-sn", "last-sn",
+                                    "signature" };
+    char               *w[4], *p = line, *sp;
+    size_t              n;
 
-    for (w[n] = strtok_r(line, " ", &save); w[n] != NULL && n < 4;
-         w[n] = strtok_r(NULL, " ", &save))
+    for (n = 0; n < 4; n++) {
+        w[n] = p;
+        sp = strchr(p, ' ');
+        if (sp == p || (sp == NULL && *p == '\0')) {
+            return sk_err_set(err, SK_ERR_FORMAT, "\"%s\": empty (want "
+                "\"<uri> <first-sn> <last-sn> <signature>\")", name[n]);
+        }
+        if (sp == NULL) {
+            break;
+        }
+        if (n == 3) {
+            return sk_err_set(err, SK_ERR_FORMAT, "more than 4 fields (want "
+                "\"<uri> <first-sn> <last-sn> <signature>\")");
+        }
+        *sp = '\0';
+        p = sp + 1;
+    }
+    if (n < 3) {
+        return sk_err_set(err, SK_ERR_FORMAT, "%zu fields (want "
+            "\"<uri> <first-sn> <last-sn> <signature>\")", n + 1);
+    }
+    /* A path on the timeline's server, without "..", printable. */
+    for (p = w[0]; *p > ' ' && *p < 0x7f; p++) {
+    }
+    if (w[0][0] != '/' || strstr(w[0], "..") != NULL || *p != '\0') {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"uri\": illegal value "
+            "\"%.60s\" (want a path on the timeline's server)", w[0]);
+    }
+    if (sk_conf_u64(first, name[1], w[1], err) != 0
+        || sk_conf_u64(last, name[2], w[2], err) != 0)
     {
-        n++;
+        return -1;
     }
-    if (n != 4 || w[4] != NULL || w[0][0] != '/' || strstr(w[0], "..")
-        || w[1][0] < '0' || w[1][0] > '9' || w[2][0] < '0' || w[2][0] > '9')
+    if (*last < *first) {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"last-sn\" %" PRIu64
+            " before \"first-sn\" %" PRIu64, *last, *first);
+    }
+    if (*last == UINT64_MAX) {
+        /* last + 1 is the tree size the chunk's TFM must carry. */
+        return sk_err_set(err, SK_ERR_FORMAT, "\"last-sn\": %" PRIu64
+            " is too large", *last);
+    }
+    if (strspn(w[3], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+            "0123456789-_") != strlen(w[3]))
     {
-        return -1;
-    }
-    *first = strtoull(w[1], &end, 10);
-    if (*end != '\0') {
-        return -1;
-    }
-    *last = strtoull(w[2], &end, 10);
-    if (*end != '\0' || *last < *first) {
-        return -1;
+        return sk_err_set(err, SK_ERR_FORMAT, "\"signature\": illegal "
+            "value \"%.60s\" (want base64url)", w[3]);
     }
     *uri = w[0];
     *sig = w[3];
@@ -645,6 +678,7 @@ mr_sync_chunks(mr_sync_t *s)
     mr_resp_t   r;
     mr_round_t  res = MR_ROUND_OK;
     uint64_t    first, last;
+    size_t      lineno = 0;
     char        path[64], *line, *nl, *uri, *sig;
 
     if (s->next == 0) {
@@ -666,17 +700,19 @@ mr_sync_chunks(mr_sync_t *s)
         return MR_ROUND_FAIL;
     }
     for (line = r.body; res == MR_ROUND_OK && *line != '\0'; line = nl + 1) {
+        lineno++;
         nl = strchr(line, '\n');
         if (nl == NULL) {
-            sk_err_set(s->err, SK_ERR_FORMAT, "%s: last line unterminated",
-                path);
+            sk_err_set(s->err, SK_ERR_FORMAT, "%s: line %zu unterminated",
+                path, lineno);
             res = MR_ROUND_FAIL;
             break;
         }
         *nl = '\0';
-        if (mr_sync_listing_line(line, &uri, &first, &last, &sig) != 0) {
-            sk_err_set(s->err, SK_ERR_FORMAT, "%s: bad line \"%.60s\"",
-                path, line);
+        if (mr_sync_listing_line(line, &uri, &first, &last, &sig, s->err)
+            != 0)
+        {
+            sk_err_prefix(s->err, "%s: line %zu", path, lineno);
             res = MR_ROUND_FAIL;
         } else if (last < s->next) {
             continue;

@@ -14,6 +14,8 @@
 #include <curl/curl.h>
 #include <openssl/sha.h>
 
+#include <sk/conf.h>
+
 #include "mr.h"
 
 #define MR_RENEGED_MAX   (64 * 1024)
@@ -53,6 +55,65 @@ mr_track_list(mr_mirror_t *m, char **out, size_t *len, char hash[9],
     }
     sk_merkle_digest(md, *out, *len);
     snprintf(hash, 9, "%02x%02x%02x%02x", md[0], md[1], md[2], md[3]);
+    return 0;
+}
+
+
+int
+mr_track_parse(uint64_t **tids, size_t *n, const char *body, size_t len,
+    sk_err_t *err)
+{
+    const char  *p = body, *end = body + len, *nl;
+    uint64_t     tid;
+    size_t       lineno = 0;
+    char         num[24];
+
+    *tids = NULL;
+    *n = 0;
+    /* A line is 2 bytes at least. */
+    if (len > 0 && (*tids = malloc(len / 2 * sizeof(**tids))) == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "reneged list");
+    }
+    for (; p < end; p = nl + 1) {
+        lineno++;
+        nl = memchr(p, '\n', (size_t) (end - p));
+        if (nl == NULL) {
+            sk_err_set(err, SK_ERR_FORMAT, "line %zu unterminated", lineno);
+            break;
+        }
+        if (nl == p || (size_t) (nl - p) >= sizeof(num)
+            || memchr(p, '\0', (size_t) (nl - p)) != NULL)
+        {
+            sk_err_set(err, SK_ERR_FORMAT, "line %zu: \"tid\": illegal "
+                "value \"%.*s\" (want a number)", lineno,
+                (int) (nl - p < 40 ? nl - p : 40), p);
+            break;
+        }
+        memcpy(num, p, (size_t) (nl - p));
+        num[nl - p] = '\0';
+        if (num[0] == '0') {
+            sk_err_set(err, SK_ERR_FORMAT, "line %zu: \"tid\": illegal "
+                "value \"%s\" (want a TID, no leading zero)", lineno, num);
+            break;
+        }
+        if (sk_conf_u64(&tid, "tid", num, err) != 0) {
+            sk_err_prefix(err, "line %zu", lineno);
+            break;
+        }
+        if (*n > 0 && tid <= (*tids)[*n - 1]) {
+            sk_err_set(err, SK_ERR_FORMAT, "line %zu: \"tid\" %" PRIu64
+                " after %" PRIu64 " (want ascending TIDs, each once)",
+                lineno, tid, (*tids)[*n - 1]);
+            break;
+        }
+        (*tids)[(*n)++] = tid;
+    }
+    if (p < end) {
+        free(*tids);
+        *tids = NULL;
+        *n = 0;
+        return -1;
+    }
     return 0;
 }
 
@@ -108,9 +169,9 @@ mr_track_peer(mr_mirror_t *m, CURL *curl, const char *peer)
     mr_resp_t      r;
     mr_tl_t       *t;
     sk_err_t       err;
-    uint64_t       tid;
-    size_t         len;
-    char           url[4096], mine[9], theirs[9], *own, *line, *nl, *end;
+    uint64_t      *tids;
+    size_t         len, n, i;
+    char           url[4096], mine[9], theirs[9], *own;
     int            learn;
 
     snprintf(url, sizeof(url), "%s/reneged", peer);
@@ -135,22 +196,18 @@ mr_track_peer(mr_mirror_t *m, CURL *curl, const char *peer)
     }
     mr_unlock(m);
     free(own);
-    if (strcmp(mine, theirs) == 0 || strlen(r.body) != r.len) {
+    if (strcmp(mine, theirs) == 0) {
         free(r.body);
         return;
     }
-    for (line = r.body; *line != '\0'; line = nl + 1) {
-        nl = strchr(line, '\n');
-        if (nl == NULL) {
-            break;
-        }
-        *nl = '\0';
-        tid = strtoull(line, &end, 10);
-        if (*line < '1' || *line > '9' || *end != '\0') {
-            mr_log("peer %s: /reneged: bad line \"%.40s\"", peer, line);
-            break;
-        }
-        t = mr_track_find(m, tid);
+    if (mr_track_parse(&tids, &n, r.body, r.len, &err) != 0) {
+        mr_log("peer %s: /reneged: %s", peer, err.msg);
+        free(r.body);
+        return;
+    }
+    free(r.body);
+    for (i = 0; i < n; i++) {
+        t = mr_track_find(m, tids[i]);
         if (t == NULL) {
             continue;           /* not mirrored here: no key to check */
         }
@@ -161,7 +218,7 @@ mr_track_peer(mr_mirror_t *m, CURL *curl, const char *peer)
             mr_track_learn(m, curl, peer, t);
         }
     }
-    free(r.body);
+    free(tids);
 }
 
 

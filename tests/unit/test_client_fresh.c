@@ -4,6 +4,7 @@
  * altered entries), the local cache, and the query loop over mirrors
  * served through the fetch callback from real signed answers.
  */
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include "test_client_fixture.h"
@@ -240,6 +241,77 @@ test_check_mirror(void **state)
 }
 
 
+/* The only mirror state file in the cache dir, replaced by text: its
+ * reading must fail naming the file and want ("line 3: ..."). */
+static void
+mstate_bad(sk_client_cache_t *c, const char *dir, const char *url,
+    const char *text, const char *want)
+{
+    sk_client_mstate_t  back;
+    struct dirent      *d;
+    sk_err_t            err;
+    DIR                *dp;
+    char                path[4096];
+    FILE               *f;
+
+    snprintf(path, sizeof(path), "%s/mirrors", dir);
+    dp = opendir(path);
+    assert_non_null(dp);
+    while ((d = readdir(dp)) != NULL && d->d_name[0] == '.') {
+    }
+    assert_non_null(d);
+    snprintf(path, sizeof(path), "%s/mirrors/%s", dir, d->d_name);
+    closedir(dp);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    tu_assert_err(sk_client_cache_get_mirror(c, &back, url, &err), &err,
+        SK_ERR_FORMAT, want);
+    assert_non_null(strstr(err.msg, path));
+    assert_int_equal(back.ntl, 0);
+    assert_int_equal(back.dropped, 0);
+    assert_string_equal(back.url, url);
+}
+
+
+/* A mirror state file is read strictly: what the old sscanf() took. */
+static void
+mstate_strict(sk_client_cache_t *c, const char *dir, const char *url)
+{
+    char  head[SK_CLIENT_URL_MAX + 64], text[SK_CLIENT_URL_MAX + 512];
+
+    snprintf(head, sizeof(head), "SK-Client-Mirror: 1\nURL: %s\n", url);
+#define BAD(lines, want)                                                    \
+    snprintf(text, sizeof(text), "%s%s", head, lines);                     \
+    mstate_bad(c, dir, url, text, want)
+
+    BAD("Timeline: 7 99 -1\n", "line 3: \"Timeline timestamp\"");
+    BAD("Timeline: -7 99 1\n", "line 3: \"Timeline TID\"");
+    BAD("Timeline: 7 -1 1\n", "line 3: \"Timeline tree size\"");
+    BAD("Timeline: 7 18446744073709551616 1\n",
+        "line 3: \"Timeline tree size\"");
+    BAD("Timeline: 7 1 9223372036854775808\n",
+        "line 3: \"Timeline timestamp\": 9223372036854775808 is too large");
+    BAD("Timeline: 7 1 1\nTimeline: 8 1 1\nTimeline: 7 2 2\n",
+        "line 5: second Timeline line of TID 7");
+    BAD("Timeline: 7  1 1\n", "line 3: \"Timeline tree size\"");
+    BAD("Timeline: 7 1 1 \n", "line 3: \"Timeline\": more after");
+    BAD("Timeline: 7 1\n", "line 3: \"Timeline\": nothing after");
+    BAD("Timeline:  7 1 1\n", "line 3: \"Timeline TID\"");
+    BAD("Dropped: a\nDropped: b\n", "line 4: second Dropped line");
+    BAD("Reneged-Hash: e3b0c442\nReneged-Hash: e3b0c442\n",
+        "line 4: second Reneged-Hash line");
+    BAD("Reneged-Hash: e3b0c44\n", "line 3: \"Reneged-Hash\"");
+    BAD("URL: http://other.test\n", "line 3: second URL line");
+    BAD("Timeline: 7 1 1", "last line unterminated");
+#undef BAD
+    mstate_bad(c, dir, url, "SK-Client-Mirror: 1\nTimeline: 7 1 1\n",
+        "no URL line");
+    mstate_bad(c, dir, url, "SK-Client-Mirror: 2\n", "not a mirror state");
+}
+
+
 static void
 test_cache(void **state)
 {
@@ -297,6 +369,7 @@ test_cache(void **state)
     assert_int_equal(back.size[0], 99);
     assert_int_equal(back.ts[0], FX_NOW);
     sk_client_mstate_free(&back);
+    mstate_strict(c, sub, st.url);
 
     sk_client_cache_close(c);
     free(path);

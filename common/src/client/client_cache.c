@@ -25,7 +25,10 @@
 #include <openssl/evp.h>
 
 #include <sk/client.h>
+#include <sk/conf.h>
 #include <sk/file.h>
+
+#include "client_int.h"
 
 #define SK_CCACHE_VIEW_MAX    (64 * 1024 * 1024)
 #define SK_CCACHE_MIRROR_MAX  (64 * 1024)
@@ -176,37 +179,90 @@ sk_ccache_mirror_path(char *path, size_t size, const sk_client_cache_t *c,
 }
 
 
+/* One number of a Timeline line at *p (decimal, no sign, no overflow),
+ * then a space, or the end for the last; *p past both. */
 static int
-sk_ccache_mirror_line(sk_client_mstate_t *st, const char *line,
+sk_ccache_num(uint64_t *out, const char *field, const char **p, int last,
     sk_err_t *err)
 {
-    uint64_t  tid, size;
-    int64_t   ts;
-    int       n = 0;
+    char    num[24];
+    size_t  n = strcspn(*p, " ");
+
+    if (n == 0 || n >= sizeof(num)) {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"%s\": illegal value "
+            "\"%.*s\" (want a number)", field, (int) (n < 40 ? n : 40), *p);
+    }
+    memcpy(num, *p, n);
+    num[n] = '\0';
+    if (sk_conf_u64(out, field, num, err) != 0) {
+        return -1;
+    }
+    *p += n;
+    if (last ? **p != '\0' : *(*p)++ != ' ') {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"Timeline\": %s after "
+            "\"%s\" (want \"Timeline: <tid> <tree size> <timestamp>\")",
+            last ? "more" : "nothing", field);
+    }
+    return 0;
+}
+
+
+static int
+sk_ccache_mirror_line(sk_client_mstate_t *st, const char *line,
+    unsigned *seen, sk_err_t *err)
+{
+    const char  *p;
+    uint64_t     tid, size, ts;
+    size_t       i;
 
     if (strncmp(line, "Reneged-Hash: ", 14) == 0) {
+        if (*seen & 1) {
+            return sk_err_set(err, SK_ERR_FORMAT, "second Reneged-Hash line");
+        }
+        *seen |= 1;
         if (strlen(line + 14) != 8
             || strspn(line + 14, "0123456789abcdef") != 8)
         {
-            return sk_err_set(err, SK_ERR_FORMAT, "bad Reneged-Hash line");
+            return sk_err_set(err, SK_ERR_FORMAT, "\"Reneged-Hash\": "
+                "illegal value \"%.40s\" (want 8 hex digits)", line + 14);
         }
         memcpy(st->reneged_hash, line + 14, 9);
         return 0;
     }
     if (strncmp(line, "Dropped: ", 9) == 0) {
+        if (st->dropped) {
+            return sk_err_set(err, SK_ERR_FORMAT, "second Dropped line");
+        }
         st->dropped = 1;
         snprintf(st->why, sizeof(st->why), "%s", line + 9);
         return 0;
     }
-    if (sscanf(line, "Timeline: %" SCNu64 " %" SCNu64 " %" SCNd64 "%n",
-            &tid, &size, &ts, &n) == 3 && line[n] == '\0')
-    {
+    if (strncmp(line, "Timeline: ", 10) == 0) {
+        /* "Timeline: <tid> <tree size> <checkpoint timestamp>" */
+        p = line + 10;
+        if (sk_ccache_num(&tid, "Timeline TID", &p, 0, err) != 0
+            || sk_ccache_num(&size, "Timeline tree size", &p, 0, err) != 0
+            || sk_ccache_num(&ts, "Timeline timestamp", &p, 1, err) != 0)
+        {
+            return -1;
+        }
+        if (ts > INT64_MAX) {
+            return sk_err_set(err, SK_ERR_FORMAT, "\"Timeline timestamp\": "
+                "%" PRIu64 " is too large", ts);
+        }
+        for (i = 0; i < st->ntl; i++) {
+            if (st->tid[i] == tid) {
+                return sk_err_set(err, SK_ERR_FORMAT, "second Timeline "
+                    "line of TID %" PRIu64, tid);
+            }
+        }
         if (st->ntl == SK_CLIENT_MAX_TIMELINES) {
-            return sk_err_set(err, SK_ERR_FORMAT, "too many timelines");
+            return sk_err_set(err, SK_ERR_FORMAT, "more than %d Timeline "
+                "lines", SK_CLIENT_MAX_TIMELINES);
         }
         st->tid[st->ntl] = tid;
         st->size[st->ntl] = size;
-        st->ts[st->ntl] = ts;
+        st->ts[st->ntl] = (int64_t) ts;
         st->ntl++;
         return 0;
     }
@@ -215,12 +271,60 @@ sk_ccache_mirror_line(sk_client_mstate_t *st, const char *line,
 
 
 int
+sk_cl_mstate_parse(sk_client_mstate_t *st, const char *url, char *buf,
+    size_t len, sk_err_t *err)
+{
+    char      *p, *nl;
+    size_t     mlen = strlen(SK_CCACHE_MAGIC), lineno = 1;
+    unsigned   seen = 0;
+    int        rc = 0;
+
+    memset(st, 0, sizeof(*st));
+    snprintf(st->url, sizeof(st->url), "%s", url);
+    if (len < mlen || memcmp(buf, SK_CCACHE_MAGIC, mlen) != 0) {
+        return sk_err_set(err, SK_ERR_FORMAT, "not a mirror state (no "
+            "\"SK-Client-Mirror: 1\" line)");
+    }
+    if (memchr(buf, '\0', len) != NULL || buf[len - 1] != '\n') {
+        return sk_err_set(err, SK_ERR_FORMAT, "not a mirror state (%s)",
+            buf[len - 1] != '\n' ? "last line unterminated" : "a NUL byte");
+    }
+    for (p = buf + mlen; rc == 0 && p < buf + len; p = nl + 1) {
+        lineno++;
+        nl = strchr(p, '\n');
+        *nl = '\0';
+        if (strncmp(p, "URL: ", 5) == 0) {
+            if (seen & 2) {
+                rc = sk_err_set(err, SK_ERR_FORMAT, "second URL line");
+            } else if (strcmp(p + 5, url) != 0) {
+                rc = sk_err_set(err, SK_ERR_FORMAT, "state of %.64s",
+                    p + 5);
+            }
+            seen |= 2;
+        } else {
+            rc = sk_ccache_mirror_line(st, p, &seen, err);
+        }
+    }
+    if (rc == 0 && !(seen & 2)) {
+        lineno = 0;
+        rc = sk_err_set(err, SK_ERR_FORMAT, "no URL line");
+    }
+    if (rc != 0) {
+        sk_client_mstate_free(st);
+        snprintf(st->url, sizeof(st->url), "%s", url);
+        return lineno > 0 ? sk_err_prefix(err, "line %zu", lineno) : -1;
+    }
+    return 0;
+}
+
+
+int
 sk_client_cache_get_mirror(sk_client_cache_t *c, sk_client_mstate_t *st,
     const char *url, sk_err_t *err)
 {
-    char    path[4096], *buf, *p, *nl;
-    size_t  len, mlen = strlen(SK_CCACHE_MAGIC);
-    int     rc = 0;
+    char    path[4096], *buf;
+    size_t  len;
+    int     rc;
 
     memset(st, 0, sizeof(*st));
     snprintf(st->url, sizeof(st->url), "%s", url);
@@ -231,30 +335,9 @@ sk_client_cache_get_mirror(sk_client_cache_t *c, sk_client_mstate_t *st,
         return (err != NULL && err->code == SK_ERR_SYSTEM
                 && err->sys_errno == ENOENT) ? 0 : -1;
     }
-    if (len < mlen || memcmp(buf, SK_CCACHE_MAGIC, mlen) != 0
-        || strlen(buf) != len || buf[len - 1] != '\n')
-    {
-        rc = sk_err_set(err, SK_ERR_FORMAT, "not a mirror state");
-    }
-    for (p = buf + mlen; rc == 0 && p < buf + len; p = nl + 1) {
-        nl = strchr(p, '\n');
-        *nl = '\0';
-        if (strncmp(p, "URL: ", 5) == 0) {
-            if (strcmp(p + 5, url) != 0) {
-                rc = sk_err_set(err, SK_ERR_FORMAT, "state of %.64s",
-                    p + 5);
-            }
-            continue;
-        }
-        rc = sk_ccache_mirror_line(st, p, err);
-    }
+    rc = sk_cl_mstate_parse(st, url, buf, len, err);
     free(buf);
-    if (rc != 0) {
-        sk_client_mstate_free(st);
-        snprintf(st->url, sizeof(st->url), "%s", url);
-        return sk_err_prefix(err, "%s", path);
-    }
-    return 0;
+    return rc != 0 ? sk_err_prefix(err, "%s", path) : 0;
 }
 
 

@@ -27,6 +27,14 @@ int sk_cl_line(const char **p, const char *end, const char *prefix,
 /* "N" (b NULL) or "N M": decimal, no leading zeros, nothing else. */
 int sk_cl_nums(const char *s, uint64_t *a, uint64_t *b);
 
+/* A mirror state file's text (client_cache.c), buf[0..len) (cut into
+ * lines): the state the client remembers of url; -1 naming the line
+ * ("line 3: ...") if it is not one.  Strict: numbers decimal without a
+ * sign, timestamps within int64_t, one URL, Dropped, Reneged-Hash line
+ * at most, one Timeline line per TID. */
+int sk_cl_mstate_parse(sk_client_mstate_t *st, const char *url, char *buf,
+    size_t len, sk_err_t *err) SK_WUR;
+
 /* Bytes of one proof line: 44 standard base64 characters and "\n". */
 #define SK_CL_HASH_LINE  45
 
