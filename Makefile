@@ -249,15 +249,6 @@ $(BUILD)/tests/test_milter_%: tests/unit/test_milter_%.c $(SKM_UNIT_OBJS) $(LIBS
 	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(SKM_UNIT_OBJS) \
 	    $(LIBSK) $(LIBS) -lcmocka
 
-# Unit tests of the mirror's files (tests/unit/test_mirror_*.c) link the
-# mirror objects they test; mr_log.o only writes to stderr.
-MR_UNIT_OBJS = $(BUILD)/mirror/mr_incorp.o $(BUILD)/mirror/mr_log.o
-
-$(BUILD)/tests/test_mirror_%: tests/unit/test_mirror_%.c $(MR_UNIT_OBJS) $(LIBSK)
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit -Imirror $(LDFLAGS) -pthread -o $@ $< \
-	    $(MR_UNIT_OBJS) $(LIBSK) $(LIBS) -lcmocka
-
 # sk-mirror (mirror/): replicates timelines, answers name queries.
 MR_SRCS = $(sort $(wildcard mirror/mr_*.c))
 MR_OBJS = $(MR_SRCS:%.c=$(BUILD)/%.o)
@@ -308,7 +299,7 @@ MR_UNIT_OBJS = $(filter-out $(BUILD)/mirror/mr_main.o,$(MR_OBJS))
 
 $(BUILD)/tests/test_mirror_%: tests/unit/test_mirror_%.c $(MR_UNIT_OBJS) $(LIBSK)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -pthread -o $@ $< \
+	$(CC) $(ALL_CFLAGS) -Itests/unit -Imirror $(LDFLAGS) -pthread -o $@ $< \
 	    $(MR_UNIT_OBJS) $(LIBSK) -lmicrohttpd -lbz2 -lcurl $(LIBS) -lcmocka
 
 # Load client and log generator for tests/bench/bench_mirror*.sh.
