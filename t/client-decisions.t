@@ -7,15 +7,17 @@
 # The table is read from the document: a changed cell fails here.
 #
 # One set of real daemons for the whole table: three sk-timelines binding
-# example.com and other.example, an sk-mirror, nginx with ngx_sk_module as
-# every server (the real site, an impostor, another SK's carrier, a name
-# without SK; staples in the certificate form in the chain file), one
-# Postfix serving the same chains over STARTTLS for the policy (one
-# listener each; skipped where Postfix or a private /etc/hosts is not to
-# be had), small HTTP servers replaying a stale or a lying mirror answer,
+# example.com, other.example and smtponly.example (and gone.example, then
+# Unbound), an sk-mirror, nginx with ngx_sk_module as every server (the
+# real site, an impostor, another SK's carrier, a name without SK, broken
+# carriers, plain HTTP; staples in the certificate form in the chain
+# file), one Postfix serving the same chains over STARTTLS for the policy
+# (one listener each; skipped where Postfix or a private /etc/hosts is not
+# to be had), small HTTP servers replaying a stale or a lying mirror answer,
 # a lying mirror hiding the name (t/lib/SKLiar.pm).  Per row: the
 # trust file (which mirror, which timelines, max_derelict, T1-T4), the
-# cache (emptied, or the copy taken at set-up) and the server's port.
+# cache (emptied, or the copy taken at set-up, intact or damaged) and the
+# server's port (http:// for plain).
 # Whether the HTTP request reached the server: its access log.
 
 use strict;
@@ -26,6 +28,7 @@ use lib "$FindBin::Bin/lib";
 
 use Digest::SHA qw(sha256_hex);
 use JSON::PP;
+use MIME::Base64 ();
 use Test::More;
 use Time::HiRes qw(sleep time);
 
@@ -47,7 +50,8 @@ plan skip_all => "no $DRIVE" unless -x $DRIVE;
 my $SKM = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-milter';
 $nopolicy //= !-x $SKM ? "no $SKM"
     : !has_cmd('postfix') || !has_cmd('postmap') ? 'no postfix'
-    : private_hosts($d, 'example.com', 'www.example.com', 'nosk.test');
+    : private_hosts($d, 'example.com', 'www.example.com', 'nosk.test',
+        'gone.example', 'smtponly.example');
 
 # The table.
 my $doc = slurp("$SKTest::ROOT/docs/protocol.md");
@@ -68,11 +72,13 @@ is_deeply(\@cols, ['row', 'cache', 'staple', 'mirror', 'trust', 'server',
     'docs/protocol.md: the decision table\'s columns');
 ok(@rows >= 20, 'docs/protocol.md: ' . scalar(@rows) . ' rows');
 
-# The world: example.com (with its subdomains) and other.example bound on
-# timelines 7, 8, 9.
+# The world: example.com (with its subdomains), other.example and
+# smtponly.example (smtp only) bound on timelines 7, 8, 9; gone.example
+# bound, then Unbound.
 my $w = world($d, names => { 'example.com' => 'https,smtp',
-    'other.example' => 'https' }, subdomains => ['example.com'],
-    mirror => { query_cache => 0 });
+    'other.example' => 'https', 'smtponly.example' => 'smtp',
+    'gone.example' => 'https' }, subdomains => ['example.com'],
+    unbind => ['gone.example'], mirror => { query_cache => 0 });
 my $m = $w->{mirror};
 my @tids = (7, 8, 9);
 my $tlconf = sub {
@@ -132,13 +138,35 @@ my ($cert, $key) = make_cert($d, 'example.com', 'ec');
 my ($icert, $ikey) = make_cert($d, 'example.com', 'rsa');
 my ($ncert, $nkey) = make_cert($d, 'nosk.test', 'ec');
 my ($wcert, $wkey) = make_cert($d, 'www.example.com', 'rsa');
+my ($gcert, $gkey) = make_cert($d, 'gone.example', 'ec');
+my ($scert, $skey) = make_cert($d, 'smtponly.example', 'ec');
 (my $skpub = $w->{sk}{'example.com'}) =~ s/\.key$/.pub/;
 (my $opub = $w->{sk}{'other.example'}) =~ s/\.key$/.pub/;
 make_carrier($w->{sk}{'example.com'}, $cert, 'example.com', "$d/c-real.pem",
     '-s', 'https,smtp');
 make_carrier($w->{sk}{'other.example'}, $cert, 'example.com',
     "$d/c-other.pem", '-s', 'https,smtp');
+# example.com's SK's carriers of the real key: for another name, without
+# https, expired; and c-real.pem with its extension's version 2 (OpenSSL
+# still reads the certificate; sk_carrier_from_der refuses it).
+make_carrier($w->{sk}{'example.com'}, $cert, 'other.example',
+    "$d/c-name.pem", '-s', 'https,smtp');
+make_carrier($w->{sk}{'example.com'}, $cert, 'example.com',
+    "$d/c-services.pem", '-s', 'smtp');
+expired_carrier($w->{sk}{'example.com'}, $cert, 'example.com',
+    "$d/c-expired.pem", 'https,smtp');
+{
+    my ($b64) = slurp("$d/c-real.pem")
+        =~ /-----BEGIN CERTIFICATE-----\n(.*?)-----END/s;
+    my $der = MIME::Base64::decode_base64($b64);
+    $der =~ s/\x02\x01\x01\x04\x20/\x02\x01\x02\x04\x20/ == 1
+        or die 'no carrier extension to damage';
+    spew("$d/c-malformed.pem", "-----BEGIN CERTIFICATE-----\n"
+        . MIME::Base64::encode_base64($der) . "-----END CERTIFICATE-----\n");
+}
 # name, certificate, key, nginx's carrier directives, the carrier file
+# (served in the chain file when nginx does not load it: nginx -t refuses
+# an expired carrier), and for plain: nginx and Postfix without TLS.
 my %server = (
     real       => ['example.com', $cert, $key,
         "sovereign_key_public $skpub;\n"
@@ -149,6 +177,18 @@ my %server = (
     impostor   => ['example.com', $icert, $ikey, ''],
     'no-sk'    => ['nosk.test', $ncert, $nkey, ''],
     'www-impostor' => ['www.example.com', $wcert, $wkey, ''],
+    plain      => ['example.com', $cert, $key, '', undef, 'plain'],
+    unbound    => ['gone.example', $gcert, $gkey, ''],
+    'smtp-only' => ['smtponly.example', $scert, $skey, ''],
+    malformed  => ['example.com', $cert, $key, '', "$d/c-malformed.pem"],
+    'carrier-name' => ['example.com', $cert, $key,
+        "sovereign_key_public $skpub;\n"
+        . "        sovereign_key_carrier $d/c-name.pem;\n", "$d/c-name.pem"],
+    'carrier-services' => ['example.com', $cert, $key,
+        "sovereign_key_public $skpub;\n"
+        . "        sovereign_key_carrier $d/c-services.pem;\n",
+        "$d/c-services.pem"],
+    expired    => ['example.com', $cert, $key, '', "$d/c-expired.pem"],
 );
 my (%port, %smtp, $conf);
 my $pf;
@@ -159,7 +199,7 @@ if (!$nopolicy) {
 for my $row (@rows) {
     my $k = "$row->{server}/$row->{staple}";
     next if $port{$k};
-    my ($name, $c, $ck, $extra, $carrier) = @{$server{$row->{server}}
+    my ($name, $c, $ck, $extra, $carrier, $plain) = @{$server{$row->{server}}
         // die "row $row->{row}: unknown server $row->{server}"};
     die "row $row->{row}: unknown staple $row->{staple}"
         unless exists $staple{$row->{staple}};
@@ -175,8 +215,14 @@ for my $row (@rows) {
         die "sk staple wrap: $r->{err}" if $r->{rc};
     }
     my $st = defined $bytes ? slurp("$d/st-$tag.pem") : '';
-    spew($chain, slurp($c) . $st);
-    if ($pf) {
+    spew($chain, slurp($c) . ($carrier && !$extra ? slurp($carrier) : '')
+        . $st);
+    if ($pf && $plain) {
+        # Postfix: no STARTTLS.
+        my $sp = $smtp{$k} = free_port();
+        $pf->postconf('-M', "127.0.0.1:$sp/inet=127.0.0.1:$sp inet n - n - "
+            . "- smtpd -o smtpd_tls_security_level=none");
+    } elsif ($pf) {
         # Postfix: key, certificates, carrier, staple in one file.
         spew("$d/pf-$tag.pem", slurp($ck) . slurp($c)
             . ($carrier ? slurp($carrier) : '') . $st, 0600);
@@ -186,11 +232,12 @@ for my $row (@rows) {
     }
     mkdir "$d/www-$tag";
     spew("$d/www-$tag/index.html", "$tag\n");
-    $conf .= "    server {\n        listen 127.0.0.1:$p ssl;\n"
-        . "        server_name $name;\n        root $d/www-$tag;\n"
+    $conf .= "    server {\n        listen 127.0.0.1:$p" . ($plain ? '' : ' ssl')
+        . ";\n        server_name $name;\n        root $d/www-$tag;\n"
         . "        access_log $d/access-$p.log;\n"
-        . "        ssl_certificate $chain;\n"
-        . "        ssl_certificate_key $ck;\n        $extra    }\n";
+        . ($plain ? '' : "        ssl_certificate $chain;\n"
+            . "        ssl_certificate_key $ck;\n        $extra")
+        . "    }\n";
 }
 $ngx->write_conf($conf);
 $r = $ngx->test_conf;
@@ -234,13 +281,23 @@ sub policy {
         : $r->{rc} == 1 && $v eq '' ? 'NOTFOUND' : "$r->{rc} $v $r->{err}";
 }
 
-# The cache a row may start with: example.com's view, from the mirror.
+# The cache a row may start with: example.com's view, from the mirror;
+# and that copy damaged (its first Timestamp line changed, in timeline 7's
+# last entry: the view no longer verifies).
 my $held = "$d/held";
 $r = sk('verify', '--trust', $w->{trust}, '--cache', $held, '--no-staple',
     '--connect', "127.0.0.1:$port{'real/none'}",
     "https://example.com:$port{'real/none'}");
 is($r->{rc}, 0, 'the held cache: example.com accepted from the mirror')
     or diag($r->{out} . $r->{err});
+my $damaged = "$d/damaged";
+run_cmd(['cp', '-a', $held, $damaged]);
+{
+    my $view = slurp("$damaged/names/example.com");
+    $view =~ s/^(Timestamp: \d*)(\d)$/$1 . (($2 + 1) % 10)/me
+        or die 'no Timestamp line in the held view';
+    spew("$damaged/names/example.com", $view, 0600);
+}
 # Older than the 1 s of the stale rules (T2, staple_max_age, T4).
 sleep 2;
 
@@ -272,15 +329,17 @@ for my $row (@rows) {
     my $cache = "$d/cache-$id";
     my $fresh_cache = sub {
         run_cmd(['rm', '-rf', $cache]);
-        if ($row->{cache} eq 'held') {
-            run_cmd(['cp', '-a', $held, $cache]);
+        if ($row->{cache} eq 'held' || $row->{cache} eq 'damaged') {
+            run_cmd(['cp', '-a', $row->{cache} eq 'held' ? $held : $damaged,
+                $cache]);
         } elsif ($row->{cache} ne 'empty') {
             die "row $id: unknown cache $row->{cache}";
         }
     };
     my $what = "$id ($row->{cache} cache, $row->{staple} staple, "
         . "$row->{mirror} mirror, $row->{trust}, $row->{server})";
-    my $url = "https://$name:$p";
+    my $plain = $server{$row->{server}}[5];
+    my $url = ($plain ? 'http' : 'https') . "://$name:$p";
 
     # sk verify, the staple asked for, and --no-staple.
     for my $ns (0, 1) {
@@ -313,7 +372,7 @@ for my $row (@rows) {
         $fresh_cache->();
         $before = requests($p);
         $r = run_cmd([$DRIVE, $mode, $trust, $cache, $name, $p, '127.0.0.1',
-            $ca]);
+            $ca, $plain ? 'plain' : ()]);
         my $want = $mode eq 'lookup' ? $row->{'no staple'}
             : $row->{decision};
         my $sent = $exit{$want} == 0 || $want eq 'none' ? 'yes' : 'no';

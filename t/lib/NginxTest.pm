@@ -23,6 +23,8 @@ package NginxTest;
 #                             the PEM certificates s_client -showcerts saw
 #   make_sk(DIR, NAME)        sk keygen: DIR/NAME.key, DIR/NAME.key.pub
 #   make_carrier(DIR, SKKEY, CERT, OUT, [ARGS])   sk carrier
+#   expired_carrier(SKKEY, CERT, NAME, OUT, [SERVICES])   a carrier that
+#                             expired yesterday (`sk carrier` makes none)
 #
 # Private keys are 0600 and read by the master only; everything else is
 # readable by the workers (nobody when run as root).
@@ -37,7 +39,8 @@ use Time::HiRes qw(sleep time);
 use SKTest;
 
 our @EXPORT = qw(nginx_skip make_ca make_cert served_chain pem_certs
-    cert_subject make_sk make_carrier carrier_set carrier_set_conf);
+    cert_subject make_sk make_carrier expired_carrier carrier_set
+    carrier_set_conf);
 
 our $NGINX = '/usr/sbin/nginx';
 our $MODULE = $ENV{NGX_SK_MODULE}
@@ -292,6 +295,65 @@ sub make_carrier {
     my $r = sk('carrier', '-k', $skkey, '-c', $cert, '-n', $name,
         '-o', $out, @args);
     die "sk carrier: $r->{err}" if $r->{rc};
+    chmod 0644, $out;
+    return $out;
+}
+
+# A carrier whose validity ended yesterday: `sk carrier` makes only
+# current ones, so make it with libsk's own sk_carrier_create.
+sub expired_carrier {
+    my ($skkey, $cert, $name, $out, $services) = @_;
+    my $w = tmpdir();
+    my $build = $ENV{BUILD} // 'build';
+    $build = "$SKTest::ROOT/$build" unless $build =~ m{^/};
+    spew("$w/exp.c", <<'EOF');
+#include <stdio.h>
+#include <time.h>
+#include <openssl/pem.h>
+#include <sk/sk.h>
+int
+main(int argc, char **argv)
+{
+    sk_err_t            err;
+    sk_key_t           *sk, *op;
+    sk_carrier_t       *c;
+    sk_carrier_params_t p;
+    char               *pem;
+    size_t              len;
+    FILE               *f;
+    X509               *x;
+    time_t              now = time(NULL);
+
+    if (argc != 6 || sk_key_load_private(&sk, argv[1], &err) != 0) {
+        return 1;
+    }
+    f = fopen(argv[2], "r");
+    x = f ? PEM_read_X509(f, NULL, NULL, NULL) : NULL;
+    if (x == NULL || sk_key_from_pkey(&op, X509_get0_pubkey(x), &err) != 0) {
+        return 1;
+    }
+    p.name = argv[3];
+    p.services = argv[5];
+    p.not_before = now - 10 * 86400;
+    p.not_after = now - 86400;
+    if (sk_carrier_create(&c, sk, op, &p, &err) != 0
+        || sk_carrier_to_pem(&pem, &len, c, &err) != 0)
+    {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    f = fopen(argv[4], "w");
+    return f == NULL || fwrite(pem, 1, len, f) != len || fclose(f) != 0;
+}
+EOF
+    my @san = ($ENV{SAN} // '') eq '1' ? ('-fsanitize=address,undefined') : ();
+    my $cc = run_cmd(['cc', @san, '-I', "$SKTest::ROOT/common/include", '-o', "$w/exp",
+        "$w/exp.c", "$build/libsk.a", '-lhiredis', '-lsodium', '-lssl', '-lcrypto']);
+    die "cc: $cc->{err}" if $cc->{rc};
+    # a one-shot helper: what it does not free is no finding
+    my $r = run_cmd(['env', 'ASAN_OPTIONS=detect_leaks=0', "$w/exp", $skkey, $cert,
+        $name, $out, $services // 'https']);
+    die "expired carrier: $r->{err}" if $r->{rc};
     chmod 0644, $out;
     return $out;
 }

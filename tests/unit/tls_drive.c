@@ -2,13 +2,17 @@
  * tls_drive.c -- t/client-decisions.t's driver of the C API (sk/tls.h):
  * one connection to a server, as an application using libsk does it.
  *
- *   tls_drive lookup|prepare|decide TRUST CACHE HOST PORT ADDRESS CAFILE
+ *   tls_drive lookup|prepare|decide TRUST CACHE HOST PORT ADDRESS CAFILE [plain]
  *
  * lookup:  sk_tls_lookup, then a handshake with sk_tls_attach;
  * prepare: sk_tls_prepare (the staple asked for), then the same;
  * decide:  sk_tls_prepare, a handshake of the application's own (OpenSSL's
  *          CA checks only), then sk_tls_set_staple and sk_tls_decide on
  *          the chain it took.
+ * plain:   the service offered without TLS (http://): after the lookup
+ *          (sk_tls_lookup, or sk_tls_prepare for prepare and decide), no
+ *          handshake; sk_tls_decide on no chain, then the request over
+ *          plain TCP.
  * The HTTP request ("GET / HTTP/1.0") is sent only after an accept or a
  * none.  Prints "decision=D sent=yes|no" (D: accept, reject, none,
  * insecure, undecided) and exits as sk verify does: 0 accept, 1 reject,
@@ -33,6 +37,7 @@ typedef struct {
     td_mode_t     mode;
     const char   *host, *addr, *cafile;
     unsigned      port;
+    int           plain;
     sk_tls_t     *t;
     SSL_CTX      *ctx;
     SSL          *ssl;
@@ -86,10 +91,14 @@ td_request(td_t *x)
 
     n = snprintf(req, sizeof(req), "GET / HTTP/1.0\r\nHost: %s\r\n\r\n",
         x->host);
-    if (SSL_write(x->ssl, req, n) != n) {
+    if (x->plain ? write(x->fd, req, (size_t) n) != (ssize_t) n
+        : SSL_write(x->ssl, req, n) != n)
+    {
         return 0;
     }
-    while ((n = SSL_read(x->ssl, buf, sizeof(buf) - 1)) > 0) {
+    while ((n = x->plain ? (int) read(x->fd, buf, sizeof(buf) - 1)
+        : SSL_read(x->ssl, buf, sizeof(buf) - 1)) > 0)
+    {
         buf[n] = '\0';
         if (first) {
             fprintf(stderr, "tls_drive: %.*s\n",
@@ -163,6 +172,18 @@ td_run(td_t *x)
     if (rc != 0) {
         return td_report(NULL, 0, err.msg);
     }
+    if (x->plain) {
+        /* No TLS: the decision for no chain, then plain TCP. */
+        if (sk_tls_decide(x->t, NULL, time(NULL), &err) != 0) {
+            return td_report(NULL, 0, err.msg);
+        }
+        d = sk_tls_decision(x->t);
+        if (d->decision != SK_DECIDE_ACCEPT && d->decision != SK_DECIDE_NONE) {
+            return td_report(d, 0, d->reason);
+        }
+        x->fd = td_tcp(x->addr, x->port);
+        return td_report(d, x->fd >= 0 && td_request(x), d->reason);
+    }
     if (td_connect(x, &err) != 0) {
         return td_report(sk_tls_decision(x->t), 0, err.msg);
     }
@@ -189,11 +210,12 @@ main(int argc, char **argv)
     memset(&x, 0, sizeof(x));
     memset(&conf, 0, sizeof(conf));
     x.fd = -1;
-    if (argc != 8) {
+    if (argc != 8 && (argc != 9 || strcmp(argv[8], "plain") != 0)) {
         fprintf(stderr, "usage: tls_drive lookup|prepare|decide TRUST CACHE "
-            "HOST PORT ADDRESS CAFILE\n");
+            "HOST PORT ADDRESS CAFILE [plain]\n");
         return 2;
     }
+    x.plain = argc == 9;
     x.mode = strcmp(argv[1], "lookup") == 0 ? TD_LOOKUP
         : strcmp(argv[1], "prepare") == 0 ? TD_PREPARE : TD_DECIDE;
     x.host = argv[4];
