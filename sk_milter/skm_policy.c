@@ -393,6 +393,13 @@ skm_policy_host(unsigned char h[SK_SHA256_BYTES], time_t *not_after,
             from, err.msg);
         goto done;
     }
+    /* As an SK-aware client checks the host it connects to (decision
+     * table, carrier-name): a carrier certifies a key for its name only. */
+    if (!sk_name_covers(sk_carrier_name(car), 0, host)) {
+        snprintf(why, whylen, "%.100s:%d: carrier (%s) is for %.100s, not "
+            "this host", host, port, from, sk_carrier_name(car));
+        goto done;
+    }
     memset(&svc, 0, sizeof(svc));
     if (sk_services_parse(&svc, sk_carrier_services(car),
             strlen(sk_carrier_services(car)), &err) != 0

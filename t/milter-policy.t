@@ -44,9 +44,10 @@ my ($key, $crt) = make_cert($dir, 'mx.dest.example');
 my ($okey, $ocrt) = make_cert($dir, 'other.dest.example');
 
 sub carrier {
-    my ($sk, $cert, $out, $svc) = @_;
-    my $r = sk('carrier', '-k', $sk, '-c', $cert, '-n', 'mx.dest.example',
-        '-s', $svc // 'smtp,smtps,submission', '-o', $out);
+    my ($sk, $cert, $out, $svc, $name) = @_;
+    my $r = sk('carrier', '-k', $sk, '-c', $cert, '-n',
+        $name // 'mx.dest.example', '-s', $svc // 'smtp,smtps,submission',
+        '-o', $out);
     is($r->{rc}, 0, "sk carrier $out") or diag($r->{err});
     return slurp($out);
 }
@@ -54,6 +55,8 @@ my $good = carrier("$dir/sk.key", $crt, "$dir/good.pem");
 my $other = carrier("$dir/sk.key", $ocrt, "$dir/otherkey.pem");
 my $wrong = carrier("$dir/other-sk.key", $crt, "$dir/wrongsk.pem");
 my $nosmtp = carrier("$dir/sk.key", $crt, "$dir/nosmtp.pem", 'https');
+my $mxless = carrier("$dir/sk.key", $crt, "$dir/mxless.pem", undef,
+    'mxless.example');
 mkdir "$dir/rsa";
 my ($rkey, $rcrt) = make_cert("$dir/rsa", 'mx.dest.example', 'rsa');
 my $rsa = carrier("$dir/sk.key", $rcrt, "$dir/rsa.pem");
@@ -65,6 +68,7 @@ spew("$dir/chain-$_.pem", $chain{$_}, 0600) for keys %chain;
 spew("$dir/dual-rsa.pem", slurp($rkey) . slurp($rcrt) . $rsa, 0600);
 spew("$dir/dual-ec.pem", $chain{good}, 0600);
 spew("$dir/half-ec.pem", $base, 0600);
+spew("$dir/chain-mxless.pem", $base . $mxless, 0600);
 
 # The destination: one Postfix, one listener per served chain.
 mkdir "$dir/$_" for qw(dst src);
@@ -76,7 +80,8 @@ for my $c (sort keys %chain) {
         . "inet n - n - - smtpd -o smtpd_tls_chain_files=$dir/chain-$c.pem");
 }
 for my $c (['dual', "$dir/dual-rsa.pem,$dir/dual-ec.pem"],
-    ['half', "$dir/dual-rsa.pem,$dir/half-ec.pem"])
+    ['half', "$dir/dual-rsa.pem,$dir/half-ec.pem"],
+    ['mxless', "$dir/chain-mxless.pem"])
 {
     $port{ $c->[0] } = free_port();
     $dst->postconf('-M', "127.0.0.1:$port{$c->[0]}/inet=127.0.0.1:"
@@ -127,10 +132,17 @@ is($v, "fingerprint match=$rfp", 'only the key with a carrier is pinned')
 ($rc, $v, $e) = pq("[mx.dest.example]:$port{good}");
 is($v, "fingerprint match=$fp", 'valid carrier: fingerprint of the served key')
     or diag($e . slurp($log));
-($rc, $v, $e) = pq("mxless.example:$port{good}");
+($rc, $v, $e) = pq("mxless.example:$port{mxless}");
 is($v, "fingerprint match=$fp",
     'a domain with an SK and no MX: the domain itself is checked')
     or diag($e . slurp($log));
+# The carrier certifies the key for the host it names, as a client
+# checks (docs/protocol.md, carrier-name): mx.dest.example's is not
+# mxless.example's.
+($rc, $v, $e) = pq("mxless.example:$port{good}");
+isnt($v, "fingerprint match=$fp", 'a carrier for another host: not pinned');
+like(slurp($log), qr/carrier \(served chain\) is for mx\.dest\.example, not this host/,
+    '... the log names the carrier\'s host');
 ($rc, $v, $e) = pq("dest.example:$port{good}");
 is($rc, 1, 'a domain with no SK: NOTFOUND') or diag("$v $e");
 ($rc, $v, $e) = pq("[127.0.0.1]:$port{good}");
