@@ -8,14 +8,17 @@
 #
 # One set of real daemons for the whole table: three sk-timelines binding
 # example.com, other.example and smtponly.example (and gone.example, then
-# Unbound), an sk-mirror, nginx with ngx_sk_module as every server (the
+# Unbound; and revoked.example, its answer taken, then Unbound and Rebound
+# to a new SK), an sk-mirror, nginx with ngx_sk_module as every server (the
 # real site, an impostor, another SK's carrier, a name without SK, broken
 # carriers, plain HTTP; staples in the certificate form in the chain
 # file), one Postfix serving the same chains over STARTTLS for the policy
 # (one listener each; skipped where Postfix or a private /etc/hosts is not
-# to be had), small HTTP servers replaying a stale or a lying mirror answer,
+# to be had), small HTTP servers replaying a mirror answer (current, stale,
+# from before an Unbind) or a lying one,
 # a lying mirror hiding the name (t/lib/SKLiar.pm).  Per row: the
-# trust file (which mirror, which timelines, max_derelict, T1-T4), the
+# trust file (which mirror, which timelines, max_derelict, T1-T4,
+# fail_open), the
 # cache (emptied, or the copy taken at set-up, intact or damaged) and the
 # server's port (http:// for plain).
 # Whether the HTTP request reached the server: its access log.
@@ -51,7 +54,7 @@ my $SKM = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-milter';
 $nopolicy //= !-x $SKM ? "no $SKM"
     : !has_cmd('postfix') || !has_cmd('postmap') ? 'no postfix'
     : private_hosts($d, 'example.com', 'www.example.com', 'nosk.test',
-        'gone.example', 'smtponly.example');
+        'gone.example', 'smtponly.example', 'revoked.example');
 
 # The table.
 my $doc = slurp("$SKTest::ROOT/docs/protocol.md");
@@ -87,6 +90,43 @@ my $tlconf = sub {
         @tids[0 .. $n - 1]);
 };
 
+# revoked.example: bound by one SK (other.example may rebind it), its
+# answer taken, then Unbound and Rebound to a new SK on every timeline (a
+# compromised key replaced).
+my %tlkeys = map { $_ => ["$d/tl$_/timeline.pub", "sk-timeline-$_"] } @tids;
+sub mirror_shows {
+    my ($n, $want) = @_;
+    return wait_until(sub {
+        my $q = SKMirror::query($m, $n);
+        my $ans = SKMirror::check_answer($q->{body}, $m->{pub}, \%tlkeys);
+        return $q->{code} == 200 && $ans->{ok} && !grep {
+            @{$ans->{timelines}{$_}{entries} // []} != $want } @tids;
+    }, 30);
+}
+my ($rsk_old, $rsk_new) = map { SKTimeline::ed25519_key($d, "sk-revoked-$_") }
+    'old', 'new';
+sub to_timelines {
+    for my $e (@_) {
+        for my $tid (@tids) {
+            my $a = SKTimeline::append($w->{timelines}{$tid}, $e);
+            die "timeline $tid: $a->{code} $a->{body}" if $a->{code} != 201;
+        }
+    }
+}
+to_timelines(SKTimeline::bind_entry(name => 'revoked.example',
+    key => $rsk_old, rebinders => 'other.example', chain => [
+        SKTimeline::issue($d, "$d/tlca", $rsk_old, 'revoked.example',
+            "$d/ev-revoked-old")]));
+ok(mirror_shows('revoked.example', 1), 'revoked.example bound');
+my $before_unbind = SKMirror::query($m, 'revoked.example')->{body};
+to_timelines(SKTimeline::unbind_entry(name => 'revoked.example',
+    key => $rsk_old), SKTimeline::rebind_entry(name => 'revoked.example',
+    key => $rsk_new, rebinder => 'other.example',
+    rebinder_key => $w->{sk}{'other.example'}, chain => [
+        SKTimeline::issue($d, "$d/tlca", $rsk_new, 'revoked.example',
+            "$d/ev-revoked-new")]));
+ok(mirror_shows('revoked.example', 3), 'revoked.example Unbound, Rebound');
+
 # Staples: fresh, and the refused kinds.
 my $r;
 for my $n ('example.com', 'other.example', 'www.example.com') {
@@ -102,19 +142,24 @@ my %staple = (none => undef, fresh => $good, stale => $good,
     untrusted => $bs->{untrusted},
     'www-fresh' => slurp("$d/www.example.com.staple"));
 
-# Mirrors: the real one, a closed port, a replay taken now (stale by the
-# row's T2 of 1 s), and a lying one (a checkpoint changed).
+# Mirrors: the real one, a closed port, a replay taken now (current; and
+# stale by the row's T2 of 1 s), a lying one (a checkpoint changed), and
+# a replay from before revoked.example's Unbind (stale by T2 too).
 # Each is the trust file's mirror lines: URL and key.
 my %mirror = (answers => [[$m->{url}, $m->{pub}]],
     down => [['http://127.0.0.1:' . free_port(), $m->{pub}]]);
 my $now_answer = SKMirror::query($m, 'example.com')->{body};
-for my $k ('stale', 'lying') {
+for my $k ('stale', 'lying', 'replay', 'unbind-stale') {
     mkdir "$d/fm-$k";
     mkdir "$d/fm-$k/www";
     my $body = $now_answer;
     $body =~ s/^(Timestamp: \d*)(\d)$/$1 . (($2 + 1) % 10)/me
         or die 'no Timestamp line to change' if $k eq 'lying';
-    spew("$d/fm-$k/www/%query%example.com", $body);
+    if ($k eq 'unbind-stale') {
+        spew("$d/fm-$k/www/%query%revoked.example", $before_unbind);
+    } else {
+        spew("$d/fm-$k/www/%query%example.com", $body);
+    }
     $mirror{$k} = [[SKMirror::serve_forged("$d/fm-$k")->{url}, $m->{pub}]];
 }
 # A mirror that answers for www.example.com (a replay taken now) and not
@@ -140,6 +185,7 @@ my ($ncert, $nkey) = make_cert($d, 'nosk.test', 'ec');
 my ($wcert, $wkey) = make_cert($d, 'www.example.com', 'rsa');
 my ($gcert, $gkey) = make_cert($d, 'gone.example', 'ec');
 my ($scert, $skey) = make_cert($d, 'smtponly.example', 'ec');
+my ($rcert, $rkey) = make_cert($d, 'revoked.example', 'ec');
 (my $skpub = $w->{sk}{'example.com'}) =~ s/\.key$/.pub/;
 (my $opub = $w->{sk}{'other.example'}) =~ s/\.key$/.pub/;
 make_carrier($w->{sk}{'example.com'}, $cert, 'example.com', "$d/c-real.pem",
@@ -155,6 +201,10 @@ make_carrier($w->{sk}{'example.com'}, $cert, 'example.com',
     "$d/c-services.pem", '-s', 'smtp');
 expired_carrier($w->{sk}{'example.com'}, $cert, 'example.com',
     "$d/c-expired.pem", 'https,smtp');
+# revoked.example's first SK (Unbound, replaced) certifies the server.
+make_carrier($rsk_old, $rcert, 'revoked.example', "$d/c-revoked.pem", '-s',
+    'https');
+(my $rpub = $rsk_old) =~ s/\.key$/.pub/;
 {
     my ($b64) = slurp("$d/c-real.pem")
         =~ /-----BEGIN CERTIFICATE-----\n(.*?)-----END/s;
@@ -189,6 +239,10 @@ my %server = (
         . "        sovereign_key_carrier $d/c-services.pem;\n",
         "$d/c-services.pem"],
     expired    => ['example.com', $cert, $key, '', "$d/c-expired.pem"],
+    revoked    => ['revoked.example', $rcert, $rkey,
+        "sovereign_key_public $rpub;\n"
+        . "        sovereign_key_carrier $d/c-revoked.pem;\n",
+        "$d/c-revoked.pem"],
 );
 my (%port, %smtp, $conf);
 my $pf;
@@ -324,8 +378,9 @@ for my $row (@rows) {
         . join('', map { "mirror = $_->[0] $_->[1]\n" } @$ms)
         . "max_derelict = $tr{md}\n"
         . join('', map { "$_ = $tr{$_}\n" } grep { /^t\d$/ } sort keys %tr)
+        . ($tr{fo} ? "fail_open = $tr{fo}\n" : '')
         . ($row->{staple} eq 'stale' ? "staple_max_age = 1\n" : '')
-        . ($row->{mirror} eq 'stale' ? "t2 = 1\n" : ''));
+        . ($row->{mirror} =~ /stale/ ? "t2 = 1\n" : ''));
     my $cache = "$d/cache-$id";
     my $fresh_cache = sub {
         run_cmd(['rm', '-rf', $cache]);

@@ -342,7 +342,7 @@ is($r->{out}, "the real example.com\n", '-o -: stdout');
 # The C API: docs/client.md's example, compiled as the text stands, run
 # against the same servers.
 SKIP: {
-    skip 'no C compiler', 12 unless has_cmd('cc');
+    skip 'no C compiler', 14 unless has_cmd('cc');
     my ($src) = slurp("$SKTest::ROOT/docs/client.md") =~ /```c\n(.*?)```/s;
     spew("$d/sk_get.c", $src // '');
     my $build = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build');
@@ -369,6 +369,15 @@ SKIP: {
         '... saying why') or diag($r->{err});
     like(slurp($log{imp}), qr/^handshake failed/, '... in the handshake');
     unlike(slurp($log{imp}), qr/received|GET/, '... which got no request');
+    # No mirror reachable, no staple, no cache: undecided, nothing sent.
+    (my $cut = slurp($trust)) =~ s{^mirror = \S+}
+        {'mirror = http://127.0.0.1:' . free_port()}me or die 'no mirror';
+    spew("$d/trust-cut.conf", $cut);
+    $r = run_cmd(['env', "SSL_CERT_FILE=$ca", "$d/sk_get",
+        "$d/trust-cut.conf", 'example.com', $p{imp}, '127.0.0.1']);
+    is($r->{rc}, 5, 'example: no mirror reachable: undecided');
+    like($r->{err}, qr/^sk_get: undecided: no mirror gave a fresh enough answer for example\.com \(0 of 3 timelines fresh: nothing answered, no staple, nothing cached\)$/m,
+        '... saying why') or diag($r->{err});
     $r = $get->($ca, 'nosk.test', $port);
     is($r->{rc}, 0, 'example: a name without an SK') or diag($r->{err});
     like($r->{err}, qr/^sk_get: none \(no-sk\)/, '... none');

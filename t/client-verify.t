@@ -252,8 +252,8 @@ like($r->{out}, qr/3 entries, cached \(cache\)/, '... cached');
 
 # A mirror answer checked against another mirror key: the mirror is
 # dropped for good.  With a cache copy of earlier answers (within T2) the
-# cached SK is still enforced; with nothing known at all, every timeline
-# is very stale and the client fails open (design 4.b).
+# cached SK is still enforced; with nothing known at all, the client
+# fails closed: no answer is no evidence that the system is broken.
 my $cache3 = "$d/cache3";
 run_cmd(['cp', '-a', $cache, $cache3]);
 my @evilm = ('--trust', $trust, '--mirror', $m->{url}, '--mirror-key',
@@ -271,9 +271,11 @@ like($r->{err}, qr/skipped: dropped earlier: answer: the mirror's signature/,
     '... and the mirror stays dropped');
 $r = sk('verify', '--cache', "$d/cache4", '--json', @evilm);
 $j = eval { decode_json($r->{out}) } // {};
-is($r->{rc}, 3, 'nothing known and no mirror left: none');
-is($j->{freshness}, 'fail-open', '... failing open: every timeline very '
-    . 'stale');
+is($r->{rc}, 5, 'nothing known and no mirror left: undecided');
+is($j->{freshness}, 'fail-closed', '... failing closed: silence is no '
+    . 'evidence of a broken system');
+like($j->{reason}, qr/no mirror gave a fresh enough answer for example\.com \(0 of 3 timelines fresh: nothing answered, no staple, nothing cached\)/,
+    '... saying so') or diag($r->{out});
 
 # A mirror that leaves out an entry the client holds: a copy of the real
 # answer without timeline 8's Bind, signed with that mirror's own key.

@@ -171,6 +171,12 @@ cli_get_classify(cli_get_ctx_t *x, CURL *c, CURLcode rc, const char *ebuf)
     {
         cli_get_set(out, CLI_GET_REFUSED, "%s (%s): %s",
             sk_decision_name(d->decision), d->check, d->reason);
+    } else if (d == NULL && x->tls_began
+               && sk_tls_undecided(x->g->tls) != NULL)
+    {
+        /* Failed closed in the handshake: no refusal, nothing known. */
+        cli_get_set(out, CLI_GET_FAILED, "undecided: %s",
+            sk_tls_undecided(x->g->tls));
     } else if (x->sink_failed) {
         cli_get_set(out, CLI_GET_BROKEN, "cannot write the body");
     } else if (rc == CURLE_ABORTED_BY_CALLBACK) {

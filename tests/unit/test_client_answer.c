@@ -484,6 +484,28 @@ test_trust_file_repeats(void **state)
     TRUST_REFUSED(conf, "timeline = 7 tl7.pub\n# x\ntimeline = 7 other.pub\n",
         SK_ERR_EXISTS, "line 3: timeline 7 listed twice (first at line 1)");
 
+    /* fail_open: evidence (the default), never, or the explicit,
+     * unsafe unsafe-on-silence; nothing else, and once. */
+    sk_client_trust_init(&t);
+    assert_int_equal(t.fail_open, SK_FAIL_OPEN_EVIDENCE);
+    assert_string_equal(sk_client_fail_open_name(t.fail_open), "evidence");
+    text = "timeline = 7 tl7.pub\nfail_open = unsafe-on-silence\n";
+    trust_write(conf, text, strlen(text));
+    tu_assert_ok(sk_client_trust_load(&t, conf, &err), &err);
+    assert_int_equal(t.fail_open, SK_FAIL_OPEN_UNSAFE_SILENCE);
+    sk_client_trust_free(&t);
+    text = "fail_open = never\ntimeline = 7 tl7.pub\n";
+    trust_write(conf, text, strlen(text));
+    tu_assert_ok(sk_client_trust_load(&t, conf, &err), &err);
+    assert_int_equal(t.fail_open, SK_FAIL_OPEN_NEVER);
+    sk_client_trust_free(&t);
+    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\nfail_open = yes\n",
+        SK_ERR_FORMAT, "line 2: \"fail_open\": illegal value \"yes\" (want "
+        "evidence, never or unsafe-on-silence)");
+    TRUST_REFUSED(conf, "fail_open = never\ntimeline = 7 tl7.pub\n"
+        "fail_open = evidence\n", SK_ERR_EXISTS,
+        "line 3: \"fail_open\" given twice (first at line 1)");
+
     /* A NUL anywhere: in a value, a comment, at the very end. */
     TRUST_REFUSED(conf, "timeline = 7 tl7.pub\nt1 = 5\0t1 = 6\n",
         SK_ERR_FORMAT, "line 2: a NUL byte");

@@ -41,10 +41,9 @@ find(sk_client_found_t *f, const char *host, const char *blocked,
 
     tu_assert_ok(sk_client_trust_add_mirror(&t, "http://m0.test", tw.mirror,
         err), err);
-    /* no cache remembers the timelines: with the default max_derelict
-     * an unanswered lookup would fail open (design 4.b), this one must
-     * fail closed */
-    t.max_derelict = (unsigned) tw.ntl;
+    /* no cache remembers the timelines: an unanswered lookup fails
+     * closed with the defaults (silence is no evidence of a broken
+     * system, whatever max_derelict says) */
     down = blocked;
     ctx = (sk_client_ctx_t) { &t, NULL, fetch, NULL, FX_NOW, 0, NULL };
     rc = sk_client_find(f, host, &ctx, err);
@@ -120,6 +119,57 @@ test_host_blocked(void **state)
 }
 
 
+/* A view not fresh enough (fail closed) decides a refusal, never a pass:
+ * it shows which SK to enforce, not that it is still in force. */
+static void
+test_stale_only_refuses(void **state)
+{
+    static const sk_fresh_outcome_t  ok[] = { SK_FRESH_CACHED,
+        SK_FRESH_ANSWER, SK_FRESH_OPEN, SK_FRESH_STAPLE };
+    sk_client_found_t  f;
+    sk_decide_t        d;
+    sk_err_t           err;
+    size_t             i;
+
+    (void) state;
+    memset(&f, 0, sizeof(f));
+    memset(&d, 0, sizeof(d));
+    snprintf(f.name, sizeof(f.name), "example.com");
+    f.res.outcome = SK_FRESH_CLOSED;
+    f.res.fresh.ntl = 3;
+    f.res.fresh.fresh = 1;
+    f.res.view.ncps = 3;
+    d.decision = SK_DECIDE_ACCEPT;
+    assert_int_equal(sk_client_found_decision_ok(&f, &d, &err), -1);
+    assert_int_equal(err.code, SK_ERR_UNAVAILABLE);
+    assert_string_equal(err.msg, "no mirror gave a fresh enough answer for "
+        "example.com (1 of 3 timelines fresh): too old to show that the SK "
+        "it shows is still in force, only to refuse a server without its "
+        "carrier");
+    d.decision = SK_DECIDE_NONE;
+    assert_int_equal(sk_client_found_decision_ok(&f, &d, &err), -1);
+    assert_non_null(strstr(err.msg, "too old to show that no SK covers"));
+    d.decision = SK_DECIDE_REJECT;
+    tu_assert_ok(sk_client_found_decision_ok(&f, &d, &err), &err);
+    d.decision = SK_DECIDE_INSECURE;
+    tu_assert_ok(sk_client_found_decision_ok(&f, &d, &err), &err);
+    /* Nothing at all heard: said so. */
+    f.res.view.ncps = 0;
+    f.res.fresh.fresh = 0;
+    assert_int_equal(sk_client_found_usable(&f, &err), -1);
+    assert_string_equal(err.msg, "no mirror gave a fresh enough answer for "
+        "example.com (0 of 3 timelines fresh: nothing answered, no staple, "
+        "nothing cached)");
+    for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        f.res.outcome = ok[i];
+        d.decision = SK_DECIDE_ACCEPT;
+        tu_assert_ok(sk_client_found_decision_ok(&f, &d, &err), &err);
+        d.decision = SK_DECIDE_NONE;
+        tu_assert_ok(sk_client_found_decision_ok(&f, &d, &err), &err);
+    }
+}
+
+
 static void
 test_rebinder(void **state)
 {
@@ -190,6 +240,7 @@ main(void)
         cmocka_unit_test(test_parent_blocked),
         cmocka_unit_test(test_no_parent_sk),
         cmocka_unit_test(test_host_blocked),
+        cmocka_unit_test(test_stale_only_refuses),
         cmocka_unit_test(test_rebinder),
     };
 

@@ -34,6 +34,8 @@ typedef struct {
     size_t              ntl;
     sk_key_t           *mirror;                 /* answer-signing key */
     sk_client_trust_t   trust;
+    int64_t             ans_ts;                 /* answers' Timestamp
+                                                   (0: FX_NOW) */
 } fx_world_t;
 
 
@@ -495,8 +497,8 @@ fx_answer_body(fx_world_t *w, const char *name, uint64_t skip_tid,
 
     *len = 0;
     fx_addf(&buf, len, "SK-Mirror-Answer: 1\nName: %s\nSince: 0\n"
-        "Timestamp: %d\nReneged-Hash: e3b0c442\nTimelines: %zu\n", name,
-        FX_NOW, w->ntl);
+        "Timestamp: %" PRId64 "\nReneged-Hash: e3b0c442\nTimelines: %zu\n",
+        name, w->ans_ts != 0 ? w->ans_ts : (int64_t) FX_NOW, w->ntl);
     for (i = 0; i < w->ntl; i++) {
         served = strcmp(w->tl[i].state, "Idle") == 0
             || strcmp(w->tl[i].state, "Syncing") == 0;

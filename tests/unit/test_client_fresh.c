@@ -172,11 +172,25 @@ test_eval(void **state)
     t.fresh_percent = 81;
     assert_false(sk_client_fresh_ok(&f, &t));
 
-    /* Three timelines unheard of: very stale, so fail open. */
+    /* Three timelines unheard of: very stale, but silence is no
+     * evidence: no fail open, unless the trust file says the unsafe
+     * "unsafe-on-silence".  Three shown stopped (the lookup counts
+     * them): fail open, unless "never". */
     v.ncps = 2;
     sk_client_fresh_eval(&f, &w5.trust, &v, FX_NOW);
     assert_int_equal(f.very_stale, 3);
+    assert_int_equal(f.stopped, 0);
+    assert_false(sk_client_fresh_fail_open(&f, &w5.trust));
+    t = w5.trust;
+    t.fail_open = SK_FAIL_OPEN_UNSAFE_SILENCE;
+    assert_true(sk_client_fresh_fail_open(&f, &t));
+    f.stopped = 3;
     assert_true(sk_client_fresh_fail_open(&f, &w5.trust));
+    f.stopped = 2;
+    assert_false(sk_client_fresh_fail_open(&f, &w5.trust));
+    f.stopped = 3;
+    t.fail_open = SK_FAIL_OPEN_NEVER;
+    assert_false(sk_client_fresh_fail_open(&f, &t));
     v.ncps = 5;
     sk_client_fresh_eval(&f, &w5.trust, NULL, FX_NOW);
     assert_int_equal(f.very_stale, 5);
@@ -400,6 +414,21 @@ lookup(sk_client_result_t *r, sk_client_trust_t *t, sk_client_cache_t *c,
 }
 
 
+/* A lookup whose outcome and count of timelines shown stopped are
+ * known; its result is not kept. */
+static void
+outcome(sk_client_trust_t *t, sk_client_cache_t *c, mirrors_t *m,
+    const char *name, int64_t now, sk_fresh_outcome_t want, size_t stopped)
+{
+    sk_client_result_t  r;
+
+    lookup(&r, t, c, m, name, now);
+    assert_int_equal(r.outcome, want);
+    assert_int_equal(r.fresh.stopped, stopped);
+    sk_client_result_free(&r);
+}
+
+
 static void
 test_lookup_retry(void **state)
 {
@@ -436,12 +465,15 @@ test_lookup_retry(void **state)
     assert_int_equal(r.view.nitems, 2);
     sk_client_result_free(&r);
 
-    /* Nothing heard at all: every timeline very stale, fail open. */
+    /* Nothing heard at all: silence is no evidence, fail closed (the
+     * design's first reading failed open here: every timeline "very
+     * stale").  Only the trust file's explicit, unsafe
+     * "unsafe-on-silence" still does. */
     m.mode[1] = m.mode[3] = M_DOWN;
-    lookup(&r, &t, NULL, &m, NAME, FX_NOW);
-    assert_int_equal(r.outcome, SK_FRESH_OPEN);
-    assert_int_equal(r.view.nitems, 0);
-    sk_client_result_free(&r);
+    outcome(&t, NULL, &m, NAME, FX_NOW, SK_FRESH_CLOSED, 0);
+    t.fail_open = SK_FAIL_OPEN_UNSAFE_SILENCE;
+    outcome(&t, NULL, &m, NAME, FX_NOW, SK_FRESH_OPEN, 0);
+    t.fail_open = SK_FAIL_OPEN_EVIDENCE;
 
     /* N_RETRIES bounds the mirrors asked. */
     drop_mirrors(&t);
@@ -557,6 +589,91 @@ test_lookup_cache_and_drops(void **state)
 }
 
 
+/* Fail open only on evidence: a current answer, signed by a mirror
+ * listed with a key, showing more than max_derelict timelines stopped
+ * (checkpoint older than T4, or Defunct), none of them seen alive. */
+static void
+test_lookup_evidence(void **state)
+{
+    sk_client_trust_t   t = tw.trust;
+    sk_client_result_t  r;
+    sk_client_cache_t  *c;
+    sk_client_view_t    v;
+    mirrors_t           m;
+    sk_err_t            err;
+    char               *dir;
+
+    (void) state;
+    t.nmirrors = 0;
+    mirrors(&m, &t, 1);
+    m.mode[0] = M_STALE;
+    m.stale_ts = FX_NOW - 20 * DAY;
+
+    /* Made now, every checkpoint three weeks old: the system looks
+     * broken, and says so under the mirror's signature. */
+    lookup(&r, &t, NULL, &m, NAME, FX_NOW);
+    assert_int_equal(r.outcome, SK_FRESH_OPEN);
+    assert_int_equal(r.fresh.stopped, 3);
+    assert_int_equal(r.view.ncps, 3);
+    sk_client_result_free(&r);
+    /* ... not with fail_open = never, nor with max_derelict 3. */
+    t.fail_open = SK_FAIL_OPEN_NEVER;
+    outcome(&t, NULL, &m, NAME, FX_NOW, SK_FRESH_CLOSED, 3);
+    t.fail_open = SK_FAIL_OPEN_EVIDENCE;
+    t.max_derelict = 3;
+    outcome(&t, NULL, &m, NAME, FX_NOW, SK_FRESH_CLOSED, 3);
+    t.max_derelict = tw.trust.max_derelict;
+
+    /* The same answer three days later (T2 is less): a replay, history,
+     * not what the mirror says now. */
+    outcome(&t, NULL, &m, NAME, FX_NOW + 3 * DAY, SK_FRESH_CLOSED, 0);
+
+    /* A mirror listed without a key signs nothing of it. */
+    drop_mirrors(&t);
+    tu_assert_ok(sk_client_trust_add_mirror(&t, "http://m0.test/", NULL,
+        &err), &err);
+    outcome(&t, NULL, &m, NAME, FX_NOW, SK_FRESH_CLOSED, 0);
+    drop_mirrors(&t);
+    mirrors(&m, &t, 1);
+    m.mode[0] = M_STALE;
+    m.stale_ts = FX_NOW - 20 * DAY;
+
+    /* Defunct (no checkpoint served) counts as stopped too: two Defunct
+     * and one old. */
+    tw.tl[0].state = tw.tl[2].state = "Defunct";
+    outcome(&t, NULL, &m, NAME, FX_NOW, SK_FRESH_OPEN, 3);
+    tw.tl[0].state = tw.tl[2].state = "Idle";
+
+    /* A checkpoint younger than T4 the cache holds (of another name)
+     * shows timeline 2 alive: two stopped are not more than 2. */
+    c = fresh_cache(&dir);
+    set_cp_ts(FX_NOW - 10 * DAY);
+    fx_view(&tw, &v, "b.example");
+    set_cp_ts(FX_NOW);
+    v.ncps = 2;
+    tu_assert_ok(sk_client_cache_put(c, &v, &err), &err);
+    v.ncps = 3;
+    sk_client_view_free(&v);
+    outcome(&t, c, &m, "b.example", FX_NOW, SK_FRESH_CLOSED, 1);
+    /* ... and so does what a mirror answered before, for any name: m0
+     * gave checkpoints of FX_NOW - 20 days, m1 now gives FX_NOW's. */
+    sk_client_cache_close(c);
+    tu_rmtree(dir);
+    c = fresh_cache(&dir);
+    drop_mirrors(&t);
+    mirrors(&m, &t, 2);
+    m.mode[0] = M_DOWN;
+    outcome(&t, c, &m, "c.example", FX_NOW, SK_FRESH_ANSWER, 0);
+    m.mode[0] = M_STALE;
+    m.stale_ts = FX_NOW - 20 * DAY;
+    m.mode[1] = M_DOWN;
+    outcome(&t, c, &m, NAME, FX_NOW + HOUR, SK_FRESH_CLOSED, 0);
+    sk_client_cache_close(c);
+    tu_rmtree(dir);
+    drop_mirrors(&t);
+}
+
+
 /* A Rebind counts only through the rebinder's own record, which the
  * client learns from the mirrors like any other name's. */
 static void
@@ -618,6 +735,19 @@ test_rebind(void **state)
     assert_int_equal(rec.state, SK_RECORD_UNBOUND);
     assert_int_equal(rec.skipped, 1);
     sk_record_free(&rec);
+
+    /* The rebinder known only from a view not fresh enough (it binds the
+     * heir's SK, three days old): which SK is in force for it now is not
+     * known, so the name is neither rebound nor unbound. */
+    m.mode[0] = M_STALE;
+    m.stale_ts = FX_NOW - 3 * DAY;
+    ctx.depth = 0;
+    assert_int_equal(sk_client_view_record(&rec, &r.view,
+        sk_client_rebinder_key, &ctx, &err), -1);
+    assert_int_equal(err.code, SK_ERR_UNAVAILABLE);
+    assert_non_null(strstr(err.msg, "heir.example: rebinder of a Rebind: "
+        "no mirror gave a fresh enough answer"));
+    m.mode[0] = M_FRESH;
     sk_client_result_free(&r);
     drop_mirrors(&t);
     sk_key_free(old);
@@ -635,6 +765,7 @@ main(void)
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_lookup_retry),
         cmocka_unit_test(test_lookup_cache_and_drops),
+        cmocka_unit_test(test_lookup_evidence),
         cmocka_unit_test(test_rebind),
     };
 

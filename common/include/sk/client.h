@@ -58,6 +58,27 @@
 
 /* The trust set */
 
+/*
+ * When a lookup with no fresh enough answer may fail open (design 4.b's
+ * "the system itself looks broken"), trust file "fail_open":
+ *   evidence           (default) only when more than max_derelict trusted
+ *                      timelines are shown stopped: a current answer
+ *                      signed by a mirror listed with a key gives their
+ *                      checkpoint older than T4, or lists them Defunct,
+ *                      and nothing the client holds is younger.  Silence
+ *                      (no answer, no staple, nothing cached) never is.
+ *   never              never: no fresh enough view, no decision.
+ *   unsafe-on-silence  the design's first reading, kept for operators who
+ *                      want it: a timeline with no checkpoint at hand
+ *                      counts as very stale, so an attacker who blocks
+ *                      every mirror makes the client fail open.  Unsafe.
+ */
+typedef enum {
+    SK_FAIL_OPEN_EVIDENCE = 0,
+    SK_FAIL_OPEN_NEVER,
+    SK_FAIL_OPEN_UNSAFE_SILENCE
+} sk_fail_open_t;
+
 typedef struct {
     uint64_t   tid;
     sk_key_t  *key;                               /* owned */
@@ -85,6 +106,8 @@ typedef struct {
     int64_t               staple_retry;     /* servers: after a failure */
     char                  tor[SK_CLIENT_TOR_MAX];   /* SOCKS port for
                                                        .onion/.exit routes */
+    sk_fail_open_t        fail_open;        /* when no fresh enough
+                                               answer may fail open */
 } sk_client_trust_t;
 
 /* Empty set with design 4.b's thresholds. */
@@ -99,6 +122,7 @@ void sk_client_trust_init(sk_client_trust_t *t);
  *   max_derelict = 2   retries = 5   fresh_percent = 80   drop_slack = 3600
  *   staple_max_age = 86400   staple_refresh = 3600   staple_retry = 300
  *   tor = 127.0.0.1:9050    (Tor's SOCKS port, for .onion/.exit routes)
+ *   fail_open = evidence | never | unsafe-on-silence
  *
  * Relative key paths are relative to the file's directory.  Errors name
  * the file and line.  Adds to t (call sk_client_trust_init first).
@@ -125,6 +149,8 @@ int sk_client_trust_set_tor(sk_client_trust_t *t, const char *addr,
     sk_err_t *err) SK_WUR;
 const sk_client_timeline_t *sk_client_trust_find(const sk_client_trust_t *t,
     uint64_t tid);
+/* "evidence", "never", "unsafe-on-silence". */
+const char *sk_client_fail_open_name(sk_fail_open_t f);
 void sk_client_trust_free(sk_client_trust_t *t);
 
 /* A name's evidence: per timeline its checkpoint, and each entry for the
@@ -237,10 +263,15 @@ typedef struct {
     size_t   within_t1;     /* checkpoint age <= T1 */
     size_t   fresh;         /* age <= T2 */
     size_t   stale;         /* age > T3, or no checkpoint */
-    size_t   very_stale;    /* age > T4, or no checkpoint */
+    size_t   very_stale;    /* age > T4, or no checkpoint (what
+                               fail_open = unsafe-on-silence counts) */
+    size_t   stopped;       /* shown stopped by evidence (set by the
+                               lookup, not by sk_client_fresh_eval): what
+                               fail_open = evidence counts */
 } sk_client_fresh_t;
 
-/* Count the trusted timelines of v by the age of their checkpoints. */
+/* Count the trusted timelines of v by the age of their checkpoints
+ * (stopped: 0). */
 void sk_client_fresh_eval(sk_client_fresh_t *f, const sk_client_trust_t *t,
     const sk_client_view_t *v, int64_t now);
 /* 1 if no query is needed: every trusted timeline within T1. */
@@ -248,9 +279,10 @@ int sk_client_fresh_cached_ok(const sk_client_fresh_t *f);
 /* 1 if an answer is fresh enough: at least fresh_percent of the timelines
  * within T2 and at most max_derelict beyond T3. */
 int sk_client_fresh_ok(const sk_client_fresh_t *f, const sk_client_trust_t *t);
-/* 1 if, with no fresh enough answer, the client may fail open: more than
- * max_derelict timelines very stale (the system itself looks broken or
- * blocked, not one name). */
+/* 1 if, with no fresh enough answer, the client may fail open (the system
+ * itself looks broken, not one name), by t->fail_open: more than
+ * max_derelict timelines stopped (evidence), or very stale
+ * (unsafe-on-silence); never (never). */
 int sk_client_fresh_fail_open(const sk_client_fresh_t *f,
     const sk_client_trust_t *t);
 
@@ -489,7 +521,8 @@ int sk_client_find(sk_client_found_t *f, const char *host,
 /*
  * 0 if f may decide; -1 with SK_ERR_UNAVAILABLE when it must not (fail
  * closed, design 4.b): no mirror gave a fresh enough answer and what is
- * at hand binds no SK.  A client then connects nowhere.
+ * at hand binds no SK.  A client then connects nowhere.  When it binds
+ * one, the decision may still only refuse: sk_client_found_decision_ok.
  */
 int sk_client_found_usable(const sk_client_found_t *f, sk_err_t *err)
     SK_WUR;
@@ -534,5 +567,18 @@ const char *sk_client_check_name(sk_err_code_t code);
 int sk_client_decide(sk_decide_t *d, const sk_record_t *rec,
     const char *host, const char *service, unsigned port,
     STACK_OF(X509) *chain, time_t now, sk_err_t *err) SK_WUR;
+
+/*
+ * 0 if decision d, made on what f found, may stand; -1 with
+ * SK_ERR_UNAVAILABLE (fail closed: no decision) when f's view is not
+ * fresh enough (no mirror, staple or cache gave one: SK_FRESH_CLOSED) and
+ * d would let the connection through (accept, none).  An old view can
+ * show an SK to enforce (reject, insecure stand), never that the SK is
+ * still in force, nor that the name has none: a replayed answer from
+ * before an Unbind must not make the revoked SK's carrier accepted.
+ * Every entry point checks this after sk_client_decide (sk_tls_decide).
+ */
+int sk_client_found_decision_ok(const sk_client_found_t *f,
+    const sk_decide_t *d, sk_err_t *err) SK_WUR;
 
 #endif

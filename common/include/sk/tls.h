@@ -125,7 +125,9 @@ int sk_tls_attach_ctx(sk_tls_t *t, SSL_CTX *ctx, sk_err_t *err) SK_WUR;
  * call it yourself for a chain taken some other way.  After
  * sk_tls_prepare it first learns the record (the staple of
  * sk_tls_set_staple, else one in chain, else the mirrors): -1 with
- * SK_ERR_UNAVAILABLE when that fails closed.
+ * SK_ERR_UNAVAILABLE when that fails closed, and when the record comes
+ * from a view not fresh enough and the decision would be accept or none
+ * (sk_client_found_decision_ok: an old view only refuses).
  */
 int sk_tls_decide(sk_tls_t *t, STACK_OF(X509) *chain, time_t now,
     sk_err_t *err) SK_WUR;
@@ -133,6 +135,13 @@ int sk_tls_decide(sk_tls_t *t, STACK_OF(X509) *chain, time_t now,
 /* The last decision, borrowed; NULL if none was made since the last
  * attach (no handshake reached the certificates). */
 const sk_decide_t *sk_tls_decision(const sk_tls_t *t);
+
+/* Why the last sk_tls_decide failed closed (SK_ERR_UNAVAILABLE: nothing
+ * fresh enough to decide on, or a view not fresh enough that would have
+ * let the connection through, sk_client_found_decision_ok), borrowed;
+ * NULL if it did not.  An undecided handshake is no reject: the client
+ * may try another route, and reports it as undecided. */
+const char *sk_tls_undecided(const sk_tls_t *t);
 
 void sk_tls_free(sk_tls_t *t);      /* NULL ok */
 

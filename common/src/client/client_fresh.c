@@ -1,14 +1,16 @@
 /*
  * client_fresh.c -- design 4.b: how fresh a view is, when it is fresh
- * enough, when the client may fail open, and when a mirror has shown it
- * cannot be trusted (less fresh than before, or omitting entries the
- * client holds).
+ * enough, when the client may fail open (only on evidence that timelines
+ * stopped, never on silence), and when a mirror has shown it cannot be
+ * trusted (less fresh than before, or omitting entries the client holds).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <sk/client.h>
+
+#include "client_int.h"
 
 
 void
@@ -59,7 +61,122 @@ int
 sk_client_fresh_fail_open(const sk_client_fresh_t *f,
     const sk_client_trust_t *t)
 {
-    return f->very_stale > t->max_derelict;
+    switch (t->fail_open) {
+    case SK_FAIL_OPEN_EVIDENCE:
+        return f->stopped > t->max_derelict;
+    case SK_FAIL_OPEN_UNSAFE_SILENCE:
+        return f->very_stale > t->max_derelict;
+    case SK_FAIL_OPEN_NEVER:
+        break;
+    }
+    return 0;
+}
+
+
+static int
+sk_stops_has(const uint64_t *tids, size_t n, uint64_t tid)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (tids[i] == tid) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+
+static void
+sk_stops_add(uint64_t *tids, size_t *n, uint64_t tid)
+{
+    if (*n < SK_CLIENT_MAX_TIMELINES && !sk_stops_has(tids, *n, tid)) {
+        tids[(*n)++] = tid;
+    }
+}
+
+
+/* A checkpoint of tid at ts: the timeline was alive then. */
+static void
+sk_stops_seen(sk_cl_stops_t *s, uint64_t tid, int64_t ts,
+    const sk_client_trust_t *t, int64_t now)
+{
+    if (now - ts <= t->t4) {
+        sk_stops_add(s->alive, &s->nalive, tid);
+    }
+}
+
+
+void
+sk_cl_stops_view(sk_cl_stops_t *s, const sk_client_view_t *v,
+    const sk_client_trust_t *t, int64_t now)
+{
+    size_t  i;
+
+    for (i = 0; i < v->ncps; i++) {
+        sk_stops_seen(s, v->cps[i].tid, v->cps[i].ts, t, now);
+    }
+}
+
+
+void
+sk_cl_stops_mstate(sk_cl_stops_t *s, const sk_client_mstate_t *st,
+    const sk_client_trust_t *t, int64_t now)
+{
+    size_t  i;
+
+    for (i = 0; i < st->ntl; i++) {
+        sk_stops_seen(s, st->tid[i], st->ts[i], t, now);
+    }
+}
+
+
+/*
+ * Only a mirror listed with a key signs what it says about a timeline's
+ * state and which checkpoint is its newest, and only an answer it made
+ * within T2 says it about now (an older one, replayed, is history).
+ */
+void
+sk_cl_stops_answer(sk_cl_stops_t *s, const sk_client_view_t *v,
+    const sk_client_answer_info_t *info, const sk_client_mirror_t *m,
+    const sk_client_trust_t *t, int64_t now)
+{
+    const sk_client_cp_t  *cp;
+    size_t                 i, j;
+
+    sk_cl_stops_view(s, v, t, now);
+    if (m->key == NULL || now - info->timestamp > t->t2) {
+        return;
+    }
+    for (i = 0; i < t->ntl; i++) {
+        cp = sk_client_view_cp(v, t->tl[i].tid);
+        if (cp != NULL) {
+            if (now - cp->ts > t->t4) {
+                sk_stops_add(s->stop, &s->nstop, cp->tid);
+            }
+            continue;
+        }
+        for (j = 0; j < info->ntl; j++) {
+            if (info->tid[j] == t->tl[i].tid
+                && strcmp(info->state[j], "Defunct") == 0)
+            {
+                sk_stops_add(s->stop, &s->nstop, info->tid[j]);
+            }
+        }
+    }
+}
+
+
+size_t
+sk_cl_stops_count(const sk_cl_stops_t *s, const sk_client_trust_t *t)
+{
+    size_t  i, n = 0;
+
+    for (i = 0; i < t->ntl; i++) {
+        n += sk_stops_has(s->stop, s->nstop, t->tl[i].tid)
+            && !sk_stops_has(s->alive, s->nalive, t->tl[i].tid);
+    }
+    return n;
 }
 
 

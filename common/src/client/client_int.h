@@ -43,4 +43,33 @@ int sk_cl_mstate_parse(sk_client_mstate_t *st, const char *url, char *buf,
 int sk_cl_map_check(sk_client_cp_t *cp, const sk_client_view_t *v,
     const sk_client_timeline_t *tl, sk_err_t *err) SK_WUR;
 
+/*
+ * What a lookup learnt of whether timelines stopped (fail_open =
+ * evidence, client_fresh.c).  A timeline is shown stopped when a current
+ * answer (made within T2) signed by a mirror listed with a key gives its
+ * checkpoint older than T4, or lists it Defunct; it is not when anything
+ * at hand (an answer, the cached view, a mirror's earlier answers) holds
+ * a checkpoint of it younger than T4.  Nothing heard shows nothing.
+ */
+typedef struct {
+    uint64_t  stop[SK_CLIENT_MAX_TIMELINES];
+    size_t    nstop;
+    uint64_t  alive[SK_CLIENT_MAX_TIMELINES];
+    size_t    nalive;
+} sk_cl_stops_t;
+
+/* The checkpoints of a view (cache, answer): alive if younger than T4. */
+void sk_cl_stops_view(sk_cl_stops_t *s, const sk_client_view_t *v,
+    const sk_client_trust_t *t, int64_t now);
+/* The freshest checkpoints a mirror gave before. */
+void sk_cl_stops_mstate(sk_cl_stops_t *s, const sk_client_mstate_t *st,
+    const sk_client_trust_t *t, int64_t now);
+/* A verified answer v of mirror m (info from sk_client_answer_verify). */
+void sk_cl_stops_answer(sk_cl_stops_t *s, const sk_client_view_t *v,
+    const sk_client_answer_info_t *info, const sk_client_mirror_t *m,
+    const sk_client_trust_t *t, int64_t now);
+/* The trusted timelines shown stopped and not seen alive. */
+size_t sk_cl_stops_count(const sk_cl_stops_t *s,
+    const sk_client_trust_t *t);
+
 #endif

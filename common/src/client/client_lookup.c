@@ -13,8 +13,10 @@
  *      the cache).  The first answer fresh enough wins; it is merged with
  *      the cached timelines it lacks and cached.
  *   3. None: the cached view if it is fresh enough itself (T2), else
- *      fail open if more than max_derelict timelines are very stale in
- *      the best view at hand, else fail closed.
+ *      fail open if more than max_derelict timelines were shown stopped
+ *      (sk_cl_stops_t: evidence, never silence; or by trust->fail_open),
+ *      else fail closed: the best view at hand comes back, which may
+ *      only make the decision stricter (sk_client_found_decision_ok).
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -37,6 +39,7 @@ typedef struct {
     const sk_staple_t        *staple;       /* NULL: none */
     sk_client_view_t          cached;       /* empty if none */
     int                       have_cached;
+    sk_cl_stops_t             stops;        /* timelines shown stopped */
 } sk_lookup_t;
 
 
@@ -301,6 +304,7 @@ sk_lookup_ask(sk_lookup_t *l, sk_client_result_t *res,
         sk_lookup_log(res, m->url, "refused: the answer %s", e.msg);
         return 0;
     }
+    sk_cl_stops_answer(&l->stops, v, &info, m, l->t, l->now);
     sk_client_mstate_update(st, v);
     if (l->cache != NULL
         && sk_client_cache_put_mirror(l->cache, st, err) != 0)
@@ -365,12 +369,20 @@ sk_lookup_staple(sk_lookup_t *l, sk_client_result_t *res, sk_err_t *err)
 }
 
 
-/* 1 if a is better information than b. */
+/* 1 if a (of view av) is better information than b (of bv): fresher,
+ * or as fresh and holding more checkpoints (an old answer still shows
+ * an SK to enforce; nothing shows nothing). */
 static int
-sk_lookup_better(const sk_client_fresh_t *a, const sk_client_fresh_t *b)
+sk_lookup_better(const sk_client_fresh_t *a, const sk_client_view_t *av,
+    const sk_client_fresh_t *b, const sk_client_view_t *bv)
 {
-    return a->fresh > b->fresh
-        || (a->fresh == b->fresh && a->very_stale < b->very_stale);
+    if (a->fresh != b->fresh) {
+        return a->fresh > b->fresh;
+    }
+    if (a->very_stale != b->very_stale) {
+        return a->very_stale < b->very_stale;
+    }
+    return av->ncps > bv->ncps;
 }
 
 
@@ -395,6 +407,7 @@ sk_lookup_mirrors(sk_lookup_t *l, sk_client_result_t *res,
             memset(&st, 0, sizeof(st));
             snprintf(st.url, sizeof(st.url), "%s", m->url);
         }
+        sk_cl_stops_mstate(&l->stops, &st, l->t, l->now);
         if (st.dropped) {
             sk_lookup_log(res, m->url, "skipped: dropped earlier: %s",
                 st.why);
@@ -422,7 +435,7 @@ sk_lookup_mirrors(sk_lookup_t *l, sk_client_result_t *res,
         }
         sk_lookup_log(res, m->url, "stale: %zu of %zu timelines within T2, "
             "%zu beyond T3", f.fresh, f.ntl, f.stale);
-        if (sk_lookup_better(&f, bestf)) {
+        if (sk_lookup_better(&f, &v, bestf, best)) {
             sk_client_view_free(best);
             *best = v;
             *bestf = f;
@@ -474,6 +487,7 @@ sk_lookup_run(sk_client_result_t *res, const char *name,
     if (cache != NULL) {
         if (sk_client_cache_get(cache, &l.cached, name, t, now, &e) == 0) {
             l.have_cached = 1;
+            sk_cl_stops_view(&l.stops, &l.cached, t, now);
         } else if (e.code != SK_ERR_NOT_FOUND) {
             sk_lookup_log(res, "cache", "not used: %s", e.msg);
         }
@@ -530,6 +544,7 @@ sk_lookup_run(sk_client_result_t *res, const char *name,
         /* No mirror did better, and the cache is within T2 itself. */
         res->outcome = SK_FRESH_CACHED;
     } else {
+        bestf.stopped = sk_cl_stops_count(&l.stops, t);
         res->outcome = sk_client_fresh_fail_open(&bestf, t) ? SK_FRESH_OPEN
             : SK_FRESH_CLOSED;
     }

@@ -31,10 +31,10 @@ sk_client_rebinder_key(sk_key_t **key, const char *rebinder, void *arg,
     rc = sk_client_view_record(&rec, &res.view, sk_client_rebinder_key,
         &inner, err);
     if (rc == 0) {
-        if (rec.state != SK_RECORD_BOUND && res.outcome == SK_FRESH_CLOSED)
-        {
-            /* Not known to have no SK: the Rebind may count, so the name
-             * cannot be called unbound (fails closed, not "none"). */
+        if (res.outcome == SK_FRESH_CLOSED) {
+            /* Not known to have no SK, nor which SK is in force now: the
+             * Rebind may count or not, so the name is neither unbound
+             * nor rebound (fails closed, not "none", never "accept"). */
             rc = sk_err_set(err, SK_ERR_UNAVAILABLE, "%s: rebinder of a "
                 "Rebind: no mirror gave a fresh enough answer (%zu of %zu "
                 "timelines fresh)", rebinder, res.fresh.fresh,

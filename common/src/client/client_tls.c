@@ -51,6 +51,8 @@ struct sk_tls_s {
 
     sk_decide_t              d;
     int                      decided;
+    int                      undecided; /* the last decision failed
+                                           closed (why: closed) */
 };
 
 static CRYPTO_ONCE  sk_tls_once = CRYPTO_ONCE_STATIC_INIT;
@@ -342,22 +344,41 @@ int
 sk_tls_decide(sk_tls_t *t, STACK_OF(X509) *chain, time_t now, sk_err_t *err)
 {
     t->decided = 0;
+    t->undecided = 0;
     if (t->pending && sk_tls_learn(t, chain, now, err) != 0) {
+        t->undecided = t->closed.code == SK_ERR_UNAVAILABLE;
         return -1;
     }
     if (!t->usable) {
-        return t->host[0] == '\0'
-            ? sk_err_set(err, SK_ERR_USAGE, "tls: no lookup before the "
-                  "decision")
-            : sk_err_set(err, SK_ERR_UNAVAILABLE, "%s", t->closed.msg);
+        if (t->host[0] == '\0') {
+            return sk_err_set(err, SK_ERR_USAGE, "tls: no lookup before "
+                "the decision");
+        }
+        t->undecided = 1;
+        return sk_err_set(err, SK_ERR_UNAVAILABLE, "%s", t->closed.msg);
     }
     if (sk_client_decide(&t->d, &t->found.rec, t->host, t->service, t->port,
             chain, now, err) != 0)
     {
         return -1;
     }
+    /* A view not fresh enough only refuses. */
+    if (sk_client_found_decision_ok(&t->found, &t->d, &t->closed) != 0) {
+        t->undecided = 1;
+        if (err != NULL) {
+            *err = t->closed;
+        }
+        return -1;
+    }
     t->decided = 1;
     return 0;
+}
+
+
+const char *
+sk_tls_undecided(const sk_tls_t *t)
+{
+    return t->undecided ? t->closed.msg : NULL;
 }
 
 
@@ -464,6 +485,7 @@ sk_tls_ready(sk_tls_t *t, sk_err_t *err)
         return sk_err_set(err, SK_ERR_UNAVAILABLE, "%s", t->closed.msg);
     }
     t->decided = 0;
+    t->undecided = 0;
     sk_tls_drop_staple(t);
     return 0;
 }

@@ -248,6 +248,7 @@ typedef struct {
     unsigned  lineno;
     unsigned  num_line[SK_TRUST_NNUMS];
     unsigned  tor_line;
+    unsigned  fail_open_line;
     unsigned  tl_line[SK_CLIENT_MAX_TIMELINES];
     unsigned  mirror_line[SK_CLIENT_MAX_MIRRORS];
 } sk_trust_parse_t;
@@ -379,6 +380,46 @@ sk_trust_tor(sk_client_trust_t *t, sk_trust_parse_t *st, const char *v,
 }
 
 
+static const char *const  sk_fail_open_names[] = {
+    [SK_FAIL_OPEN_EVIDENCE] = "evidence",
+    [SK_FAIL_OPEN_NEVER] = "never",
+    [SK_FAIL_OPEN_UNSAFE_SILENCE] = "unsafe-on-silence"
+};
+
+
+const char *
+sk_client_fail_open_name(sk_fail_open_t f)
+{
+    return (size_t) f < sizeof(sk_fail_open_names)
+        / sizeof(sk_fail_open_names[0]) ? sk_fail_open_names[f] : "?";
+}
+
+
+static int
+sk_trust_fail_open(sk_client_trust_t *t, sk_trust_parse_t *st,
+    const char *v, sk_err_t *err)
+{
+    size_t  i;
+
+    if (st->fail_open_line != 0) {
+        return sk_err_set(err, SK_ERR_EXISTS,
+            "\"fail_open\" given twice (first at line %u)",
+            st->fail_open_line);
+    }
+    for (i = 0; i < sizeof(sk_fail_open_names) / sizeof(sk_fail_open_names[0]);
+         i++)
+    {
+        if (strcmp(v, sk_fail_open_names[i]) == 0) {
+            t->fail_open = (sk_fail_open_t) i;
+            st->fail_open_line = st->lineno;
+            return 0;
+        }
+    }
+    return sk_err_set(err, SK_ERR_FORMAT, "\"fail_open\": illegal value "
+        "\"%.32s\" (want evidence, never or unsafe-on-silence)", v);
+}
+
+
 static int
 sk_trust_number(sk_client_trust_t *t, sk_trust_parse_t *st, const char *k,
     const char *v, sk_err_t *err)
@@ -451,6 +492,9 @@ sk_trust_line(sk_client_trust_t *t, sk_trust_parse_t *st, char *line,
     }
     if (strcmp(k, "tor") == 0) {
         return sk_trust_tor(t, st, v, err);
+    }
+    if (strcmp(k, "fail_open") == 0) {
+        return sk_trust_fail_open(t, st, v, err);
     }
     return sk_trust_number(t, st, k, v, err);
 }
