@@ -62,8 +62,10 @@ $(LIBSK): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
+# sk proxy's event loop: libevent, its OpenSSL bufferevents and threads.
 $(SK): $(CLI_OBJS) $(LIBSK)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIBSK) $(LIBS) -lcurl
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(CLI_OBJS) $(LIBSK) $(LIBS) \
+	    -lcurl -levent_openssl -levent_pthreads -levent_core
 
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIBSK)
 	@mkdir -p $(dir $@)

@@ -17,6 +17,10 @@
 # test_dnssec.c checks every verdict against getdns_validate_dnssec2, a
 # second validator.  nsd, unbound: t/timeline-dnssec.t's private DNSSEC
 # hierarchy (t/lib/SKDNS.pm), asked by `sk dnssec chain`.
+# libevent-dev: `sk proxy`'s event loop and its OpenSSL bufferevents (the
+# TLS sessions it splices); chromium, firefox-esr: t/proxy.t's real
+# browsers, headless, through `sk proxy`; libnss3-tools: certutil, which
+# `sk proxy --install-ca` runs on the browsers' certificate databases.
 set -eu
 
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
@@ -26,7 +30,8 @@ libldns-dev ldnsutils dns-root-data libgetdns-dev nsd unbound
 nginx nginx-dev redis-server tor postfix miltertest swaks
 gnutls-bin libgnutls28-dev curl python3 perl libio-socket-ssl-perl libtest-simple-perl
 valgrind strace groff-base golang-go golang-golang-x-mod-dev
-dpkg-dev debhelper fakeroot lintian systemd prometheus"
+dpkg-dev debhelper fakeroot lintian systemd prometheus
+libevent-dev chromium firefox-esr libnss3-tools"
 
 # apt-get refuses to do anything after a dpkg run was cut short ("dpkg was
 # interrupted"), and packages left unpacked but unconfigured look installed

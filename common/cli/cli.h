@@ -31,6 +31,7 @@ extern const sk_cmd_t sk_cmd_publish;
 extern const sk_cmd_t sk_cmd_register;
 extern const sk_cmd_t sk_cmd_revoke, sk_cmd_rebind, sk_cmd_services;
 extern const sk_cmd_t sk_cmd_verify, sk_cmd_fetch, sk_cmd_staple;
+extern const sk_cmd_t sk_cmd_proxy;
 extern const sk_cmd_t sk_cmd_check;
 extern const sk_cmd_t sk_cmd_dnssec;
 

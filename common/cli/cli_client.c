@@ -211,6 +211,16 @@ cli_client_default_cache(char *out, size_t size)
 }
 
 
+const char *
+cli_client_cache_dir(char *buf, size_t size, const cli_client_opts_t *o)
+{
+    if (o->cache_dir != NULL) {
+        return o->cache_dir;
+    }
+    return cli_client_default_cache(buf, size) == 0 ? buf : NULL;
+}
+
+
 /* --mirror replaces the trust file's mirrors; one without --mirror-key
  * keeps the key the trust file gives the same URL. */
 static int
@@ -303,12 +313,7 @@ cli_client_open(cli_client_t *cl, const cli_client_opts_t *o,
         return rc;
     }
     conf.trust = &cl->trust;
-    conf.cache_dir = o->cache_dir;
-    if (conf.cache_dir == NULL
-        && cli_client_default_cache(dflt, sizeof(dflt)) == 0)
-    {
-        conf.cache_dir = dflt;
-    }
+    conf.cache_dir = cli_client_cache_dir(dflt, sizeof(dflt), o);
     conf.fetch = sk_client_fetch_curl;
     conf.fetch_arg = &cl->curl;
     conf.flags = o->no_staple ? SK_TLS_NO_STAPLE : 0;

@@ -87,6 +87,11 @@ typedef struct {
 int cli_client_getopt(cli_client_opts_t *o, int argc, char **argv,
     const char *shortopts, const struct option *opts, const sk_cmd_t *cmd);
 
+/* The cache directory: --cache, else $XDG_CACHE_HOME/sk or ~/.cache/sk
+ * (in buf, made if missing); NULL when there is none. */
+const char *cli_client_cache_dir(char *buf, size_t size,
+    const cli_client_opts_t *o);
+
 typedef struct {
     sk_client_trust_t   trust;
     sk_client_curl_t    curl;       /* mirror queries */

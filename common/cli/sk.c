@@ -13,7 +13,7 @@ static const sk_cmd_t *const sk_cmds[] = {
     &sk_cmd_verify_chain, &sk_cmd_selfcert, &sk_cmd_onion, &sk_cmd_entry,
     &sk_cmd_publish, &sk_cmd_register,
     &sk_cmd_revoke, &sk_cmd_rebind, &sk_cmd_services,
-    &sk_cmd_verify, &sk_cmd_fetch, &sk_cmd_staple,
+    &sk_cmd_verify, &sk_cmd_fetch, &sk_cmd_staple, &sk_cmd_proxy,
     &sk_cmd_check, &sk_cmd_dnssec,
     NULL
 };

@@ -577,7 +577,7 @@ sk_cert_dn(const char *name, int with_o)
 }
 
 
-static int
+int
 sk_cert_add_conf(X509 *x, int nid, const char *value, sk_err_t *err)
 {
     X509V3_CTX       ctx;
@@ -597,15 +597,36 @@ sk_cert_add_conf(X509 *x, int nid, const char *value, sk_err_t *err)
 }
 
 
+int
+sk_cert_set_serial(X509 *x, sk_err_t *err)
+{
+    unsigned char  serial[SK_SERIAL_BYTES];
+    BIGNUM        *bn;
+    int            ok;
+
+    /* Positive and exactly 16 bytes: top bit clear, next bit set. */
+    if (RAND_bytes(serial, sizeof(serial)) != 1) {
+        return sk_err_crypto(err, "cannot make a serial number");
+    }
+    serial[0] = (serial[0] & 0x7f) | 0x40;
+    bn = BN_bin2bn(serial, sizeof(serial), NULL);
+    ok = bn != NULL && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x))
+        != NULL;
+    BN_free(bn);
+    if (!ok) {
+        return sk_err_crypto(err, "cannot set the serial number");
+    }
+    return 0;
+}
+
+
 /* A v3 certificate of subject's key issued by the SK's DN for name, not
  * yet signed. */
 static X509 *
 sk_cert_new(const sk_key_t *subject, const char *name, int self,
     time_t not_before, time_t not_after, sk_err_t *err)
 {
-    unsigned char  serial[SK_SERIAL_BYTES];
     X509_NAME     *issuer = NULL, *subj = NULL;
-    BIGNUM        *bn = NULL;
     X509          *x;
     int            ok;
 
@@ -618,26 +639,20 @@ sk_cert_new(const sk_key_t *subject, const char *name, int self,
             "not_before");
         return NULL;
     }
-    /* Positive and exactly 16 bytes: top bit clear, next bit set. */
-    if (RAND_bytes(serial, sizeof(serial)) != 1) {
-        sk_err_crypto(err, "cannot make a serial number");
+    x = X509_new();
+    if (x == NULL || sk_cert_set_serial(x, err) != 0) {
+        X509_free(x);
         return NULL;
     }
-    serial[0] = (serial[0] & 0x7f) | 0x40;
-
-    x = X509_new();
     issuer = sk_cert_dn(name, 1);
     subj = self ? issuer : sk_cert_dn(name, 0);
-    bn = BN_bin2bn(serial, sizeof(serial), NULL);
-    ok = x != NULL && issuer != NULL && subj != NULL && bn != NULL
+    ok = issuer != NULL && subj != NULL
         && X509_set_version(x, X509_VERSION_3) == 1
-        && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) != NULL
         && X509_set_issuer_name(x, issuer) == 1
         && X509_set_subject_name(x, subj) == 1
         && ASN1_TIME_set(X509_getm_notBefore(x), not_before) != NULL
         && ASN1_TIME_set(X509_getm_notAfter(x), not_after) != NULL
         && X509_set_pubkey(x, sk_key_get0_pkey(subject)) == 1;
-    BN_free(bn);
     if (subj != issuer) {
         X509_NAME_free(subj);
     }
@@ -653,7 +668,7 @@ sk_cert_new(const sk_key_t *subject, const char *name, int self,
 
 /* Sign with the parameters architecture.md fixes: Ed25519 pure, ECDSA
  * with SHA-256, RSA-PSS with SHA-256 and a digest-sized salt. */
-static int
+int
 sk_cert_sign(X509 *x, const sk_key_t *sk, sk_err_t *err)
 {
     EVP_MD_CTX *ctx;
@@ -673,7 +688,7 @@ sk_cert_sign(X509 *x, const sk_key_t *sk, sk_err_t *err)
 }
 
 
-static int
+int
 sk_cert_add_keyid(X509 *x, const sk_key_t *key, int nid, sk_err_t *err)
 {
     ASN1_OCTET_STRING *id;

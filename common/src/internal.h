@@ -44,6 +44,16 @@ int sk_der_next(const unsigned char **p, const unsigned char *end, int tag,
 int sk_cert_add_ext_der(X509 *x, const char *oid, const unsigned char *der,
     size_t len, sk_err_t *err);
 
+/* carrier.c: certificate building, shared with the local CA (mint.c):
+ * a random positive 16-byte serial; an extension from its OpenSSL
+ * configuration text (x is its own issuer for the context); the subject
+ * (nid NID_subject_key_identifier) or authority key identifier of key;
+ * and the signature by key (sk_key_md_ctx's parameters). */
+int sk_cert_set_serial(X509 *x, sk_err_t *err);
+int sk_cert_add_conf(X509 *x, int nid, const char *value, sk_err_t *err);
+int sk_cert_add_keyid(X509 *x, const sk_key_t *key, int nid, sk_err_t *err);
+int sk_cert_sign(X509 *x, const sk_key_t *key, sk_err_t *err);
+
 /* cache_io.c: Redis I/O with one deadline for a whole cache call. */
 struct redisContext;
 struct redisReply;

@@ -32,5 +32,7 @@
 #include "route.h"
 #include "staple.h"
 #include "tls.h"
+#include "mint.h"
+#include "http_head.h"
 
 #endif
