@@ -141,9 +141,18 @@ cli_proxy_timer(evutil_socket_t fd, short what, void *arg)
         evtimer_add(c->timer, &tv);
         return;
     }
-    if (c->deadline != 0 && now >= c->deadline) {
-        cli_proxy_close(c, "timed out");
+    if (c->deadline == 0) {
+        return;
     }
+    left = c->deadline - now;
+    if (left <= 0) {
+        cli_proxy_close(c, "timed out");
+        return;
+    }
+    /* A timer may fire a little early: wait out the rest. */
+    tv.tv_sec = (time_t) (left / 1000);
+    tv.tv_usec = (suseconds_t) (left % 1000) * 1000;
+    evtimer_add(c->timer, &tv);
 }
 
 

@@ -131,7 +131,7 @@ cli_nss_firefox(const char *base, const char *nick, const char *ca,
         rc = cli_nss_one(dir, nick, ca, install, !cli_nss_is(dir,
             "cert9.db"));
         if (rc > 0) {
-            printf("%s: %s (Firefox)\n", install ? "added to" : "removed "
+            printf("%s %s (Firefox)\n", install ? "added to" : "removed "
                 "from", dir);
             (*n)++;
         }
@@ -166,7 +166,7 @@ cli_nss_chromium(const char *dir, const char *nick, const char *ca,
     }
     rc = cli_nss_one(dir, nick, ca, install, !have);
     if (rc > 0) {
-        printf("%s: %s (Chromium)\n", install ? "added to" : "removed from",
+        printf("%s %s (Chromium)\n", install ? "added to" : "removed from",
             dir);
         (*n)++;
     }
