@@ -375,6 +375,7 @@ MANDIR         ?= $(PREFIX)/share/man
 SYSCONFDIR     ?= $(if $(filter /usr /usr/,$(PREFIX)),/etc,$(PREFIX)/etc)
 LOCALSTATEDIR  ?= /var
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSTEMDUSERUNITDIR ?= $(PREFIX)/lib/systemd/user
 NGX_MODULES_DIR ?= /usr/lib/nginx/modules
 NGX_LOADCONF_DIR ?= /usr/share/nginx/modules-available
 INSTALL        ?= install
@@ -394,7 +395,8 @@ install: bins
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) \
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/sk \
-	    $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(LOCALSTATEDIR)/lib/sk
+	    $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSTEMDUSERUNITDIR) \
+	    $(DESTDIR)$(LOCALSTATEDIR)/lib/sk
 	$(INSTALL) -m 0755 $(SK) $(DESTDIR)$(BINDIR)/sk
 	$(INSTALL) -m 0755 $(TL_BIN) $(MR_BIN) $(SKM_BIN) $(DESTDIR)$(SBINDIR)/
 	$(INSTALL_SUBST) dist/sk-renew-hook.in >$(DESTDIR)$(SBINDIR)/sk-renew-hook
@@ -409,6 +411,9 @@ install: bins
 	        cp dist/systemd/$$u $(DESTDIR)$(SYSTEMDUNITDIR)/$$u; \
 	    fi && chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$u || exit 1; \
 	done
+	$(INSTALL_SUBST) dist/systemd-user/sk-proxy.service.in \
+	    >$(DESTDIR)$(SYSTEMDUSERUNITDIR)/sk-proxy.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUSERUNITDIR)/sk-proxy.service
 	for c in $(INSTALL_CONFS); do \
 	    [ -e $(DESTDIR)$(SYSCONFDIR)/$$c ] \
 	        || $(INSTALL) -m 0644 dist/etc/$$c $(DESTDIR)$(SYSCONFDIR)/$$c || exit 1; \
@@ -424,6 +429,7 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/sk $(DESTDIR)$(SBINDIR)/sk-renew-hook \
 	    $(addprefix $(DESTDIR)$(SBINDIR)/,$(notdir $(TL_BIN) $(MR_BIN) $(SKM_BIN))) \
 	    $(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(INSTALL_UNITS)) \
+	    $(DESTDIR)$(SYSTEMDUSERUNITDIR)/sk-proxy.service \
 	    $(DESTDIR)$(NGX_MODULES_DIR)/$(notdir $(NGX_MOD)) \
 	    $(DESTDIR)$(NGX_LOADCONF_DIR)/mod-http-sovereign-key.conf
 	for m in $(notdir $(INSTALL_MAN)); do \

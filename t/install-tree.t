@@ -58,6 +58,9 @@ for my $case (['/usr', '/etc'], [undef, '/usr/local/etc']) {
         or diag(explain($paths));
     ok(!grep({ !-f "$dest$_" } keys %$paths),
         "PREFIX=$p: every file they read is installed");
+    my $unit = "$dest$p/lib/systemd/user/sk-proxy.service";
+    like(-f $unit ? slurp($unit) : '', qr{^ExecStart=\Q$p\E/bin/sk proxy$}m,
+        "PREFIX=$p: the user unit sk-proxy.service runs $p/bin/sk proxy");
 }
 
 # debian/rules builds with the Makefile's bins and runs no test: no Go.

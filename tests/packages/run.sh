@@ -253,6 +253,13 @@ verify_units() {
     [ -z "$out" ] || { echo "$out"; return 1; }
 }
 ok "systemd-analyze verify: every unit clean" verify_units
+verify_user_unit() {
+    local out
+    out=$(systemd-analyze verify /usr/lib/systemd/user/sk-proxy.service 2>&1) \
+        || { echo "$out"; return 1; }
+    [ -z "$out" ] || { echo "$out"; return 1; }
+}
+ok "systemd-analyze verify: the user unit sk-proxy.service clean" verify_user_unit
 for u in $UNITS; do
     level=$(systemd-analyze security --offline=yes "/lib/systemd/system/$u" \
         2>/dev/null | sed -n 's/.*Overall exposure level for [^:]*: //p')
