@@ -47,6 +47,7 @@ struct sk_mint_s {
     X509            *ca;
     char            *ca_file;
     sk_key_t        *key;           /* every minted certificate's */
+    X509            *tmpl;          /* their extensions but the name's */
     sk_mint_ent_t   *buckets[SK_MINT_BUCKETS];
     sk_mint_ent_t   *first, *last;  /* most and least recently used */
     size_t           n;
@@ -241,6 +242,30 @@ sk_mint_ca_load(sk_mint_t *m, const char *path, time_t now, sk_err_t *err)
 }
 
 
+/* The extensions every minted certificate has, made once: a server's,
+ * issued by the CA. */
+static int
+sk_mint_template(sk_mint_t *m, sk_err_t *err)
+{
+    m->tmpl = X509_new();
+    if (m->tmpl == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "mint: out of memory");
+    }
+    if (sk_cert_add_conf(m->tmpl, NID_basic_constraints, "critical,CA:FALSE",
+            err) != 0
+        || sk_cert_add_conf(m->tmpl, NID_key_usage,
+               "critical,digitalSignature", err) != 0
+        || sk_cert_add_conf(m->tmpl, NID_ext_key_usage, "serverAuth", err)
+           != 0
+        || sk_cert_add_keyid(m->tmpl, m->ca_key,
+               NID_authority_key_identifier, err) != 0)
+    {
+        return -1;
+    }
+    return 0;
+}
+
+
 int
 sk_mint_open(sk_mint_t **out, int *created, const char *dir,
     const char *owner, time_t now, sk_err_t *err)
@@ -282,7 +307,9 @@ sk_mint_open(sk_mint_t **out, int *created, const char *dir,
         sk_mint_free(m);
         return -1;
     }
-    if (sk_key_generate(&m->key, SK_KEY_P256, 0, err) != 0) {
+    if (sk_key_generate(&m->key, SK_KEY_P256, 0, err) != 0
+        || sk_mint_template(m, err) != 0)
+    {
         sk_mint_free(m);
         return -1;
     }
@@ -326,22 +353,26 @@ sk_mint_leaf(sk_mint_t *m, const char *name, time_t now, sk_err_t *err)
 {
     char   san[SK_NAME_MAX + 8];
     X509  *x;
+    int    i, ok = 1;
 
     /* The CN holds at most 64 characters: a longer name is in the SAN
      * only, where browsers look. */
     x = sk_mint_new(m->key, NULL, strlen(name) <= 64 ? name
         : "sk proxy", now - SK_MINT_BACKDATE, now + SK_MINT_LIFETIME, err);
+    if (x == NULL) {
+        return NULL;
+    }
+    for (i = 0; ok && i < X509_get_ext_count(m->tmpl); i++) {
+        ok = X509_add_ext(x, X509_get_ext(m->tmpl, i), -1) == 1;
+    }
     snprintf(san, sizeof(san), "DNS:%s", name);
-    if (x == NULL
-        || X509_set_issuer_name(x, X509_get_subject_name(m->ca)) != 1
-        || sk_cert_add_conf(x, NID_basic_constraints, "critical,CA:FALSE",
-               err) != 0
-        || sk_cert_add_conf(x, NID_key_usage, "critical,digitalSignature",
-               err) != 0
-        || sk_cert_add_conf(x, NID_ext_key_usage, "serverAuth", err) != 0
-        || sk_cert_add_conf(x, NID_subject_alt_name, san, err) != 0
-        || sk_cert_add_keyid(x, m->ca_key, NID_authority_key_identifier,
-               err) != 0
+    if (!ok || X509_set_issuer_name(x, X509_get_subject_name(m->ca)) != 1) {
+        X509_free(x);
+        sk_err_crypto(err, "mint: cannot build the certificate for %s",
+            name);
+        return NULL;
+    }
+    if (sk_cert_add_conf(x, NID_subject_alt_name, san, err) != 0
         || sk_cert_sign(x, m->ca_key, err) != 0)
     {
         X509_free(x);
@@ -470,6 +501,7 @@ sk_mint_free(sk_mint_t *m)
         sk_mint_drop(m, m->first);
     }
     X509_free(m->ca);
+    X509_free(m->tmpl);
     sk_key_free(m->ca_key);
     sk_key_free(m->key);
     free(m->ca_file);
