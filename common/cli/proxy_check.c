@@ -366,6 +366,22 @@ cli_proxy_routes(cli_proxy_t *px, sk_tls_t *t, cli_proxy_job_t *job,
 }
 
 
+/* Does the record learnt cover the job's service?  0 with *d (none or
+ * insecure); -1 once the job is undecided. */
+static int
+cli_proxy_covers(sk_tls_t *t, cli_proxy_job_t *job, const sk_decide_t **d)
+{
+    sk_err_t  err;
+
+    if (sk_tls_decide(t, NULL, time(NULL), &err) != 0) {
+        cli_proxy_set(job, CLI_PROXY_UNDECIDED, "undecided: %s", err.msg);
+        return -1;
+    }
+    *d = sk_tls_decision(t);
+    return 0;
+}
+
+
 /* A CONNECT that began a TLS handshake. */
 static void
 cli_proxy_run_tls(cli_proxy_t *px, sk_tls_t *t, cli_proxy_job_t *job)
@@ -385,12 +401,9 @@ cli_proxy_run_tls(cli_proxy_t *px, sk_tls_t *t, cli_proxy_job_t *job)
     found = sk_tls_get0_found(t);
     if (found != NULL) {
         /* The cache decided: does the SK cover https here? */
-        if (sk_tls_decide(t, NULL, time(NULL), &err) != 0) {
-            cli_proxy_set(job, CLI_PROXY_UNDECIDED, "undecided: %s",
-                err.msg);
+        if (cli_proxy_covers(t, job, &d) != 0) {
             return;
         }
-        d = sk_tls_decision(t);
         if (d->decision == SK_DECIDE_NONE) {
             cli_proxy_blind(px, job, cli_proxy_none_why(why, sizeof(why),
                 d));
@@ -414,11 +427,12 @@ cli_proxy_run_tls(cli_proxy_t *px, sk_tls_t *t, cli_proxy_job_t *job)
             &o.d));
         return;
     }
-    found = sk_tls_get0_found(t);
-    if (found == NULL
+    /* Not learnt in a handshake (the host failed before its
+     * certificates): from the mirrors, now. */
+    if (sk_tls_get0_found(t) == NULL
         && sk_tls_lookup(t, job->tg.name, job->tg.service, job->tg.portnum,
                time(NULL), &err) != 0
-        && (found = sk_tls_get0_found(t)) == NULL)
+        && sk_tls_get0_found(t) == NULL)
     {
         cli_proxy_set(job, CLI_PROXY_UNDECIDED, "undecided: %s", err.msg);
         return;
@@ -430,13 +444,10 @@ cli_proxy_run_tls(cli_proxy_t *px, sk_tls_t *t, cli_proxy_job_t *job)
         return;
     }
     if (!o.decided) {
-        /* The host failed before its certificates: is there an SK? */
-        if (sk_tls_decide(t, NULL, time(NULL), &err) != 0) {
-            cli_proxy_set(job, CLI_PROXY_UNDECIDED, "undecided: %s",
-                err.msg);
+        /* Is there an SK, then? */
+        if (cli_proxy_covers(t, job, &d) != 0) {
             return;
         }
-        d = sk_tls_decision(t);
         if (d->decision == SK_DECIDE_NONE) {
             cli_proxy_set(job, CLI_PROXY_FAILED, "none (%s: %s); "
                 "unreachable: %s", d->check, d->reason, o.why);

@@ -99,30 +99,39 @@ cli_proxy_log(const char *fmt, ...)
 }
 
 
-/* The state's deadline ms from now (0: none), and the timer for it. */
+/* The timer, ms from now. */
 static void
-cli_proxy_state(cli_proxy_conn_t *c, cli_proxy_state_t s, long ms)
+cli_proxy_arm(cli_proxy_conn_t *c, int64_t ms)
 {
     struct timeval  tv;
 
+    tv.tv_sec = (time_t) (ms / 1000);
+    tv.tv_usec = (suseconds_t) (ms % 1000) * 1000;
+    evtimer_add(c->timer, &tv);
+}
+
+
+/* The state, and its deadline ms from now (0: none). */
+static void
+cli_proxy_state(cli_proxy_conn_t *c, cli_proxy_state_t s, long ms)
+{
     c->state = s;
     c->deadline = ms > 0 ? cli_get_now() + ms : 0;
     if (ms > 0) {
-        tv.tv_sec = ms / 1000;
-        tv.tv_usec = (ms % 1000) * 1000;
-        evtimer_add(c->timer, &tv);
+        cli_proxy_arm(c, ms);
     } else {
         evtimer_del(c->timer);
     }
 }
 
 
+/* The deadline, or in RELAY the idle timeout; a timer may fire a little
+ * early, so it waits out the rest. */
 static void
 cli_proxy_timer(evutil_socket_t fd, short what, void *arg)
 {
     cli_proxy_conn_t  *c = arg;
-    int64_t            now = cli_get_now(), left;
-    struct timeval     tv;
+    int64_t            left;
 
     (void) fd;
     (void) what;
@@ -130,29 +139,18 @@ cli_proxy_timer(evutil_socket_t fd, short what, void *arg)
         cli_proxy_conn_free(c);
         return;
     }
-    if (c->state == CLI_PROXY_RELAY) {
-        left = cli_proxy_tun_last(c->tun) + c->px->idle_ms - now;
-        if (left <= 0) {
-            cli_proxy_close(c, "idle timeout");
-            return;
-        }
-        tv.tv_sec = (time_t) (left / 1000);
-        tv.tv_usec = (suseconds_t) (left % 1000) * 1000;
-        evtimer_add(c->timer, &tv);
+    if (c->state != CLI_PROXY_RELAY && c->deadline == 0) {
         return;
     }
-    if (c->deadline == 0) {
-        return;
-    }
-    left = c->deadline - now;
+    left = (c->state == CLI_PROXY_RELAY
+            ? cli_proxy_tun_last(c->tun) + c->px->idle_ms : c->deadline)
+           - cli_get_now();
     if (left <= 0) {
-        cli_proxy_close(c, "timed out");
+        cli_proxy_close(c, c->state == CLI_PROXY_RELAY ? "idle timeout"
+            : "timed out");
         return;
     }
-    /* A timer may fire a little early: wait out the rest. */
-    tv.tv_sec = (time_t) (left / 1000);
-    tv.tv_usec = (suseconds_t) (left % 1000) * 1000;
-    evtimer_add(c->timer, &tv);
+    cli_proxy_arm(c, left);
 }
 
 
@@ -224,8 +222,12 @@ cli_proxy_answer_error(cli_proxy_conn_t *c, int status, const char *what)
 static void
 cli_proxy_close(cli_proxy_conn_t *c, const char *why)
 {
+    /* A connection that never sent a byte is not worth a line (a browser
+     * opens spares it may not use). */
     if (why != NULL && c->state != CLI_PROXY_RELAY
-        && c->state != CLI_PROXY_FLUSH)
+        && c->state != CLI_PROXY_FLUSH
+        && (c->state != CLI_PROXY_HEAD
+            || evbuffer_get_length(bufferevent_get_input(c->raw)) > 0))
     {
         cli_proxy_log("#%lu %s: %s", c->id, c->what[0] != '\0' ? c->what
             : "connection", why);
@@ -528,21 +530,38 @@ cli_proxy_connect(cli_proxy_conn_t *c, const sk_http_head_t *h)
 }
 
 
+/* The request head in bev's input: 0 with *h, 1 while it is incomplete
+ * (and within CLI_PROXY_HEAD_MAX), -1 with err (SK_ERR_NOT_FOUND: it
+ * grew too large). */
+static int
+cli_proxy_head(struct bufferevent *bev, sk_http_head_t *h, sk_err_t *err)
+{
+    struct evbuffer  *in = bufferevent_get_input(bev);
+    size_t            len = evbuffer_get_length(in);
+
+    if (sk_http_head_parse(h, (const char *) evbuffer_pullup(in, -1), len,
+            err) == 0)
+    {
+        return 0;
+    }
+    return err->code == SK_ERR_NOT_FOUND && len < CLI_PROXY_HEAD_MAX ? 1
+        : -1;
+}
+
+
 static void
 cli_proxy_head_read(struct bufferevent *bev, void *arg)
 {
     cli_proxy_conn_t  *c = arg;
-    struct evbuffer   *in = bufferevent_get_input(bev);
-    size_t             len = evbuffer_get_length(in);
     sk_http_head_t     h;
     sk_err_t           err;
+    int                rc;
 
-    if (sk_http_head_parse(&h, (const char *) evbuffer_pullup(in, -1), len,
-            &err) != 0)
-    {
-        if (err.code == SK_ERR_NOT_FOUND && len < CLI_PROXY_HEAD_MAX) {
-            return;
-        }
+    rc = cli_proxy_head(bev, &h, &err);
+    if (rc > 0) {
+        return;
+    }
+    if (rc < 0) {
         if (err.code == SK_ERR_NOT_FOUND) {
             cli_proxy_log("#%lu refused: a request head over %d bytes",
                 c->id, CLI_PROXY_HEAD_MAX);
@@ -578,15 +597,10 @@ static void
 cli_proxy_page_read(struct bufferevent *bev, void *arg)
 {
     cli_proxy_conn_t  *c = arg;
-    struct evbuffer   *in = bufferevent_get_input(bev);
-    size_t             len = evbuffer_get_length(in);
     sk_http_head_t     h;
     sk_err_t           err;
 
-    if (sk_http_head_parse(&h, (const char *) evbuffer_pullup(in, -1), len,
-            &err) != 0 && err.code == SK_ERR_NOT_FOUND
-        && len < CLI_PROXY_HEAD_MAX)
-    {
+    if (cli_proxy_head(bev, &h, &err) > 0) {
         return;
     }
     cli_proxy_page_block(bufferevent_get_output(bev), c->outcome, c->site,
