@@ -46,6 +46,7 @@ typedef struct {
     cli_proxy_try_result_t  result;
     sk_decide_t             d;
     int                     decided;
+    int                     undecided;  /* failed closed in the handshake */
     int                     fd;
     SSL                    *ssl;
     char                    why[CLI_PROXY_WHY_MAX];
@@ -232,6 +233,11 @@ cli_proxy_try(cli_proxy_t *px, sk_tls_t *t, cli_proxy_job_t *job,
         o->result = CLI_PROXY_TRY_REFUSED;
         snprintf(o->why, sizeof(o->why), "%s (%s): %s",
             sk_decision_name(d->decision), d->check, d->reason);
+    } else if (!o->decided && sk_tls_undecided(t) != NULL) {
+        /* Failed closed: no refusal, nothing known enough. */
+        o->undecided = 1;
+        snprintf(o->why, sizeof(o->why), "undecided: %s",
+            sk_tls_undecided(t));
     } else if (o->decided && vr != X509_V_OK) {
         o->result = CLI_PROXY_TRY_REFUSED;
         snprintf(o->why, sizeof(o->why), "certificate: %s",
@@ -319,6 +325,7 @@ cli_proxy_routes(cli_proxy_t *px, sk_tls_t *t, cli_proxy_job_t *job,
     char             tried[CLI_PROXY_WHY_MAX], name[sizeof(job->route)];
     const char      *refused = NULL;
     size_t           i, len;
+    int              undecided = first->undecided;
 
     if (first->result == CLI_PROXY_TRY_REFUSED) {
         refused = first->why;
@@ -346,6 +353,7 @@ cli_proxy_routes(cli_proxy_t *px, sk_tls_t *t, cli_proxy_job_t *job,
             return;
         }
         cli_proxy_try_close(&o);
+        undecided |= o.undecided;
         if (o.result == CLI_PROXY_TRY_OK) {
             snprintf(o.why, sizeof(o.why), "%s (%s) on a route",
                 sk_decision_name(o.d.decision), o.d.check);
@@ -360,6 +368,9 @@ cli_proxy_routes(cli_proxy_t *px, sk_tls_t *t, cli_proxy_job_t *job,
         cli_proxy_set(job, CLI_PROXY_REJECT, "%s; routes: %s", refused,
             tried);
         snprintf(job->why, sizeof(job->why), "%s", refused);
+    } else if (undecided) {
+        cli_proxy_set(job, CLI_PROXY_UNDECIDED, "undecided, nothing sent: "
+            "%s", tried);
     } else {
         cli_proxy_set(job, CLI_PROXY_UNREACHABLE, "unreachable: %s", tried);
     }
