@@ -1,8 +1,9 @@
 #!/usr/bin/perl
 
 # client-decisions.t -- docs/protocol.md's decision table, row by row,
-# through every entry point: sk verify, sk fetch, and the C API (sk/tls.h:
-# sk_tls_lookup, sk_tls_prepare, sk_tls_decide, in tests/unit/tls_drive.c),
+# through every entry point: sk verify, sk fetch, sk proxy (curl through
+# it), and the C API (sk/tls.h: sk_tls_lookup, sk_tls_prepare,
+# sk_tls_decide, in tests/unit/tls_drive.c),
 # and sk-milter's outbound policy (StapleTrust).
 # The table is read from the document: a changed cell fails here.
 #
@@ -71,7 +72,7 @@ for my $l (split /\n/, $sect // '') {
     push @rows, \%r;
 }
 is_deeply(\@cols, ['row', 'cache', 'staple', 'mirror', 'trust', 'server',
-    'decision', 'exit', 'fetch', 'request', 'no staple', 'policy'],
+    'decision', 'exit', 'fetch', 'request', 'no staple', 'policy', 'proxy'],
     'docs/protocol.md: the decision table\'s columns');
 ok(@rows >= 20, 'docs/protocol.md: ' . scalar(@rows) . ' rows');
 
@@ -361,10 +362,42 @@ sub requests {
     return -e $f ? scalar(() = slurp($f) =~ /"GET \//g) : 0;
 }
 
+my $dead_tor = free_port();
 my %exit = (accept => 0, reject => 1, none => 3, insecure => 4,
     undecided => 5);
-my $dead_tor = free_port();
+
+# `sk proxy` with the row's trust file and cache, one curl through it:
+# page (the site's page, the sessions spliced), blind (the site's page
+# through a blind tunnel), blocked, undecided (the proxy's pages),
+# redirect (to https://).  Its local CA is made on the first run.
+my $pca = "$d/proxy-ca";
+sub proxy_get {
+    my ($trust, $cache, $name, $p, $url) = @_;
+    my $pp = free_port();
+    my $log = "$d/proxy-$pp.log";
+    my $pid = run_daemon([$SKTest::SK, 'proxy', '--listen', "127.0.0.1:$pp",
+        '--trust', $trust, '--cache', $cache, '--cacert', $ca, '--ca-dir',
+        $pca, '--tor', "127.0.0.1:$dead_tor", '--connect-timeout', 3,
+        '--resolve', "$name:$p:127.0.0.1"], $log);
+    wait_for_port($pp, 10) or return 'no proxy: ' . slurp($log);
+    spew("$d/proxy-cas.pem", slurp($ca) . slurp("$pca/ca.pem"));
+    unlink "$d/pbody", "$d/phead";
+    my $r = run_cmd(['curl', '-sS', '--max-time', 30, '-x',
+        "http://127.0.0.1:$pp", '--cacert', "$d/proxy-cas.pem", '-D',
+        "$d/phead", '-o', "$d/pbody", $url]);
+    stop_daemon($pid);
+    my $head = -e "$d/phead" ? slurp("$d/phead") : '';
+    my ($dec) = $head =~ /^SK-Proxy-Decision: (\w+)/mi;
+    my $said = slurp($log);
+    return !defined $dec && $said =~ / -> spliced/ ? 'page'
+        : !defined $dec && $said =~ / -> tunnelled blind/ ? 'blind'
+        : ($dec // '') eq 'reject' ? 'blocked'
+        : ($dec // '') eq 'insecure' ? 'redirect'
+        : ($dec // '') eq 'undecided' ? 'undecided'
+        : "curl exit $r->{rc}: $r->{err}; $said";
+}
 my $t0 = time;
+my $ptime = 0;
 for my $row (@rows) {
     my $id = $row->{row};
     my ($name, $srv) = ($server{$row->{server}}[0],
@@ -422,6 +455,16 @@ for my $row (@rows) {
     is(requests($p) > $before ? 'yes' : 'no', $row->{request},
         "$what: sk fetch: request sent: $row->{request}");
 
+    # sk proxy, curl through it: what a browser would get.
+    $fresh_cache->();
+    $before = requests($p);
+    my $pt0 = time;
+    is(proxy_get($trust, $cache, $name, $p, $url), $row->{proxy},
+        "$what: sk proxy: $row->{proxy}");
+    $ptime += time - $pt0;
+    is(requests($p) > $before ? 'yes' : 'no', $row->{request},
+        "$what: sk proxy: request sent: $row->{request}");
+
     # The C API.
     for my $mode ('lookup', 'prepare', 'decide') {
         $fresh_cache->();
@@ -450,7 +493,8 @@ for my $row (@rows) {
             or diag(slurp($mlog));
     }
 }
-note(sprintf('%d rows in %.1f s', scalar @rows, time - $t0));
+note(sprintf('%d rows in %.1f s (sk proxy: %.1f s)', scalar @rows,
+    time - $t0, $ptime));
 
 is($ngx->alerts, '', 'no alerts in the nginx log');
 $ngx->stop;
