@@ -175,8 +175,10 @@ cmp_ok($mv{sk_milter_staples_sent_total} // 0, '>=', 1,
     'metrics: chain files written with a staple');
 cmp_ok($mv{'sk_milter_staple_age_seconds{name="example.com"}'} // -1, '>=', 0,
     '... its age');
-cmp_ok($mv{sk_milter_staple_refresh_failures_total} // 0, '>=', 1,
-    '... the refresh failing with the mirror down');
+cmp_ok($mv{'sk_milter_staple_refreshes_total{result="mirror_down"}'} // 0,
+    '>=', 1, '... the refreshes failing, the cause named: the mirror is down');
+is($mv{'sk_milter_staple_served{name="example.com"}'}, 1,
+    '... the staple still served');
 is_deeply([dashboard_check(undef, 'sk-milter', run_cmd(['curl', '-s',
     "http://127.0.0.1:$xport/metrics"])->{out})], [],
     'the Grafana dashboard\'s sk-milter row: only metrics sk-milter has');
@@ -186,6 +188,14 @@ ok(wait_until(sub { mlog() =~ /staple example\.com: dropped the answer .* beyond
 ok(wait_until(sub { @{starttls_chain()} == 2 }, 20),
     '... and the chain Postfix serves is leaf and carrier again')
     or diag(mlog());
+# Dropped, the staple's age goes on (it froze before, and the alert on it
+# cleared while no staple was sent), and served says 0.
+ok(wait_until(sub { my %m = metrics();
+    ($m{'sk_milter_staple_age_seconds{name="example.com"}'} // 0) > 21 }, 10),
+    'metrics: the age goes on past staple_max_age (20 s) once dropped');
+%mv = metrics();
+is($mv{'sk_milter_staple_served{name="example.com"}'}, 0,
+    '... and the staple is no longer served');
 
 is(stop_daemon($mpid), 0, 'clean exit');
 $pf->stop;
