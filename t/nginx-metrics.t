@@ -13,6 +13,10 @@
 #     whichever worker gives it, holds the sum of both;
 #   `promtool check metrics` on the answer; a real Prometheus scrapes it
 #   and runs the Grafana dashboard's nginx queries on it;
+#   the alert rules on it, each staple fault caused for real and named by
+#     its cause: a server whose mirror is down (and cache), one whose trust
+#     file names a timeline the mirror does not carry (milter-staple.t
+#     stops a timeline); nginx stopped: SKNginxDown;
 #   a reload keeps the counts.
 
 use strict;
@@ -39,13 +43,19 @@ plan skip_all => 'no openssl, curl, prometheus or promtool'
     unless has_cmd('openssl') && have_prometheus();
 
 my $w = world($d, names => { 'example.com' => 'https',
-    'other.example' => 'https' }, tids => [7, 8]);
+    'other.example' => 'https', 'missing.example' => 'https' },
+    tids => [7, 8]);
 my $m = $w->{mirror};
 my $trust = $w->{trust};
 (my $skpub = $w->{sk}{'example.com'}) =~ s/\.key$/.pub/;
 (my $opub = $w->{sk}{'other.example'}) =~ s/\.key$/.pub/;
+(my $mpub = $w->{sk}{'missing.example'}) =~ s/\.key$/.pub/;
 
 spew("$d/srv-trust.conf", slurp($trust) . "staple_retry = 1\n");
+# missing.example's server trusts a timeline 10 no mirror carries (as one
+# Defunct or reneged, long gone from the answers).
+spew("$d/miss-trust.conf", slurp($trust) . "timeline = 10 $d/tl7/timeline.pub"
+    . " sk-timeline-10\nstaple_retry = 1\n");
 # other.example's server: its mirror and its cache are down.
 my $dead = free_port();
 (my $bad = slurp($trust)) =~ s/\Q$m->{url}\E/http:\/\/127.0.0.1:$dead/g;
@@ -55,15 +65,18 @@ NginxTest::make_ca($d);
 my ($ec, $eckey) = make_cert($d, 'example.com', 'ec');
 my ($rsa, $rsakey) = make_cert($d, 'example.com', 'rsa');
 my ($oc, $ockey) = make_cert($d, 'other.example', 'ec');
+my ($mc, $mckey) = make_cert($d, 'missing.example', 'ec');
 my $carrier = make_carrier($w->{sk}{'example.com'}, $ec, 'example.com',
     "$d/c-ec.pem");
 make_carrier($w->{sk}{'other.example'}, $oc, 'other.example', "$d/c-o.pem");
+make_carrier($w->{sk}{'missing.example'}, $mc, 'missing.example',
+    "$d/c-m.pem");
 mkdir "$d/scache";
 chmod 0777, "$d/scache";
 
 # A second server stapling example.com: still one series for the name.
-my ($po, $pm, $p2, $pd) = map { $ngx->port($_) } qw(other metrics second
-    dual);
+my ($po, $pm, $p2, $pd, $pmiss) = map { $ngx->port($_) } qw(other metrics
+    second dual missing);
 $ngx->write_conf(<<"EOF", workers => 2);
     log_format pid '\$pid';
     server {
@@ -102,6 +115,17 @@ $ngx->write_conf(<<"EOF", workers => 2);
         sovereign_key_staple extension;
         sovereign_key_trust $d/bad-trust.conf;
         sovereign_key_staple_cache redis://127.0.0.1:$dead;
+    }
+    server {
+        listen 127.0.0.1:$pmiss ssl;
+        server_name missing.example;
+        ssl_certificate $mc;
+        ssl_certificate_key $mckey;
+        sovereign_key_public $mpub;
+        sovereign_key_carrier $d/c-m.pem;
+        sovereign_key_staple extension;
+        sovereign_key_trust $d/miss-trust.conf;
+        sovereign_key_staple_cache $d/scache;
     }
     server {
         listen 127.0.0.1:$pd ssl;
@@ -253,8 +277,9 @@ ok(wait_until(sub { ((metrics())[1]{"sk_nginx_staple_refreshes_total$oe,"
 ok((metrics())[1]{"sk_nginx_cache_errors_total$oe}"} >= 4,
     'cache errors counted');
 
-# A real Prometheus reads the same.
-my $p = start_prometheus($d, { nginx => ["127.0.0.1:$pm"] });
+# A real Prometheus reads the same, with the alert rules.
+my $p = start_prometheus($d, { 'sk-nginx' => ["127.0.0.1:$pm"] },
+    ["$SKTest::ROOT/dist/prometheus/sk-alerts.yml"]);
 ok($p->{up}, 'prometheus is up') or diag(slurp($p->{log}));
 my $hs = $v->{"sk_nginx_carrier_handshakes_total$ex"};
 ok(prom_wait($p, "sk_nginx_carrier_handshakes_total$ex", sub { $_[0] >= $hs },
@@ -263,7 +288,35 @@ ok(prom_wait($p, 'sk_nginx_carrier_expiry_seconds{name="example.com"}',
     sub { abs($_[0] - $left) < 30 }, 5), '... and the carrier expiry');
 is_deeply([dashboard_check($p, 'nginx', (metrics())[0]{body})], [],
     'dashboard: the nginx queries run, on the module\'s metrics');
-kill 'TERM', $p->{pid};
+
+# Each staple fault names its cause.
+sub pending {
+    my ($name, $sel, $secs) = @_;
+    return prom_wait($p, "count(ALERTS{alertname=\"$name\",$sel,"
+        . 'alertstate="pending"})', sub { $_[0] == 1 }, $secs // 15);
+}
+sub alerts {
+    my $a = prom_query($p, 'ALERTS') // [];
+    return join ' ', sort map { join '/', $_->{metric}{alertname},
+        $_->{metric}{server} // $_->{metric}{name} // '' } @$a;
+}
+ok(pending('SKNginxStapleMirrorDown', 'server="other.example"'),
+    'other.example (its mirror down): SKNginxStapleMirrorDown');
+ok(pending('SKNginxCacheErrors', 'server="other.example"'),
+    '... SKNginxCacheErrors (its cache down)');
+ok(pending('SKNginxStapleTimelineMissing', 'server="missing.example"'),
+    'missing.example (its trust file names timeline 10): '
+    . 'SKNginxStapleTimelineMissing');
+ok(pending('SKNginxStapleNotServed', 'name="missing.example"')
+    && pending('SKNginxStapleNotServed', 'name="other.example"'),
+    'neither gets a staple: SKNginxStapleNotServed for both names');
+is(alerts(), 'SKNginxCacheErrors/other.example '
+    . 'SKNginxStapleMirrorDown/other.example '
+    . 'SKNginxStapleNotServed/missing.example '
+    . 'SKNginxStapleNotServed/other.example '
+    . 'SKNginxStapleTimelineMissing/missing.example',
+    '... and no other alert (example.com is healthy)');
+
 
 # A reload keeps the zone and its counts; the new workers count on.
 my $before = (metrics())[1]{"sk_nginx_carrier_handshakes_total$ex"};
@@ -274,6 +327,8 @@ is((metrics())[1]{"sk_nginx_carrier_handshakes_total$ex"}, $before + 1,
     'a reload keeps the counts, and the new workers add to them');
 
 $ngx->stop;
+ok(pending('SKNginxDown', 'job="sk-nginx"'), 'nginx stopped: SKNginxDown');
+kill 'TERM', $p->{pid};
 is($ngx->alerts, '', 'no alerts or sanitizer reports');
 stop_world($w);
 
