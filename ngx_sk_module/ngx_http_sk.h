@@ -52,7 +52,8 @@ typedef struct {
 } ngx_http_sk_counters_t;
 
 typedef struct {
-    ngx_str_t                 label;          /* escaped for the format */
+    ngx_str_t                 sel;            /* {server="label" (open:
+                                                 more labels may follow) */
     uint64_t                  key;
     ngx_uint_t                staple;         /* a server of it staples */
     ngx_http_sk_counters_t   *counters;       /* set when the zone is
@@ -95,6 +96,7 @@ typedef struct {
 typedef struct {
     char                     *name;
     time_t                    not_after;
+    ngx_str_t                 sel;            /* {name="name"} */
 } ngx_http_sk_expiry_t;
 
 
@@ -105,6 +107,12 @@ typedef struct {
     ngx_http_sk_staple_t     *st;
     ngx_uint_t                k;
 } ngx_http_sk_staple_ref_t;
+
+/* The refs [first, last) of one name. */
+typedef struct {
+    ngx_str_t                 sel;            /* {name="name"} */
+    ngx_uint_t                first, last;
+} ngx_http_sk_staple_group_t;
 
 
 typedef struct {
@@ -123,6 +131,7 @@ typedef struct {
                                                  distinct */
     ngx_array_t               names;          /* ngx_http_sk_staple_ref_t,
                                                  sorted by name */
+    ngx_array_t               groups;         /* ..._staple_group_t */
 } ngx_http_sk_main_conf_t;
 
 

@@ -37,37 +37,69 @@ typedef struct {
 } ngx_http_sk_metrics_shm_t;
 
 
+/* A family: its name, HELP and TYPE; for a counter, its index and
+ * whether only staplers' labels have it. */
 typedef struct {
-    const char               *name;
+    ngx_str_t                 name;
     const char               *help;
+    const char               *type;
     ngx_uint_t                m;
-    ngx_uint_t                staple;         /* staplers' labels only */
+    ngx_uint_t                staple;
 } ngx_http_sk_metric_def_t;
 
 
 static ngx_http_sk_metric_def_t  ngx_http_sk_counters[] = {
-    { "sk_nginx_handshakes_total",
-      "Full TLS handshakes (not resumed), by server.",
+    { ngx_string("sk_nginx_handshakes_total"),
+      "Full TLS handshakes (not resumed), by server.", "counter",
       NGX_HTTP_SK_M_HANDSHAKES, 0 },
-    { "sk_nginx_carrier_handshakes_total",
+    { ngx_string("sk_nginx_carrier_handshakes_total"),
       "Full TLS handshakes whose certificate chain carried an SK carrier.",
-      NGX_HTTP_SK_M_CARRIER, 0 },
-    { "sk_nginx_staple_requests_total",
+      "counter", NGX_HTTP_SK_M_CARRIER, 0 },
+    { ngx_string("sk_nginx_staple_requests_total"),
       "TLS handshakes whose ClientHello asked for the SK staple "
-      "(extension 0xFF53).", NGX_HTTP_SK_M_REQUESTED, 0 },
-    { "sk_nginx_staples_sent_total",
+      "(extension 0xFF53).", "counter", NGX_HTTP_SK_M_REQUESTED, 0 },
+    { ngx_string("sk_nginx_staples_sent_total"),
       "TLS handshakes that carried the SK staple (extension or chain).",
-      NGX_HTTP_SK_M_SENT, 0 },
-    { "sk_nginx_cache_errors_total",
+      "counter", NGX_HTTP_SK_M_SENT, 0 },
+    { ngx_string("sk_nginx_cache_errors_total"),
       "Failures to open the key-material cache while refreshing staples.",
-      NGX_HTTP_SK_M_CACHE_ERRORS, 1 },
-    { NULL, NULL, 0, 0 }
+      "counter", NGX_HTTP_SK_M_CACHE_ERRORS, 1 },
+    { ngx_null_string, NULL, NULL, 0, 0 }
 };
+
+static ngx_http_sk_metric_def_t  ngx_http_sk_refreshes = {
+    ngx_string("sk_nginx_staple_refreshes_total"),
+    "Staple refreshes by result: ok, or what kept the staple from being "
+    "renewed (mirror_down, bad_answer, timeline_stale, timeline_missing; "
+    "error: a local failure); a result shows once counted.", "counter",
+    NGX_HTTP_SK_M_REFRESH, 1
+};
+
+static ngx_http_sk_metric_def_t  ngx_http_sk_expiry = {
+    ngx_string("sk_nginx_carrier_expiry_seconds"),
+    "Seconds until the earliest carrier of the name expires (negative: "
+    "expired).", "gauge", 0, 0
+};
+
+static ngx_http_sk_metric_def_t  ngx_http_sk_age = {
+    ngx_string("sk_nginx_staple_age_seconds"),
+    "Age of the oldest answer stapled for the name (the newest each "
+    "server held, also once dropped).", "gauge", 0, 0
+};
+
+static ngx_http_sk_metric_def_t  ngx_http_sk_served = {
+    ngx_string("sk_nginx_staple_served"),
+    "1 while every server stapling the name serves an answer for it, else "
+    "0.", "gauge", 0, 0
+};
+
+/* What a line needs besides its name and selector: the longest number. */
+#define NGX_HTTP_SK_METRICS_LINE  (NGX_INT64_LEN + 48)
 
 
 typedef struct {
     uint64_t                  key;
-    ngx_str_t                 label;
+    ngx_str_t                 sel;
     ngx_http_sk_srv_conf_t   *skcf;
 } ngx_http_sk_server_t;
 
@@ -255,6 +287,43 @@ ngx_http_sk_metrics_info(const SSL *ssl, int where, int ret)
 }
 
 
+/* The selector {key="value"} (value escaped; close 0: without the "}",
+ * for more labels), made once so that a scrape only copies it. */
+static ngx_int_t
+ngx_http_sk_metrics_sel(ngx_conf_t *cf, ngx_str_t *sel, const char *key,
+    u_char *value, size_t len, ngx_uint_t close)
+{
+    u_char      *p;
+    ngx_uint_t   i;
+
+    p = ngx_pnalloc(cf->pool, ngx_strlen(key) + 2 * len + 5);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    sel->data = p;
+    p = ngx_sprintf(p, "{%s=\"", key);
+
+    for (i = 0; i < len; i++) {
+        if (value[i] == '\\' || value[i] == '"') {
+            *p++ = '\\';
+        }
+
+        *p++ = value[i];
+    }
+
+    *p++ = '"';
+
+    if (close) {
+        *p++ = '}';
+    }
+
+    sel->len = p - sel->data;
+
+    return NGX_OK;
+}
+
+
 static int ngx_libc_cdecl
 ngx_http_sk_expiry_cmp(const void *a, const void *b)
 {
@@ -287,10 +356,11 @@ ngx_http_sk_server_cmp(const void *a, const void *b)
 static ngx_int_t
 ngx_http_sk_metrics_sort(ngx_conf_t *cf, ngx_http_sk_main_conf_t *mcf)
 {
-    ngx_uint_t                 i, k, n;
-    ngx_http_sk_expiry_t      *e;
-    ngx_http_sk_staple_t     **stp;
-    ngx_http_sk_staple_ref_t  *ref;
+    ngx_uint_t                   i, k, n;
+    ngx_http_sk_expiry_t        *e;
+    ngx_http_sk_staple_t       **stp;
+    ngx_http_sk_staple_ref_t    *ref;
+    ngx_http_sk_staple_group_t  *g;
 
     e = mcf->expiry.elts;
     ngx_qsort(e, mcf->expiry.nelts, sizeof(ngx_http_sk_expiry_t),
@@ -307,9 +377,22 @@ ngx_http_sk_metrics_sort(ngx_conf_t *cf, ngx_http_sk_main_conf_t *mcf)
 
     mcf->expiry.nelts = n;
 
+    for (i = 0; i < n; i++) {
+        if (ngx_http_sk_metrics_sel(cf, &e[i].sel, "name",
+                                    (u_char *) e[i].name,
+                                    ngx_strlen(e[i].name), 1)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
     if (ngx_array_init(&mcf->names, cf->pool, 4,
                        sizeof(ngx_http_sk_staple_ref_t))
-        != NGX_OK)
+        != NGX_OK
+        || ngx_array_init(&mcf->groups, cf->pool, 4,
+                          sizeof(ngx_http_sk_staple_group_t))
+           != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -332,19 +415,41 @@ ngx_http_sk_metrics_sort(ngx_conf_t *cf, ngx_http_sk_main_conf_t *mcf)
     ngx_qsort(mcf->names.elts, mcf->names.nelts,
               sizeof(ngx_http_sk_staple_ref_t), ngx_http_sk_ref_cmp);
 
+    ref = mcf->names.elts;
+
+    for (i = 0; i < mcf->names.nelts; i = k) {
+        for (k = i + 1;
+             k < mcf->names.nelts && ngx_strcmp(ref[k].name, ref[i].name) == 0;
+             k++)
+        {
+            /* void */
+        }
+
+        g = ngx_array_push(&mcf->groups);
+        if (g == NULL
+            || ngx_http_sk_metrics_sel(cf, &g->sel, "name",
+                                       (u_char *) ref[i].name,
+                                       ngx_strlen(ref[i].name), 1)
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        g->first = i;
+        g->last = k;
+    }
+
     return NGX_OK;
 }
 
 
 /* A server's label: its first server_name with sovereign-key directives,
- * else "_"; escaped as a label value. */
+ * else "_"; as a selector. */
 static ngx_int_t
 ngx_http_sk_metrics_label(ngx_conf_t *cf, ngx_http_core_srv_conf_t *cscf,
-    ngx_http_sk_srv_conf_t *skcf, ngx_str_t *label)
+    ngx_http_sk_srv_conf_t *skcf, ngx_str_t *sel)
 {
-    u_char                  *p;
     ngx_str_t                name;
-    ngx_uint_t               i;
     ngx_http_server_name_t  *sn;
 
     ngx_str_set(&name, NGX_HTTP_SK_OTHERS);
@@ -357,24 +462,7 @@ ngx_http_sk_metrics_label(ngx_conf_t *cf, ngx_http_core_srv_conf_t *cscf,
         name = sn[0].name;
     }
 
-    p = ngx_pnalloc(cf->pool, 2 * name.len);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    label->data = p;
-
-    for (i = 0; i < name.len; i++) {
-        if (name.data[i] == '\\' || name.data[i] == '"') {
-            *p++ = '\\';
-        }
-
-        *p++ = name.data[i];
-    }
-
-    label->len = p - label->data;
-
-    return NGX_OK;
+    return ngx_http_sk_metrics_sel(cf, sel, "server", name.data, name.len, 0);
 }
 
 
@@ -415,13 +503,13 @@ ngx_http_sk_metrics_labels(ngx_conf_t *cf, ngx_http_sk_main_conf_t *mcf,
 
         sv = ngx_array_push(&servers);
         if (sv == NULL
-            || ngx_http_sk_metrics_label(cf, cscfp[s], skcf, &sv->label)
+            || ngx_http_sk_metrics_label(cf, cscfp[s], skcf, &sv->sel)
                != NGX_OK)
         {
             return NGX_ERROR;
         }
 
-        sv->key = ngx_http_sk_metrics_key(&sv->label);
+        sv->key = ngx_http_sk_metrics_key(&sv->sel);
         sv->skcf = skcf;
     }
 
@@ -439,7 +527,7 @@ ngx_http_sk_metrics_labels(ngx_conf_t *cf, ngx_http_sk_main_conf_t *mcf,
                 return NGX_ERROR;
             }
 
-            l->label = sv[i].label;
+            l->sel = sv[i].sel;
             l->key = sv[i].key;
             *lp = l;
         }
@@ -551,86 +639,118 @@ ngx_http_sk_metrics_register(ngx_conf_t *cf, ngx_uint_t ctx_index,
 
 
 static u_char *
-ngx_http_sk_metrics_head(u_char *p, u_char *last, const char *name,
-    const char *help, const char *type)
+ngx_http_sk_metrics_head(u_char *p, ngx_http_sk_metric_def_t *def)
 {
-    return ngx_slprintf(p, last, "# HELP %s %s\n# TYPE %s %s\n",
-                        name, help, name, type);
+    return ngx_sprintf(p, "# HELP %V %s\n# TYPE %V %s\n", &def->name,
+                       def->help, &def->name, def->type);
 }
 
 
+/* NAME SEL[TAIL] V: copies and a number, no format to walk per byte (a
+ * scrape writes a line per label and per name). */
+static u_char *
+ngx_http_sk_metrics_line(u_char *p, ngx_http_sk_metric_def_t *def,
+    ngx_str_t *sel, const char *tail, int64_t v)
+{
+    p = ngx_cpymem(p, def->name.data, def->name.len);
+    p = ngx_cpymem(p, sel->data, sel->len);
+
+    while (*tail) {
+        *p++ = *tail++;
+    }
+
+    return ngx_sprintf(p, " %L\n", v);
+}
+
+
+/* At most what ngx_http_sk_metrics_render() writes. */
 static size_t
 ngx_http_sk_metrics_size(ngx_http_sk_main_conf_t *mcf)
 {
-    size_t                 size;
-    ngx_uint_t             i;
-    ngx_http_sk_label_t  **lp;
+    size_t                       size;
+    ngx_uint_t                   i;
+    ngx_http_sk_label_t        **lp;
+    ngx_http_sk_expiry_t        *e;
+    ngx_http_sk_staple_group_t  *g;
 
-    size = 8192 + mcf->expiry.nelts * (SK_NAME_MAX + 64)
-           + mcf->names.nelts * 2 * (SK_NAME_MAX + 64);
+    size = 8192;
 
     lp = mcf->labels.elts;
     for (i = 0; i < mcf->labels.nelts; i++) {
-        size += (NGX_HTTP_SK_M_N + 1) * (lp[i]->label.len + 96);
+        size += (NGX_HTTP_SK_M_N + 1)
+                * (lp[i]->sel.len + NGX_HTTP_SK_METRICS_LINE + 48);
+    }
+
+    e = mcf->expiry.elts;
+    for (i = 0; i < mcf->expiry.nelts; i++) {
+        size += e[i].sel.len + NGX_HTTP_SK_METRICS_LINE + 48;
+    }
+
+    g = mcf->groups.elts;
+    for (i = 0; i < mcf->groups.nelts; i++) {
+        size += 2 * (g[i].sel.len + NGX_HTTP_SK_METRICS_LINE + 48);
     }
 
     return size;
 }
 
 
-/* The counters of every label (the staplers' for a stapler's family). */
+/* The counters of every label (the staplers' for a stapler's family),
+ * from a copy taken in one pass: the slots lie where their hashes put
+ * them, and each family would visit them all again. */
 static u_char *
-ngx_http_sk_metrics_counters(u_char *p, u_char *last,
-    ngx_http_sk_main_conf_t *mcf)
+ngx_http_sk_metrics_counters(u_char *p, ngx_http_sk_main_conf_t *mcf,
+    ngx_atomic_uint_t *snap)
 {
+    u_char                     tail[64];
     ngx_uint_t                 d, i, c;
-    ngx_atomic_uint_t          v;
+    ngx_atomic_uint_t          v, *cnt;
     ngx_http_sk_label_t      **lp;
     ngx_http_sk_metric_def_t  *def;
 
     lp = mcf->labels.elts;
 
-    for (d = 0; ngx_http_sk_counters[d].name != NULL; d++) {
-        def = &ngx_http_sk_counters[d];
-        p = ngx_http_sk_metrics_head(p, last, def->name, def->help,
-                                     "counter");
-
-        for (i = 0; i < mcf->labels.nelts; i++) {
-            if (def->staple && !lp[i]->staple) {
-                continue;
-            }
-
-            p = ngx_slprintf(p, last, "%s{server=\"%V\"} %uA\n", def->name,
-                             &lp[i]->label, lp[i]->counters->count[def->m]);
+    for (i = 0; i < mcf->labels.nelts; i++) {
+        for (c = 0; c < NGX_HTTP_SK_M_N; c++) {
+            snap[i * NGX_HTTP_SK_M_N + c] = lp[i]->counters->count[c];
         }
     }
 
-    p = ngx_http_sk_metrics_head(p, last, "sk_nginx_staple_refreshes_total",
-                                 "Staple refreshes by result: ok, or what "
-                                 "kept the staple from being renewed "
-                                 "(mirror_down, bad_answer, timeline_stale, "
-                                 "timeline_missing; error: a local "
-                                 "failure); a result shows once counted.",
-                                 "counter");
+    for (d = 0; ngx_http_sk_counters[d].name.len; d++) {
+        def = &ngx_http_sk_counters[d];
+        p = ngx_http_sk_metrics_head(p, def);
+
+        for (i = 0; i < mcf->labels.nelts; i++) {
+            if (!def->staple || lp[i]->staple) {
+                p = ngx_http_sk_metrics_line(p, def, &lp[i]->sel, "}",
+                                       snap[i * NGX_HTTP_SK_M_N + def->m]);
+            }
+        }
+    }
+
+    def = &ngx_http_sk_refreshes;
+    p = ngx_http_sk_metrics_head(p, def);
 
     for (i = 0; i < mcf->labels.nelts; i++) {
         if (!lp[i]->staple) {
             continue;
         }
 
+        cnt = &snap[i * NGX_HTTP_SK_M_N];
+
         for (c = 0; c <= SK_STAPLE_CAUSES; c++) {
-            v = lp[i]->counters->count[NGX_HTTP_SK_M_REFRESH + c];
+            v = cnt[def->m + c];
 
             if (v == 0 && c != SK_STAPLE_RENEWED) {
                 continue;
             }
 
-            p = ngx_slprintf(p, last, "sk_nginx_staple_refreshes_total"
-                             "{server=\"%V\",result=\"%s\"} %uA\n",
-                             &lp[i]->label,
-                             c < SK_STAPLE_CAUSES
-                             ? sk_staple_cause_name((sk_staple_cause_t) c)
-                             : "error", v);
+            ngx_sprintf(tail, ",result=\"%s\"}%Z",
+                        c < SK_STAPLE_CAUSES
+                        ? sk_staple_cause_name((sk_staple_cause_t) c)
+                        : "error");
+            p = ngx_http_sk_metrics_line(p, def, &lp[i]->sel,
+                                         (char *) tail, v);
         }
     }
 
@@ -639,57 +759,47 @@ ngx_http_sk_metrics_counters(u_char *p, u_char *last,
 
 
 /* Per staple name, over all its staples: the oldest answer's age (the
- * newest held or last held by each) and whether every one serves it. */
+ * newest held or last held by each) and whether every one serves it (in
+ * all[], for the second family: each staple is read once). */
 static u_char *
-ngx_http_sk_metrics_staples(u_char *p, u_char *last,
-    ngx_http_sk_main_conf_t *mcf, time_t now)
+ngx_http_sk_metrics_staples(u_char *p, ngx_http_sk_main_conf_t *mcf,
+    time_t now, u_char *all)
 {
-    time_t                     t, oldest;
-    ngx_uint_t                 i, j, n, served, all, family;
-    ngx_http_sk_staple_ref_t  *ref;
+    time_t                       t, oldest;
+    ngx_uint_t                   i, j, served;
+    ngx_http_sk_staple_ref_t    *ref;
+    ngx_http_sk_staple_group_t  *g;
 
     ref = mcf->names.elts;
-    n = mcf->names.nelts;
+    g = mcf->groups.elts;
 
-    p = ngx_http_sk_metrics_head(p, last, "sk_nginx_staple_age_seconds",
-                                 "Age of the oldest answer stapled for the "
-                                 "name (the newest each server held, also "
-                                 "once dropped).", "gauge");
+    p = ngx_http_sk_metrics_head(p, &ngx_http_sk_age);
 
-    for (family = 0; family < 2; family++) {
-        if (family == 1) {
-            p = ngx_http_sk_metrics_head(p, last, "sk_nginx_staple_served",
-                                         "1 while every server stapling "
-                                         "the name serves an answer for "
-                                         "it, else 0.", "gauge");
-        }
+    for (i = 0; i < mcf->groups.nelts; i++) {
+        oldest = 0;
+        all[i] = 1;
 
-        for (i = 0; i < n; i = j) {
-            oldest = 0;
-            all = 1;
+        for (j = g[i].first; j < g[i].last; j++) {
+            (void) ngx_http_sk_staple_name(ref[j].st, ref[j].k, now, &t,
+                                           &served);
+            all[i] &= served;
 
-            for (j = i; j < n && ngx_strcmp(ref[j].name, ref[i].name) == 0;
-                 j++)
-            {
-                (void) ngx_http_sk_staple_name(ref[j].st, ref[j].k, now, &t,
-                                               &served);
-                all &= served;
-
-                if (t != 0 && (oldest == 0 || t < oldest)) {
-                    oldest = t;
-                }
-            }
-
-            if (family == 1) {
-                p = ngx_slprintf(p, last, "sk_nginx_staple_served"
-                                 "{name=\"%s\"} %ui\n", ref[i].name, all);
-
-            } else if (oldest != 0) {
-                p = ngx_slprintf(p, last, "sk_nginx_staple_age_seconds"
-                                 "{name=\"%s\"} %T\n", ref[i].name,
-                                 now - oldest);
+            if (t != 0 && (oldest == 0 || t < oldest)) {
+                oldest = t;
             }
         }
+
+        if (oldest != 0) {
+            p = ngx_http_sk_metrics_line(p, &ngx_http_sk_age, &g[i].sel, "",
+                                         now - oldest);
+        }
+    }
+
+    p = ngx_http_sk_metrics_head(p, &ngx_http_sk_served);
+
+    for (i = 0; i < mcf->groups.nelts; i++) {
+        p = ngx_http_sk_metrics_line(p, &ngx_http_sk_served, &g[i].sel, "",
+                                     all[i]);
     }
 
     return p;
@@ -697,8 +807,8 @@ ngx_http_sk_metrics_staples(u_char *p, u_char *last,
 
 
 static u_char *
-ngx_http_sk_metrics_render(u_char *p, u_char *last,
-    ngx_http_sk_main_conf_t *mcf)
+ngx_http_sk_metrics_render(u_char *p, ngx_http_sk_main_conf_t *mcf,
+    ngx_atomic_uint_t *snap, u_char *all)
 {
     time_t                  now;
     ngx_uint_t              i;
@@ -706,28 +816,23 @@ ngx_http_sk_metrics_render(u_char *p, u_char *last,
 
     now = ngx_time();
 
-    p = ngx_http_sk_metrics_head(p, last, "sk_nginx_build_info",
-                                 "The sovereign-keys version of the module "
-                                 "and the nginx it runs in (always 1).",
-                                 "gauge");
-    p = ngx_slprintf(p, last, "sk_nginx_build_info{version=\"%s\","
-                     "nginx=\"%s\"} 1\n", SK_VERSION, NGINX_VERSION);
+    p = ngx_sprintf(p, "# HELP sk_nginx_build_info The sovereign-keys "
+                    "version of the module and the nginx it runs in (always "
+                    "1).\n# TYPE sk_nginx_build_info gauge\n"
+                    "sk_nginx_build_info{version=\"%s\",nginx=\"%s\"} 1\n",
+                    SK_VERSION, NGINX_VERSION);
 
-    p = ngx_http_sk_metrics_counters(p, last, mcf);
+    p = ngx_http_sk_metrics_counters(p, mcf, snap);
 
-    p = ngx_http_sk_metrics_head(p, last, "sk_nginx_carrier_expiry_seconds",
-                                 "Seconds until the earliest carrier of "
-                                 "the name expires (negative: expired).",
-                                 "gauge");
+    p = ngx_http_sk_metrics_head(p, &ngx_http_sk_expiry);
 
     e = mcf->expiry.elts;
     for (i = 0; i < mcf->expiry.nelts; i++) {
-        p = ngx_slprintf(p, last,
-                         "sk_nginx_carrier_expiry_seconds{name=\"%s\"} %T\n",
-                         e[i].name, e[i].not_after - now);
+        p = ngx_http_sk_metrics_line(p, &ngx_http_sk_expiry, &e[i].sel, "",
+                                     e[i].not_after - now);
     }
 
-    return ngx_http_sk_metrics_staples(p, last, mcf, now);
+    return ngx_http_sk_metrics_staples(p, mcf, now, all);
 }
 
 
@@ -735,10 +840,11 @@ ngx_int_t
 ngx_http_sk_metrics_handler(ngx_http_request_t *r,
     ngx_http_sk_main_conf_t *mcf)
 {
-    u_char                   *p;
+    u_char                   *p, *all;
     size_t                    size;
     ngx_int_t                 rc;
     ngx_buf_t                *b;
+    ngx_atomic_uint_t        *snap;
 
     if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
         return NGX_HTTP_NOT_ALLOWED;
@@ -752,13 +858,16 @@ ngx_http_sk_metrics_handler(ngx_http_request_t *r,
     size = ngx_http_sk_metrics_size(mcf);
 
     p = ngx_pnalloc(r->pool, size);
+    snap = ngx_palloc(r->pool, (mcf->labels.nelts + 1) * NGX_HTTP_SK_M_N
+                               * sizeof(ngx_atomic_uint_t));
+    all = ngx_pnalloc(r->pool, mcf->groups.nelts + 1);
     b = ngx_calloc_buf(r->pool);
-    if (p == NULL || b == NULL) {
+    if (p == NULL || snap == NULL || all == NULL || b == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     b->pos = p;
-    b->last = ngx_http_sk_metrics_render(p, p + size, mcf);
+    b->last = ngx_http_sk_metrics_render(p, mcf, snap, all);
 
     return ngx_http_sk_send(r, b, SK_METRICS_CONTENT_TYPE);
 }
