@@ -42,8 +42,15 @@ for my $need ($SKTimeline::TL, $SKMirror::MR, $gen, $cgen, $skm) {
 my $ua = HTTP::Tiny->new(timeout => 30, keep_alive => 0);
 my $d = tmpdir();
 chmod 0755, $d;
-my @pids;
-END { stop_daemon($_) for grep { defined } reverse @pids }
+my (@pids, @nginx);
+# nginx runs as a daemon of its own (not ours to reap): asked to quit,
+# then killed; 10,000 servers take it a while.
+END {
+    stop_daemon($_) for grep { defined } reverse @pids;
+    kill 'QUIT', @nginx;
+    wait_until(sub { !grep { kill 0, $_ } @nginx }, 120);
+    kill 'KILL', grep { kill 0, $_ } @nginx;
+}
 
 sub run_ok {
     my ($what, @cmd) = @_;
@@ -157,7 +164,7 @@ if (-f $mod && -x '/usr/sbin/nginx') {
             "$nd/nginx.conf");
         wait_until(sub { -s "$nd/nginx.pid" }, 600)
             or die "bench_metrics_scrape: nginx: " . slurp("$nd/error.log");
-        push @pids, slurp("$nd/nginx.pid") + 0;
+        push @nginx, slurp("$nd/nginx.pid") + 0;
         wait_for_port($mport, 60) or die "bench_metrics_scrape: nginx metrics";
         printf "# nginx with %d servers up in %.1f s\n", $count, time - $t0;
         # the staples fetched (or not): the scrape shows every name
