@@ -317,6 +317,12 @@ $(BUILD)/bench/mirror_gen: tests/bench/mirror_gen.c $(LIBSK)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIBSK) $(LIBS)
 
+# tests/bench/bench_metrics_scrape.pl's 10,000 carriers for nginx.
+all: $(BUILD)/bench/carrier_gen
+$(BUILD)/bench/carrier_gen: tests/bench/carrier_gen.c $(LIBSK)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBSK) $(LIBS)
+
 # Growth with the number of entries (issue 15): minutes to hours, so in
 # neither `make test` nor `make bench`.  SCALE_SIZES="10000 20000 40000"
 # for a quick run; generated logs are kept in SK_BENCH_CACHE.

@@ -206,13 +206,19 @@ typedef enum {
 typedef struct {
     sk_metrics_t      *reg;
     sk_httpd_t        *h;
+    sk_httpd_metrics_t http;        /* the public front's requests */
     sk_metric_t       *synced[MR_MAX_TIMELINES];
     sk_metric_t       *entries[MR_MAX_TIMELINES];
     sk_metric_t       *lag[MR_MAX_TIMELINES];
     sk_metric_t       *age[MR_MAX_TIMELINES];
     sk_metric_t       *state[MR_MAX_TIMELINES][MR_STATES];
+    sk_metric_t       *rounds[MR_MAX_TIMELINES][2];     /* ok, failed */
+    sk_metric_t       *round_seconds[MR_MAX_TIMELINES];
+    sk_metric_t       *last_ok[MR_MAX_TIMELINES];
     sk_metric_t       *answers[MR_ANSWER_KINDS];
     sk_metric_t       *cache[2];    /* hits, misses */
+    sk_metric_t       *cache_bytes, *cache_answers, *cache_evictions;
+    sk_metric_t       *redis_errors;
     sk_metric_t       *servable;
 } mr_metrics_t;
 
@@ -671,6 +677,13 @@ int mr_metrics_start(mr_mirror_t *m, sk_err_t *err) SK_WUR;
 void mr_metrics_stop(mr_mirror_t *m);
 /* One answer to GET /query/<name>. */
 void mr_metrics_answer(mr_mirror_t *m, mr_answer_t kind);
+/* A sync round of t ended, ok (progress) or not, after secs seconds. */
+void mr_metrics_round(mr_mirror_t *m, const mr_tl_t *t, int ok,
+    double secs);
+/* A call to the answer cache's Redis failed. */
+void mr_metrics_redis_error(mr_mirror_t *m);
+/* The public front's request metrics (hc.metrics), or NULL. */
+sk_httpd_metrics_t *mr_metrics_http(mr_mirror_t *m);
 /* n entries of t stored. */
 void mr_metrics_synced(mr_mirror_t *m, const mr_tl_t *t, uint64_t n);
 

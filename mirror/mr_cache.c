@@ -49,12 +49,16 @@ mr_cache_give(mr_mirror_t *m, sk_cache_t *c, const sk_err_t *err)
             mr_log("answer_cache: Redis answers again");
             m->rpause = 0;
         }
-    } else if (mr_now() >= atomic_load(&m->rpause_until)) {
-        m->rpause = m->rpause == 0 ? 1 : m->rpause * 2 > MR_CACHE_PAUSE_MAX
-                    ? MR_CACHE_PAUSE_MAX : m->rpause * 2;
-        atomic_store(&m->rpause_until, mr_now() + (int64_t) m->rpause);
-        mr_log("answer_cache: %s; answers are built fresh, Redis is asked "
-            "again in %" PRIu64 " s", err->msg, m->rpause);
+    } else {
+        mr_metrics_redis_error(m);
+        if (mr_now() >= atomic_load(&m->rpause_until)) {
+            m->rpause = m->rpause == 0 ? 1
+                : m->rpause * 2 > MR_CACHE_PAUSE_MAX ? MR_CACHE_PAUSE_MAX
+                : m->rpause * 2;
+            atomic_store(&m->rpause_until, mr_now() + (int64_t) m->rpause);
+            mr_log("answer_cache: %s; answers are built fresh, Redis is "
+                "asked again in %" PRIu64 " s", err->msg, m->rpause);
+        }
     }
     pthread_mutex_unlock(&m->rlock);
 }

@@ -226,5 +226,6 @@ mr_http_start(mr_mirror_t *m, sk_httpd_t **h, sk_err_t *err)
     hc.max_body = MR_HTTP_MAX_BODY;
     hc.handler = mr_http_handler;
     hc.cls = m;
+    hc.metrics = mr_metrics_http(m);
     return sk_httpd_start(h, &hc, err);
 }

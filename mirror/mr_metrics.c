@@ -1,9 +1,11 @@
 /*
  * mr_metrics.c -- sk-mirror's /metrics (sk/metrics.h), on its own address
- * (metrics_listen).  Entries stored and answers are counted where they
- * happen (mr_store.c, mr_http.c); states, sizes, lags and the answer
- * cache's counts are read under the lock at each scrape.
- * docs/operations.md, "Monitoring", describes each series.
+ * (metrics_listen).  Entries stored, answers, sync rounds and Redis
+ * failures are counted where they happen (mr_store.c, mr_http.c,
+ * mr_sync.c, mr_cache.c), requests by the public front (sk_httpd);
+ * states, sizes, lags and the answer cache's counts are read under the
+ * lock at each scrape.  docs/operations.md, "Monitoring", describes each
+ * series.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -64,6 +66,75 @@ static const sk_metric_def_t  mr_metrics_servable = {
     SK_METRIC_GAUGE, NULL, 0
 };
 
+static const sk_metric_def_t  mr_metrics_rounds = {
+    "sk_mirror_sync_rounds_total",
+    "Sync rounds with each timeline, by result: ok (caught up, or "
+    "progress), failed (unreachable, bad answers).",
+    SK_METRIC_COUNTER, NULL, 0
+};
+
+/* From a poll to caught up: chunks, tiles, checks, fsync. */
+static const double  mr_metrics_round_buckets[] = {
+    0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300
+};
+
+static const sk_metric_def_t  mr_metrics_round_seconds = {
+    "sk_mirror_sync_round_duration_seconds",
+    "Time of each sync round with each timeline.",
+    SK_METRIC_HISTOGRAM, mr_metrics_round_buckets,
+    sizeof(mr_metrics_round_buckets) / sizeof(mr_metrics_round_buckets[0])
+};
+
+static const sk_metric_def_t  mr_metrics_last_ok = {
+    "sk_mirror_last_sync_success_timestamp_seconds",
+    "When the last sync round with each timeline that made progress or "
+    "caught up ended (Unix time; 0: none yet).",
+    SK_METRIC_GAUGE, NULL, 0
+};
+
+static const sk_metric_def_t  mr_metrics_cache_bytes = {
+    "sk_mirror_answer_cache_bytes",
+    "Bytes the answers kept in memory cost (query_cache_size bounds it).",
+    SK_METRIC_GAUGE, NULL, 0
+};
+
+static const sk_metric_def_t  mr_metrics_cache_answers = {
+    "sk_mirror_answer_cache_answers",
+    "Answers kept in memory.",
+    SK_METRIC_GAUGE, NULL, 0
+};
+
+static const sk_metric_def_t  mr_metrics_cache_evictions = {
+    "sk_mirror_answer_cache_evictions_total",
+    "Answers dropped from memory, least recently used, to stay within "
+    "query_cache_size.",
+    SK_METRIC_COUNTER, NULL, 0
+};
+
+static const sk_metric_def_t  mr_metrics_redis = {
+    "sk_mirror_redis_errors_total",
+    "Calls to the answer cache's Redis (answer_cache) that failed; each "
+    "pauses it, the answers are built fresh meanwhile.",
+    SK_METRIC_COUNTER, NULL, 0
+};
+
+static const char *const  mr_metrics_endpoints[] = {
+    "other", "query", "status", "reneged"
+};
+
+#define MR_METRICS_ENDPOINTS \
+    (sizeof(mr_metrics_endpoints) / sizeof(mr_metrics_endpoints[0]))
+
+
+static size_t
+mr_metrics_endpoint(const char *url, const char *method)
+{
+    (void) method;
+    return strncmp(url, "/query/", 7) == 0 ? 1
+        : strcmp(url, "/status") == 0 ? 2
+        : strncmp(url, "/reneged", 8) == 0 ? 3 : 0;
+}
+
 
 static void
 mr_metrics_collect(sk_metrics_t *reg, void *cls)
@@ -88,9 +159,13 @@ mr_metrics_collect(sk_metrics_t *reg, void *cls)
         for (s = 0; s < MR_STATES; s++) {
             sk_metric_set(mt->state[i][s], t->state == (mr_state_t) s);
         }
+        sk_metric_set(mt->last_ok[i], (double) t->last_ok);
     }
     sk_metric_set(mt->cache[0], (double) m->cache_hits);
     sk_metric_set(mt->cache[1], (double) m->cache_misses);
+    sk_metric_set(mt->cache_bytes, (double) m->answers.bytes);
+    sk_metric_set(mt->cache_answers, (double) m->answers.n);
+    sk_metric_set(mt->cache_evictions, (double) m->answers.evictions);
     sk_metric_set(mt->servable, (double) mr_state_servable(m));
     pthread_mutex_unlock(&m->lock);
 }
@@ -101,6 +176,8 @@ static int
 mr_metrics_timeline(mr_mirror_t *m, size_t i, sk_err_t *err)
 {
     static const char *const  names[] = { "tid", "state" };
+    static const char *const  rnames[] = { "tid", "result" };
+    static const char *const  results[2] = { "ok", "failed" };
     mr_metrics_t             *mt = &m->metrics;
     const char               *values[2];
     char                      tid[24];
@@ -116,10 +193,23 @@ mr_metrics_timeline(mr_mirror_t *m, size_t i, sk_err_t *err)
         1, err);
     mt->age[i] = sk_metrics_series(mt->reg, &mr_metrics_age, names, values,
         1, err);
+    mt->round_seconds[i] = sk_metrics_series(mt->reg,
+        &mr_metrics_round_seconds, names, values, 1, err);
+    mt->last_ok[i] = sk_metrics_series(mt->reg, &mr_metrics_last_ok, names,
+        values, 1, err);
     if (mt->synced[i] == NULL || mt->entries[i] == NULL || mt->lag[i] == NULL
-        || mt->age[i] == NULL)
+        || mt->age[i] == NULL || mt->round_seconds[i] == NULL
+        || mt->last_ok[i] == NULL)
     {
         return -1;
+    }
+    for (s = 0; s < 2; s++) {
+        values[1] = results[s];
+        mt->rounds[i][s] = sk_metrics_series(mt->reg, &mr_metrics_rounds,
+            rnames, values, 2, err);
+        if (mt->rounds[i][s] == NULL) {
+            return -1;
+        }
     }
     for (s = 0; s < MR_STATES; s++) {
         values[1] = mr_state_name((mr_state_t) s);
@@ -144,6 +234,9 @@ mr_metrics_series(mr_mirror_t *m, sk_err_t *err)
     mr_metrics_t             *mt = &m->metrics;
     size_t                    i;
 
+    if (sk_metrics_process(mt->reg, "sk_mirror", err) != 0) {
+        return -1;
+    }
     for (i = 0; i < m->ntl; i++) {
         if (mr_metrics_timeline(m, i, err) != 0) {
             return -1;
@@ -165,7 +258,19 @@ mr_metrics_series(mr_mirror_t *m, sk_err_t *err)
     }
     mt->servable = sk_metrics_series(mt->reg, &mr_metrics_servable, NULL,
         NULL, 0, err);
-    return mt->servable == NULL ? -1 : 0;
+    mt->cache_bytes = sk_metrics_series(mt->reg, &mr_metrics_cache_bytes,
+        NULL, NULL, 0, err);
+    mt->cache_answers = sk_metrics_series(mt->reg, &mr_metrics_cache_answers,
+        NULL, NULL, 0, err);
+    mt->cache_evictions = sk_metrics_series(mt->reg,
+        &mr_metrics_cache_evictions, NULL, NULL, 0, err);
+    mt->redis_errors = sk_metrics_series(mt->reg, &mr_metrics_redis, NULL,
+        NULL, 0, err);
+    sk_httpd_metrics_init(&mt->http, mt->reg, "sk_mirror",
+        mr_metrics_endpoints, MR_METRICS_ENDPOINTS, mr_metrics_endpoint);
+    return mt->servable == NULL || mt->cache_bytes == NULL
+        || mt->cache_answers == NULL || mt->cache_evictions == NULL
+        || mt->redis_errors == NULL ? -1 : 0;
 }
 
 
@@ -210,4 +315,26 @@ void
 mr_metrics_synced(mr_mirror_t *m, const mr_tl_t *t, uint64_t n)
 {
     sk_metric_inc(m->metrics.synced[t->index], n);
+}
+
+
+void
+mr_metrics_round(mr_mirror_t *m, const mr_tl_t *t, int ok, double secs)
+{
+    sk_metric_inc(m->metrics.rounds[t->index][ok ? 0 : 1], 1);
+    sk_metric_observe(m->metrics.round_seconds[t->index], secs);
+}
+
+
+void
+mr_metrics_redis_error(mr_mirror_t *m)
+{
+    sk_metric_inc(m->metrics.redis_errors, 1);
+}
+
+
+sk_httpd_metrics_t *
+mr_metrics_http(mr_mirror_t *m)
+{
+    return m->metrics.reg != NULL ? &m->metrics.http : NULL;
 }

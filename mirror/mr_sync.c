@@ -1087,6 +1087,7 @@ mr_sync_thread(void *arg)
     mr_sync_t         s;
     sk_err_t          err;
     uint64_t          wait;
+    struct timespec   t0, t1;
     CURL             *curl = curl_easy_init();
 
     mr_lock(m);
@@ -1102,7 +1103,9 @@ mr_sync_thread(void *arg)
         s.t = t;
         s.curl = curl;
         s.err = &err;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         r = mr_sync_round(&s);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
         mr_batch_free(&s.b);
         mr_pending_free(&s.pend);
         mr_lock(m);
@@ -1110,6 +1113,9 @@ mr_sync_thread(void *arg)
             break;              /* a round cut short by the stop */
         }
         wait = mr_sync_after(m, t, r, &err);
+        mr_metrics_round(m, t, r == MR_ROUND_OK || r == MR_ROUND_PARTIAL,
+            (double) (t1.tv_sec - t0.tv_sec)
+            + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9);
         mr_state_sleep(m, wait);
     }
     mr_unlock(m);

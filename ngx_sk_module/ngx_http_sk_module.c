@@ -249,7 +249,11 @@ ngx_http_sk_create_main_conf(ngx_conf_t *cf)
      *
      *     mcf->trusts = { 0 };      initialised on first use
      *     mcf->thread_pool = NULL;
+     *     mcf->metrics_on = 0;
+     *     mcf->metrics_slots = 0;
      *     mcf->metrics = NULL;
+     *     mcf->labels = { 0 };      made at postconfiguration
+     *     mcf->names = { 0 };
      */
 
     return mcf;
@@ -676,6 +680,7 @@ ngx_http_sk_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_sk_loc_conf_t *slcf = conf;
 
+    ngx_http_sk_main_conf_t   *mcf;
     ngx_http_core_loc_conf_t  *clcf;
 
     if (slcf->metrics != NGX_CONF_UNSET) {
@@ -683,14 +688,8 @@ ngx_http_sk_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     slcf->metrics = 1;
-
-    if (ngx_http_sk_metrics_zone(cf,
-            ngx_http_conf_get_module_main_conf(cf, ngx_http_sk_module),
-            &ngx_http_sk_module)
-        != NGX_OK)
-    {
-        return NGX_CONF_ERROR;
-    }
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_sk_module);
+    mcf->metrics_on = 1;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
     clcf->handler = ngx_http_sk_metrics_page;
@@ -1330,7 +1329,7 @@ ngx_http_sk_attach(ngx_conf_t *cf, ngx_http_core_srv_conf_t *cscf,
 
         if (ngx_http_sk_metrics_carrier(cf,
                 ngx_http_conf_get_module_main_conf(cf, ngx_http_sk_module),
-                sk_carrier_name(c->carrier),
+                x, sk_carrier_name(c->carrier),
                 sk_carrier_not_after(c->carrier))
             != NGX_OK)
         {
@@ -1787,8 +1786,9 @@ ngx_http_sk_init(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
-    if (mcf->metrics != NULL && ngx_http_sk_metrics_register(cf, ngx_http_sk_module.ctx_index)
-           != NGX_OK)
+    if (ngx_http_sk_metrics_register(cf, ngx_http_sk_module.ctx_index,
+                                     &ngx_http_sk_module)
+        != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -1862,8 +1862,6 @@ ngx_http_sk_init_process(ngx_cycle_t *cycle)
     ngx_http_sk_main_conf_t  *mcf;
 
     mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_sk_module);
-
-    ngx_http_sk_metrics_init_process(mcf);
 
     return ngx_http_sk_staple_init_process(cycle, mcf);
 }

@@ -48,6 +48,8 @@ typedef struct {
 typedef struct {
     char                      name[SK_NAME_MAX + 1];
     time_t                    oldest;         /* 0: no answer held */
+    time_t                    last;           /* the newest answer's, also
+                                                 once dropped; 0: never */
     char                      from[SK_CLIENT_URL_MAX];
     char                      why[SK_STAPLE_WHY_MAX];
 } ngx_http_sk_staple_info_t;
@@ -55,6 +57,7 @@ typedef struct {
 
 struct ngx_http_sk_staple_s {
     ngx_http_sk_main_conf_t  *mcf;            /* its thread pool */
+    ngx_http_sk_srv_conf_t   *skcf;           /* its server's (label) */
     ngx_uint_t                mode;
     SSL_CTX                  *ctx;
     const sk_client_trust_t  *trust;
@@ -98,9 +101,6 @@ static ngx_uint_t ngx_http_sk_staple_log(ngx_http_sk_staple_t *st,
     ngx_log_t *log, int64_t now);
 static int ngx_http_sk_staple_add(SSL *ssl, unsigned int type,
     unsigned int context, const unsigned char **out, size_t *outlen, X509 *x,
-    size_t chainidx, int *al, void *arg);
-static int ngx_http_sk_staple_parse(SSL *ssl, unsigned int type,
-    unsigned int context, const unsigned char *in, size_t inlen, X509 *x,
     size_t chainidx, int *al, void *arg);
 
 
@@ -325,6 +325,7 @@ ngx_http_sk_staple_init(ngx_conf_t *cf, ngx_http_sk_main_conf_t *mcf,
     }
 
     st->mcf = mcf;
+    st->skcf = skcf;
     cln->handler = ngx_http_sk_staple_cleanup;
     cln->data = st;
 
@@ -523,6 +524,7 @@ ngx_http_sk_staple_serve(ngx_http_sk_staple_t *st, X509 *x, ngx_log_t *log)
         ngx_cpystrn((u_char *) st->info[i].why, (u_char *) nm->why,
                     sizeof(st->info[i].why));
         st->info[i].oldest = nm->s.buf ? nm->oldest : 0;
+        st->info[i].last = nm->oldest;
     }
 
     if (st->mode == NGX_HTTP_SK_STAPLE_CHAIN) {
@@ -534,14 +536,15 @@ ngx_http_sk_staple_serve(ngx_http_sk_staple_t *st, X509 *x, ngx_log_t *log)
 
 
 /* Each name refreshed at now: its age and where it came from, or why
- * there is none.  Whether any failed. */
+ * there is none.  What kept the names from renewing (the cause that says
+ * most), or SK_STAPLE_RENEWED. */
 static ngx_uint_t
 ngx_http_sk_staple_log(ngx_http_sk_staple_t *st, ngx_log_t *log, int64_t now)
 {
-    ngx_uint_t         i, level, failed;
+    ngx_uint_t         i, level, cause;
     sk_staple_name_t  *nm;
 
-    failed = 0;
+    cause = SK_STAPLE_RENEWED;
 
     for (i = 0; i < st->set.n; i++) {
         nm = &st->set.names[i];
@@ -551,14 +554,17 @@ ngx_http_sk_staple_log(ngx_http_sk_staple_t *st, ngx_log_t *log, int64_t now)
         }
 
         level = nm->failed ? NGX_LOG_WARN : NGX_LOG_NOTICE;
-        failed |= nm->failed;
+
+        if (nm->failed && (ngx_uint_t) nm->cause > cause) {
+            cause = nm->cause;
+        }
 
         ngx_log_error(level, log, 0, "sovereign_key_staple %s: %s%s",
                       nm->name, nm->why,
                       st->ext == NULL ? "; sending no staple" : "");
     }
 
-    return failed;
+    return cause;
 }
 
 
@@ -587,9 +593,8 @@ ngx_http_sk_staple_register(ngx_conf_t *cf, ngx_uint_t ctx_index)
 
         if (SSL_CTX_add_custom_ext(sscf->ssl.ctx, SK_STAPLE_EXT_TYPE,
                                    NGX_HTTP_SK_STAPLE_CONTEXT,
-                                   ngx_http_sk_staple_add, NULL,
-                                   skcf->staple, ngx_http_sk_staple_parse,
-                                   NULL)
+                                   ngx_http_sk_staple_add, NULL, skcf,
+                                   NULL, NULL)
             != 1)
         {
             ngx_ssl_error(NGX_LOG_EMERG, cf->log, 0,
@@ -604,14 +609,22 @@ ngx_http_sk_staple_register(ngx_conf_t *cf, ngx_uint_t ctx_index)
 }
 
 
-/* The ServerHello or EncryptedExtensions, for a client that asked: the
- * staple if there is one fit to serve; a resumed session needs none. */
+/* The ServerHello or EncryptedExtensions, for a client that asked (OpenSSL
+ * calls it only then, with the context SNI chose: the request counts for
+ * that server): the staple if there is one fit to serve; a resumed
+ * session needs none.  The request carries nothing to read. */
 static int
 ngx_http_sk_staple_add(SSL *ssl, unsigned int type, unsigned int context,
     const unsigned char **out, size_t *outlen, X509 *x, size_t chainidx,
     int *al, void *arg)
 {
-    ngx_http_sk_staple_t *st = arg;
+    ngx_http_sk_srv_conf_t *skcf = arg;
+
+    ngx_http_sk_staple_t  *st;
+
+    ngx_http_sk_count(skcf->label, NGX_HTTP_SK_M_REQUESTED);
+
+    st = skcf->staple;
 
     if (st == NULL || st->mode != NGX_HTTP_SK_STAPLE_EXTENSION
         || st->ext == NULL || ngx_time() >= st->valid
@@ -623,19 +636,7 @@ ngx_http_sk_staple_add(SSL *ssl, unsigned int type, unsigned int context,
     *out = st->ext;
     *outlen = st->ext_len;
 
-    ngx_http_sk_metric_inc(NGX_HTTP_SK_M_SENT);
-
-    return 1;
-}
-
-
-/* The client's request carries nothing to read: it is counted. */
-static int
-ngx_http_sk_staple_parse(SSL *ssl, unsigned int type, unsigned int context,
-    const unsigned char *in, size_t inlen, X509 *x, size_t chainidx,
-    int *al, void *arg)
-{
-    ngx_http_sk_metric_inc(NGX_HTTP_SK_M_REQUESTED);
+    ngx_http_sk_count(skcf->label, NGX_HTTP_SK_M_SENT);
 
     return 1;
 }
@@ -753,7 +754,7 @@ ngx_http_sk_staple_task(void *data, ngx_log_t *log)
 
     cache = NULL;
     if (sk_cache_open(&cache, st->cache, 1000, &err) != 0) {
-        ngx_http_sk_metric_inc(NGX_HTTP_SK_M_CACHE_ERRORS);
+        ngx_http_sk_count(st->skcf->label, NGX_HTTP_SK_M_CACHE_ERRORS);
         cache = NULL;
     }
 
@@ -785,7 +786,8 @@ ngx_http_sk_staple_done(ngx_event_t *ev)
 {
     ngx_http_sk_staple_t *st = ev->data;
 
-    X509  *x;
+    X509        *x;
+    ngx_uint_t   cause;
 
     st->loading = 0;
 
@@ -805,9 +807,10 @@ ngx_http_sk_staple_done(ngx_event_t *ev)
         }
     }
 
-    if (ngx_http_sk_staple_log(st, ev->log, st->ran) || st->rc < 0) {
-        ngx_http_sk_metric_inc(NGX_HTTP_SK_M_REFRESH_FAILURES);
-    }
+    cause = ngx_http_sk_staple_log(st, ev->log, st->ran);
+
+    ngx_http_sk_count(st->skcf->label, NGX_HTTP_SK_M_REFRESH
+                      + (st->rc < 0 ? SK_STAPLE_CAUSES : cause));
 
     ngx_http_sk_staple_schedule(st, st->rc < 0 ? st->trust->staple_retry
                                                : st->set.next - ngx_time());
@@ -898,67 +901,28 @@ ngx_http_sk_staple_status(u_char *p, u_char *last, ngx_http_sk_staple_t *st)
 }
 
 
-size_t
-ngx_http_sk_staple_metrics_size(ngx_http_sk_staple_t *st)
+ngx_uint_t
+ngx_http_sk_staple_nnames(ngx_http_sk_staple_t *st)
 {
-    return st->set.n * (SK_NAME_MAX + 64);
+    return st->set.n;
 }
 
 
-/* The oldest answer held for name among staples [from, to); 0: none. */
-static time_t
-ngx_http_sk_staple_oldest(ngx_http_sk_staple_t **stp, ngx_uint_t from,
-    ngx_uint_t to, const char *name)
+const char *
+ngx_http_sk_staple_name(ngx_http_sk_staple_t *st, ngx_uint_t k, time_t now,
+    time_t *last, ngx_uint_t *served)
 {
-    time_t       oldest;
-    ngx_uint_t   i, k;
-
-    oldest = 0;
-
-    for (i = from; i < to; i++) {
-        for (k = 0; k < stp[i]->set.n; k++) {
-            if (stp[i]->info[k].oldest
-                && ngx_strcmp(stp[i]->info[k].name, name) == 0
-                && (oldest == 0 || stp[i]->info[k].oldest < oldest))
-            {
-                oldest = stp[i]->info[k].oldest;
-            }
-        }
-    }
-
-    return oldest;
-}
-
-
-/* One line per name however many servers staple it: the oldest answer
- * among them, written where the name first appears. */
-u_char *
-ngx_http_sk_staple_metrics(u_char *p, u_char *last,
-    ngx_http_sk_staple_t **stp, ngx_uint_t n, time_t now)
-{
-    time_t                      oldest;
-    ngx_uint_t                  i, k;
     ngx_http_sk_staple_info_t  *in;
 
-    for (i = 0; i < n; i++) {
-        for (k = 0; k < stp[i]->set.n; k++) {
-            in = &stp[i]->info[k];
+    in = &st->info[k];
 
-            if (in->oldest == 0
-                || ngx_http_sk_staple_oldest(stp, 0, i, in->name) != 0)
-            {
-                continue;       /* none, or written already */
-            }
-
-            oldest = ngx_http_sk_staple_oldest(stp, i, n, in->name);
-
-            p = ngx_slprintf(p, last,
-                             "sk_nginx_staple_age_seconds{name=\"%s\"} %T\n",
-                             in->name, now - oldest);
-        }
+    if (last != NULL) {
+        *last = in->last;
+        *served = in->oldest != 0 && st->ext != NULL && now < st->valid
+                  && now - in->oldest < st->trust->staple_max_age;
     }
 
-    return p;
+    return st->set.names[k].name;
 }
 
 

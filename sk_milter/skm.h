@@ -426,11 +426,23 @@ void skm_metrics_handshake(const char *result);
 void skm_metrics_policy(const char *reply, double secs);
 void skm_metrics_staple_asked(int received);    /* outbound handshake */
 void skm_metrics_staple_sent(void);             /* a chain file with one */
-void skm_metrics_staple_failed(void);           /* a refresh failed */
+/* A staple refresh: an sk_staple_cause_t, or -1 for a local failure. */
+void skm_metrics_staple_refreshed(int cause);
 void skm_metrics_cache_error(void);             /* a KeyCache lookup */
-/* Gauges of the refresher thread: a staple's age, a carrier's time left. */
-void skm_metrics_staple_age(const char *name, long age);
-void skm_metrics_carrier_expiry(const char *chainfile, long secs);
+/* skm_server.c's sockets, by index (Socket, PolicySocket,
+ * ClientPolicySocket): one refused at its cap; one opened or closed. */
+void skm_metrics_refused(size_t socket);
+void skm_metrics_connections(size_t socket, int delta);
+void skm_metrics_postfix_command(int ok);       /* PostfixCommand ran */
+void skm_metrics_policy_lookup(int delta);      /* +1 begins, -1 ends */
+/* The refresher thread: the ChainFiles of the configuration it runs
+ * (each pass, first), then what it wrote in ChainFile number chain (the
+ * carrier's name and end), and a carrier name's staple (oldest: its
+ * newest answer's oldest checkpoint, 0 if it never had one; served: in
+ * the chain files now). */
+void skm_metrics_chains(const skm_conf_t *conf);
+void skm_metrics_carrier(size_t chain, const char *name, time_t not_after);
+void skm_metrics_staple(const char *name, time_t oldest, int served);
 
 /* Onion: the HiddenServiceDir and torrc, if OnionDir is set. */
 int skm_onion_setup(const skm_conf_t *conf);

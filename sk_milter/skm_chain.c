@@ -57,6 +57,7 @@ skm_chain_refresh(const skm_conf_t *conf, time_t now)
     size_t       i;
     int          changed, rc;
 
+    skm_metrics_chains(conf);
     if (conf->nchains == 0) {
         return 0;
     }
@@ -134,8 +135,6 @@ skm_chain_one(const skm_conf_t *conf, const skm_chain_t *ch,
         skm_log(LOG_WARNING, "ChainFile %s: %s; writing %s without a "
             "carrier", ch->source, why, ch->output);
     } else {
-        skm_metrics_carrier_expiry(ch->source,
-            (long) (sk_carrier_not_after(car) - now));
         if (sk_carrier_not_after(car) - now < conf->expirywarn * 86400) {
             skm_log(LOG_WARNING, "ChainFile %s: the carrier expires in %ld "
                 "days: publish a new one", ch->source,
@@ -197,6 +196,10 @@ skm_chain_one(const skm_conf_t *conf, const skm_chain_t *ch,
     rc = 1;
 
 done:
+    if (rc >= 0 && car != NULL) {       /* what OUTPUT now carries */
+        skm_metrics_carrier((size_t) (ch - conf->chains),
+            sk_carrier_name(car), sk_carrier_not_after(car));
+    }
     free(src);
     free(old);
     free(out);
@@ -323,6 +326,8 @@ skm_chain_reload_postfix(const skm_conf_t *conf)
         _exit(127);
     }
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) { }
+    skm_metrics_postfix_command(WIFEXITED(status)
+        && WEXITSTATUS(status) == 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         skm_log(LOG_ERR, "PostfixCommand \"%s\" failed (status %d)",
             conf->postfixcmd, WIFEXITED(status) ? WEXITSTATUS(status) : -1);

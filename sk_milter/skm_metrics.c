@@ -1,18 +1,29 @@
 /*
  * skm_metrics.c -- sk-milter's /metrics (sk/metrics.h) on MetricsListen.
  * Counts are added where things happen: verdicts (skm_filter.c), policy
- * answers (skm_policy.c), Probe handshakes and staples (skm_chain.c,
- * skm_staple.c), KeyCache failures (skm_trust.c).  Series labelled by a
- * carrier's name or a ChainFile are made when the refresher thread first
- * meets them.  Without MetricsListen every series stays NULL and each
- * call here does nothing.  docs/operations.md, "Monitoring", describes
- * each series.
+ * answers and lookups (skm_policy.c), Probe handshakes, PostfixCommand
+ * and staples (skm_chain.c, skm_staple.c), KeyCache failures
+ * (skm_trust.c), connections (skm_server.c).  What belongs to a ChainFile
+ * or a carrier's name (the carrier's end, the staple's age) is kept here
+ * under a lock, as the refresher thread last saw it, and written at each
+ * scrape for the ChainFiles of the running configuration only: a SIGHUP
+ * that drops a ChainFile drops its series, and ages and times left are
+ * counted at the scrape, so they move on while the KeyCache or the
+ * mirrors are down.  Without MetricsListen every series stays NULL, the
+ * state is not kept and each call here does nothing.
+ * docs/operations.md, "Monitoring", describes each series.
  */
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 
 #include <sk/httpd.h>
 #include <sk/metrics.h>
+#include <sk/staple_serve.h>
 
 #include "skm.h"
 
@@ -50,21 +61,58 @@ static const sk_metric_def_t  skm_metrics_st_sent = {
     SK_METRIC_COUNTER, NULL, 0
 };
 
-static const sk_metric_def_t  skm_metrics_st_failures = {
-    "sk_milter_staple_refresh_failures_total",
-    "Staple refreshes (KeyCache, StapleTrust mirrors) that failed.",
+static const sk_metric_def_t  skm_metrics_st_refreshes = {
+    "sk_milter_staple_refreshes_total",
+    "Staple refreshes by result: ok, or what kept the staple from being "
+    "renewed (mirror_down, bad_answer, timeline_stale, timeline_missing; "
+    "error: a local failure).",
     SK_METRIC_COUNTER, NULL, 0
 };
 
 static const sk_metric_def_t  skm_metrics_st_age = {
     "sk_milter_staple_age_seconds",
-    "Age of the staple put in the chain files, by carrier name.",
+    "Age of the newest answer the staple of the carrier name held (also "
+    "once dropped at staple_max_age).",
+    SK_METRIC_GAUGE, NULL, 0
+};
+
+static const sk_metric_def_t  skm_metrics_st_served = {
+    "sk_milter_staple_served",
+    "1 while the chain files carry a staple for the carrier name, else 0.",
     SK_METRIC_GAUGE, NULL, 0
 };
 
 static const sk_metric_def_t  skm_metrics_expiry = {
     "sk_milter_carrier_expiry_seconds",
     "Seconds until the carrier written in each ChainFile expires.",
+    SK_METRIC_GAUGE, NULL, 0
+};
+
+static const sk_metric_def_t  skm_metrics_conns = {
+    "sk_milter_connections",
+    "Connections open on each socket (Socket: the MTA's milter "
+    "connections).",
+    SK_METRIC_GAUGE, NULL, 0
+};
+
+static const sk_metric_def_t  skm_metrics_refused_def = {
+    "sk_milter_connections_refused_total",
+    "Connections closed at once on each socket, its cap (MaxConnections, "
+    "PolicyMaxConnections) reached.",
+    SK_METRIC_COUNTER, NULL, 0
+};
+
+static const sk_metric_def_t  skm_metrics_postfix = {
+    "sk_milter_postfix_command_total",
+    "PostfixCommand runs after a chain file changed, by result (ok, "
+    "failed).",
+    SK_METRIC_COUNTER, NULL, 0
+};
+
+static const sk_metric_def_t  skm_metrics_inflight = {
+    "sk_milter_policy_lookups_in_flight",
+    "Policy lookups being computed now (DNS, the next hop's handshake, "
+    "the KeyCache); cached answers are not counted.",
     SK_METRIC_GAUGE, NULL, 0
 };
 
@@ -97,8 +145,32 @@ static const char *const  skm_metrics_presults[] = {
     "ok", "notfound", "temp", "perm", NULL };
 static const char *const  skm_metrics_pwords[] = {
     "OK", "NOTFOUND", "TEMP", "PERM", NULL };
+static const char *const  skm_metrics_sockets[] = {
+    "Socket", "PolicySocket", "ClientPolicySocket", NULL };
+static const char *const  skm_metrics_presults2[] = { "ok", "failed", NULL };
+/* sk_staple_cause_t's names, then a local failure. */
+static const char *const  skm_metrics_stresults[] = {
+    "ok", "mirror_down", "bad_answer", "timeline_stale", "timeline_missing",
+    "error", NULL };
 
-#define SKM_METRICS_LABELS  5
+#define SKM_METRICS_LABELS  SKM_METRICS_STRESULTS
+#define SKM_METRICS_STRESULTS  (SK_STAPLE_CAUSES + 1)
+#define SKM_METRICS_STAPLES  64     /* skm_staple.c's names at most */
+
+/* What the refresher thread last saw of a ChainFile. */
+typedef struct {
+    char          *source;          /* its SOURCE */
+    time_t         not_after;       /* its carrier's; 0: none written */
+    char           name[SK_NAME_MAX + 1];   /* that carrier's name */
+} skm_metrics_chain_t;
+
+/* And of a carrier name's staple. */
+typedef struct {
+    char           name[SK_NAME_MAX + 1];
+    time_t         oldest;          /* its newest answer's oldest
+                                       checkpoint; 0: never one */
+    int            served;          /* in the chain files */
+} skm_metrics_staple_t;
 
 typedef struct {
     sk_metrics_t  *reg;
@@ -106,15 +178,25 @@ typedef struct {
     sk_metric_t   *messages[SKM_METRICS_LABELS];
     sk_metric_t   *handshakes[SKM_METRICS_LABELS];
     sk_metric_t   *answers[SKM_METRICS_LABELS];
+    sk_metric_t   *conns[SKM_METRICS_LABELS];
+    sk_metric_t   *refused[SKM_METRICS_LABELS];
+    sk_metric_t   *postfix[SKM_METRICS_LABELS];
+    sk_metric_t   *st_refreshes[SKM_METRICS_LABELS];
     sk_metric_t   *lookup;
+    sk_metric_t   *inflight;
     sk_metric_t   *st_requested;
     sk_metric_t   *st_received;
     sk_metric_t   *st_sent;
-    sk_metric_t   *st_failures;
     sk_metric_t   *cache_errors;
+
+    pthread_mutex_t        lock;    /* the fields below */
+    skm_metrics_chain_t   *chains;
+    size_t                 nchains;
+    skm_metrics_staple_t   staples[SKM_METRICS_STAPLES];
+    size_t                 nstaples;
 } skm_metrics_t;
 
-static skm_metrics_t  skm_metrics;
+static skm_metrics_t  skm_metrics = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 
 /* One series of def per label value in values (NULL-terminated). */
@@ -142,29 +224,109 @@ skm_metrics_plain(const sk_metric_def_t *def, sk_err_t *err)
 }
 
 
+/* Whether a ChainFile of the running configuration has a carrier of
+ * this name (under the lock). */
+static int
+skm_metrics_named(const char *name)
+{
+    size_t  i;
+
+    for (i = 0; i < skm_metrics.nchains; i++) {
+        if (strcmp(skm_metrics.chains[i].name, name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+
+static void
+skm_metrics_emit_expiry(sk_metrics_emit_t *e, void *cls)
+{
+    skm_metrics_chain_t  *ch;
+    time_t                now = time(NULL);
+    size_t                i;
+
+    (void) cls;
+    pthread_mutex_lock(&skm_metrics.lock);
+    for (i = 0; i < skm_metrics.nchains; i++) {
+        ch = &skm_metrics.chains[i];
+        if (ch->not_after != 0) {
+            sk_metrics_emit(e, (const char *const *) &ch->source,
+                (double) (ch->not_after - now));
+        }
+    }
+    pthread_mutex_unlock(&skm_metrics.lock);
+}
+
+
+/* The staple of each carrier name in use: cls non-NULL for its age, NULL
+ * for whether it is served. */
+static void
+skm_metrics_emit_staple(sk_metrics_emit_t *e, void *cls)
+{
+    skm_metrics_staple_t  *st;
+    const char            *v[1];
+    time_t                 now = time(NULL);
+    size_t                 i;
+
+    pthread_mutex_lock(&skm_metrics.lock);
+    for (i = 0; i < skm_metrics.nstaples; i++) {
+        st = &skm_metrics.staples[i];
+        v[0] = st->name;
+        if (!skm_metrics_named(st->name)) {
+            continue;
+        }
+        if (cls == NULL) {
+            sk_metrics_emit(e, v, st->served);
+        } else if (st->oldest != 0) {
+            sk_metrics_emit(e, v, (double) (now - st->oldest));
+        }
+    }
+    pthread_mutex_unlock(&skm_metrics.lock);
+}
+
+
 static int
 skm_metrics_series(sk_err_t *err)
 {
-    skm_metrics_t  *mt = &skm_metrics;
+    static const char *const  chainfile[] = { "chainfile" };
+    static const char *const  name[] = { "name" };
+    skm_metrics_t            *mt = &skm_metrics;
 
-    if (skm_metrics_labelled(mt->messages, &skm_metrics_messages, "verdict",
-            skm_metrics_verdicts, err) != 0
+    if (sk_metrics_process(mt->reg, "sk_milter", err) != 0
+        || skm_metrics_labelled(mt->messages, &skm_metrics_messages,
+               "verdict", skm_metrics_verdicts, err) != 0
         || skm_metrics_labelled(mt->handshakes, &skm_metrics_handshakes,
                "result", skm_metrics_hsresults, err) != 0
         || skm_metrics_labelled(mt->answers, &skm_metrics_answers, "result",
-               skm_metrics_presults, err) != 0)
+               skm_metrics_presults, err) != 0
+        || skm_metrics_labelled(mt->conns, &skm_metrics_conns, "socket",
+               skm_metrics_sockets, err) != 0
+        || skm_metrics_labelled(mt->refused, &skm_metrics_refused_def, "socket",
+               skm_metrics_sockets, err) != 0
+        || skm_metrics_labelled(mt->postfix, &skm_metrics_postfix, "result",
+               skm_metrics_presults2, err) != 0
+        || skm_metrics_labelled(mt->st_refreshes, &skm_metrics_st_refreshes,
+               "result", skm_metrics_stresults, err) != 0
+        || sk_metrics_family(mt->reg, &skm_metrics_st_age, name, 1,
+               skm_metrics_emit_staple, mt, err) != 0
+        || sk_metrics_family(mt->reg, &skm_metrics_st_served, name, 1,
+               skm_metrics_emit_staple, NULL, err) != 0
+        || sk_metrics_family(mt->reg, &skm_metrics_expiry, chainfile, 1,
+               skm_metrics_emit_expiry, NULL, err) != 0)
     {
         return -1;
     }
     mt->lookup = skm_metrics_plain(&skm_metrics_lookup, err);
+    mt->inflight = skm_metrics_plain(&skm_metrics_inflight, err);
     mt->st_requested = skm_metrics_plain(&skm_metrics_st_requested, err);
     mt->st_received = skm_metrics_plain(&skm_metrics_st_received, err);
     mt->st_sent = skm_metrics_plain(&skm_metrics_st_sent, err);
-    mt->st_failures = skm_metrics_plain(&skm_metrics_st_failures, err);
     mt->cache_errors = skm_metrics_plain(&skm_metrics_cache_errors, err);
-    return mt->lookup == NULL || mt->st_requested == NULL
-        || mt->st_received == NULL || mt->st_sent == NULL
-        || mt->st_failures == NULL || mt->cache_errors == NULL ? -1 : 0;
+    return mt->lookup == NULL || mt->inflight == NULL
+        || mt->st_requested == NULL || mt->st_received == NULL
+        || mt->st_sent == NULL || mt->cache_errors == NULL ? -1 : 0;
 }
 
 
@@ -190,9 +352,18 @@ skm_metrics_start(const skm_conf_t *conf, sk_err_t *err)
 void
 skm_metrics_stop(void)
 {
+    size_t  i;
+
     sk_httpd_stop(skm_metrics.h);
     sk_metrics_free(skm_metrics.reg);
-    memset(&skm_metrics, 0, sizeof(skm_metrics));
+    for (i = 0; i < skm_metrics.nchains; i++) {
+        free(skm_metrics.chains[i].source);
+    }
+    free(skm_metrics.chains);
+    memset(&skm_metrics, 0, offsetof(skm_metrics_t, lock));
+    skm_metrics.chains = NULL;
+    skm_metrics.nchains = 0;
+    skm_metrics.nstaples = 0;
 }
 
 
@@ -255,9 +426,38 @@ skm_metrics_staple_sent(void)
 
 
 void
-skm_metrics_staple_failed(void)
+skm_metrics_staple_refreshed(int cause)
 {
-    sk_metric_inc(skm_metrics.st_failures, 1);
+    sk_metric_inc(skm_metrics.st_refreshes[cause >= 0 && cause
+        < SK_STAPLE_CAUSES ? cause : SK_STAPLE_CAUSES], 1);
+}
+
+
+void
+skm_metrics_refused(size_t socket)
+{
+    sk_metric_inc(skm_metrics.refused[socket], 1);
+}
+
+
+void
+skm_metrics_connections(size_t socket, int delta)
+{
+    sk_metric_add(skm_metrics.conns[socket], delta);
+}
+
+
+void
+skm_metrics_postfix_command(int ok)
+{
+    sk_metric_inc(skm_metrics.postfix[ok ? 0 : 1], 1);
+}
+
+
+void
+skm_metrics_policy_lookup(int delta)
+{
+    sk_metric_add(skm_metrics.inflight, delta);
 }
 
 
@@ -268,36 +468,89 @@ skm_metrics_cache_error(void)
 }
 
 
-/* Set the gauge def{label="value"}, made the first time (refresher). */
-static void
-skm_metrics_gauge(const sk_metric_def_t *def, const char *label,
-    const char *value, double v)
+void
+skm_metrics_chains(const skm_conf_t *conf)
 {
-    sk_metric_t  *s;
-    sk_err_t      err;
+    skm_metrics_chain_t  *chs, *old;
+    size_t                i, j;
 
     if (skm_metrics.reg == NULL) {
         return;
     }
-    s = sk_metrics_series(skm_metrics.reg, def, &label, &value, 1, &err);
-    if (s == NULL) {
-        skm_log(LOG_ERR, "metrics: %s", err.msg);
+    chs = calloc(conf->nchains + 1, sizeof(*chs));
+    for (i = 0; chs != NULL && i < conf->nchains; i++) {
+        chs[i].source = strdup(conf->chains[i].source);
+        if (chs[i].source == NULL) {
+            break;
+        }
+    }
+    pthread_mutex_lock(&skm_metrics.lock);
+    old = skm_metrics.chains;
+    if (chs != NULL && i == conf->nchains) {
+        /* what is known of a ChainFile the new configuration keeps */
+        for (i = 0; i < conf->nchains; i++) {
+            for (j = 0; j < skm_metrics.nchains; j++) {
+                if (strcmp(old[j].source, chs[i].source) == 0) {
+                    chs[i].not_after = old[j].not_after;
+                    memcpy(chs[i].name, old[j].name, sizeof(chs[i].name));
+                    break;
+                }
+            }
+        }
+        skm_metrics.chains = chs;
+        j = skm_metrics.nchains;
+        skm_metrics.nchains = conf->nchains;
+        chs = old;
+    } else {
+        skm_log(LOG_ERR, "metrics: out of memory");
+        j = i;
+    }
+    pthread_mutex_unlock(&skm_metrics.lock);
+    for (i = 0; chs != NULL && i < j; i++) {
+        free(chs[i].source);
+    }
+    free(chs);
+}
+
+
+void
+skm_metrics_carrier(size_t chain, const char *name, time_t not_after)
+{
+    skm_metrics_chain_t  *ch;
+
+    pthread_mutex_lock(&skm_metrics.lock);
+    if (chain < skm_metrics.nchains) {
+        ch = &skm_metrics.chains[chain];
+        ch->not_after = not_after;
+        snprintf(ch->name, sizeof(ch->name), "%s", name);
+    }
+    pthread_mutex_unlock(&skm_metrics.lock);
+}
+
+
+void
+skm_metrics_staple(const char *name, time_t oldest, int served)
+{
+    skm_metrics_staple_t  *st;
+    size_t                 i;
+
+    if (skm_metrics.reg == NULL) {
         return;
     }
-    sk_metric_set(s, v);
-}
-
-
-void
-skm_metrics_staple_age(const char *name, long age)
-{
-    skm_metrics_gauge(&skm_metrics_st_age, "name", name, (double) age);
-}
-
-
-void
-skm_metrics_carrier_expiry(const char *chainfile, long secs)
-{
-    skm_metrics_gauge(&skm_metrics_expiry, "chainfile", chainfile,
-        (double) secs);
+    pthread_mutex_lock(&skm_metrics.lock);
+    for (i = 0; i < skm_metrics.nstaples; i++) {
+        if (strcmp(skm_metrics.staples[i].name, name) == 0) {
+            break;
+        }
+    }
+    if (i < SKM_METRICS_STAPLES) {
+        st = &skm_metrics.staples[i];
+        if (i == skm_metrics.nstaples) {
+            snprintf(st->name, sizeof(st->name), "%s", name);
+            skm_metrics.nstaples++;
+        }
+        st->oldest = oldest;
+        st->served = served;
+    }
+    pthread_mutex_unlock(&skm_metrics.lock);
 }

@@ -251,7 +251,9 @@ skm_policy_answer(char *reply, size_t replylen, const skm_conf_t *conf,
     }
     skm_bound_init(&b, conf->policytimeout, client);
     ttl = 0;
+    skm_metrics_policy_lookup(1);
     skm_policy_compute(reply, replylen, &ttl, conf, key, &b);
+    skm_metrics_policy_lookup(-1);
     if (ttl > 0) {
         skm_pcache_put(conf, key, reply, now + ttl);
     }

@@ -304,6 +304,7 @@ skm_server_listen(void *arg)
         max = *(const long *) (const void *) ((const char *) conf + sv->max);
         skm_conf_release(conf);
         if (__atomic_load_n(&sv->conns, __ATOMIC_SEQ_CST) >= max) {
+            skm_metrics_refused((size_t) (sv - skm_servers));
             skm_log_limited(&sv->refused, LOG_WARNING, "%s: %ld connections "
                 "open (%s): closing a new one", sv->name, max, sv->maxkey);
             close(fd);
@@ -320,12 +321,14 @@ skm_server_listen(void *arg)
         sc->fd = fd;
         sc->server = sv;
         __atomic_add_fetch(&sv->conns, 1, __ATOMIC_SEQ_CST);
+        skm_metrics_connections((size_t) (sv - skm_servers), 1);
         pthread_mutex_lock(&skm_srv_lock);
         if (skm_srv_stopping
             || skm_server_start(skm_server_conn, sc) != 0)
         {
             pthread_mutex_unlock(&skm_srv_lock);
             __atomic_sub_fetch(&sv->conns, 1, __ATOMIC_SEQ_CST);
+            skm_metrics_connections((size_t) (sv - skm_servers), -1);
             if (!skm_srv_stopping) {
                 skm_log(LOG_ERR, "%s: cannot start a thread", sv->name);
             }
@@ -358,6 +361,7 @@ skm_server_done(skm_sconn_t *sc)
         }
         close(sc->fd);
         __atomic_sub_fetch(&sc->server->conns, 1, __ATOMIC_SEQ_CST);
+        skm_metrics_connections((size_t) (sc->server - skm_servers), -1);
         free(sc);
     }
     if (--skm_srv_threads == 0) {

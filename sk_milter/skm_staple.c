@@ -82,12 +82,10 @@ skm_staple_refresh(skm_staple_t *st, const skm_conf_t *conf, time_t now)
     if (sk_staple_set_refresh(&st->set, conf->stapletrust, cache,
             sk_client_fetch_curl, &curl, now, &err) < 0)
     {
-        skm_metrics_staple_failed();
+        skm_metrics_staple_refreshed(-1);
         skm_log(LOG_ERR, "staple %s: %s", nm->name, err.msg);
     } else if (nm->tried == now) {
-        if (nm->failed) {
-            skm_metrics_staple_failed();
-        }
+        skm_metrics_staple_refreshed((int) nm->cause);
         skm_log(nm->failed ? LOG_WARNING : LOG_INFO, "staple %s: %s%s",
             nm->name, nm->why, st->set.buf == NULL
             ? "; the chain files get no staple" : "");
@@ -116,6 +114,8 @@ skm_staple_pem(char **pem, size_t *len, long *age, const skm_conf_t *conf,
         return -1;
     }
     skm_staple_refresh(st, conf, now);
+    skm_metrics_staple(name, st->set.names[0].oldest,
+        st->set.buf != NULL);
     if (st->set.buf == NULL) {
         return 0;
     }
@@ -134,7 +134,6 @@ skm_staple_pem(char **pem, size_t *len, long *age, const skm_conf_t *conf,
         memcpy(*pem, data, (size_t) n);
         *len = (size_t) n;
         *age = (long) (now - st->set.oldest);
-        skm_metrics_staple_age(name, *age);
         rc = 1;
     } else {
         skm_log(LOG_ERR, "staple %s: cannot encode its certificate", name);

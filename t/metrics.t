@@ -1,13 +1,19 @@
 #!/usr/bin/perl
 # /metrics of sk-timeline and sk-mirror, scraped by a real Prometheus:
 # metrics_listen is off by default and a bad one (or one in use) refuses
-# to start naming the key; after real appends (created, bad_request, forbidden) and a
-# mirror's sync and queries, each /metrics answer passes `promtool check
-# metrics`, and Prometheus' query API gives back the counts, sizes,
-# latency histograms, lag, states and cache lookups; a timeline that goes
-# away turns Stuck there, and the alert rules loaded into that Prometheus
-# see it (pending).  dist/prometheus/: `promtool check rules` and
-# `promtool test rules` (each alert fired from synthetic series).
+# to start naming the key; after real appends (created, bad_request,
+# forbidden) and a mirror's sync and queries, each /metrics answer passes
+# `promtool check metrics`, and Prometheus' query API gives back the
+# counts, sizes, latency histograms, requests by endpoint and code, lag,
+# states, sync rounds and cache lookups; the checkpoint age counts the
+# timeline's own signatures (a chunk's), not a reader's GET /checkpoint.
+# Faults, with the alert rules loaded into that Prometheus: a client
+# spending its SK's budget (counted as budget, no alert); a timeline
+# stopped (SKTimelineDown, SKMirrorTimelineStuck without a state label,
+# SKMirrorCannotAnswer with one timeline left); the mirror stopped
+# (SKMirrorDown); each pending, and no other alert.  dist/prometheus/:
+# `promtool check rules` and `promtool test rules` (each alert fired from
+# synthetic series, and quiet on healthy ones).
 # dist/grafana/sk-dashboard.json: a row per part, a panel on each
 # alert's metric, and the timeline's and mirror's queries run on that
 # Prometheus over names their /metrics answers have (nginx-metrics.t and
@@ -76,7 +82,8 @@ for my $tid (7, 8) {
     mkdir "$d/tl$tid";
     $mport{$tid} = free_port();
     $t{$tid} = start_timeline("$d/tl$tid", tid => $tid,
-        operator_key => "$d/operator.pub",
+        operator_key => "$d/operator.pub", chunk_interval => 1,
+        sk_budget => 1, connections => 500,
         metrics_listen => "127.0.0.1:$mport{$tid}");
     ok($t{$tid}{up}, "timeline $tid listens") or BAIL_OUT(slurp($t{$tid}{log}));
     like(slurp($t{$tid}{log}), qr{metrics on http://127\.0\.0\.1:$mport{$tid}/metrics},
@@ -164,9 +171,34 @@ ok(val("sk_timeline_fsync_duration_seconds_count{$i7}") >= 2,
 is(val("sk_timeline_tree_size{$i7}"), 4,
     '... tree size 4 (2 entries, each with its Map-Root)');
 is(val("sk_timeline_appends_refused{$i7}"), 0, '... appends not refused');
-my $age = val("sk_timeline_checkpoint_age_seconds{$i7}");
-ok($age ne 'none' && $age < 10,
-    "... signed a checkpoint recently (the mirror polls): $age s");
+is(val("sk_timeline_http_requests_total{$i7,endpoint=\"append\",code=\"201\"}"),
+    2, '... 2 requests to /append answered 201');
+is(val("sk_timeline_http_requests_total{$i7,endpoint=\"append\",code=\"403\"}"),
+    1, '... and 1 answered 403');
+ok(val("sk_timeline_http_request_duration_seconds_count{$i7,endpoint=\"checkpoint\"}")
+    >= 1, '... the mirror\'s GET /checkpoint timed');
+is(val("sk_timeline_http_connections_max{$i7}"), 500,
+    '... the connections limit');
+is(val("sk_timeline_build_info{$i7}"), 1, '... its build');
+ok(val("process_resident_memory_bytes{$i7}") > 1e6, '... its memory');
+ok(prom_wait($p, "sk_timeline_published_entries{$i7}", sub { $_[0] == 4 },
+    10), '... every entry published in a chunk (chunk_interval 1)');
+is(val("sk_timeline_publish_lag_seconds{$i7}"), 0, '... no publication lag');
+is(val("sk_timeline_appends_pending{$i7}"), 0, '... no 202 pending');
+
+# The checkpoint age is the time since the timeline's own signature (the
+# last chunk's TFM): a reader's GET /checkpoint, signed for it, does not
+# reset it (it measured polling, not signing).
+sub age7 {
+    my ($v) = scrape("http://127.0.0.1:$mport{7}/metrics")->{body}
+        =~ /^sk_timeline_checkpoint_age_seconds (\S+)$/m;
+    return $v;
+}
+ok(wait_until(sub { (age7() // 0) >= 2 }, 10), 'checkpoint age: 2 s since '
+    . 'the last chunk') or diag(age7());
+is(SKTimeline::http('GET', "$t{7}{url}/checkpoint")->{code}, 200,
+    'GET /checkpoint');
+cmp_ok(age7(), '>=', 2, '... does not reset it');
 
 is(val('sk_mirror_entries_synced_total{tid="7"}'), 4,
     'mirror: 4 entries synced from timeline 7 (2 and their Map-Roots)');
@@ -183,19 +215,60 @@ is(val('sk_mirror_answer_cache_lookups_total{result="hit"}'), 1,
     '... 1 cache hit');
 is(val('sk_mirror_answer_cache_lookups_total{result="miss"}'), 1,
     '... 1 cache miss');
+is(val('sk_mirror_http_requests_total{endpoint="query",code="200"}'), 2,
+    '... 2 queries answered 200');
+is(val('sk_mirror_http_request_duration_seconds_count{endpoint="query"}'), 3,
+    '... 3 query latencies');
+ok(val('sk_mirror_answer_cache_bytes') > 0, '... answers kept in memory');
+is(val('sk_mirror_answer_cache_evictions_total'), 0, '... none evicted');
+ok(val('sk_mirror_sync_rounds_total{tid="7",result="ok"}') >= 1,
+    '... sync rounds with timeline 7');
+ok(val('sk_mirror_last_sync_success_timestamp_seconds{tid="7"}') > time - 60,
+    '... the last good one recent');
+is(val('sk_mirror_redis_errors_total'), 0, '... no Redis errors');
 
-# A timeline that goes away: Stuck, as Prometheus sees it.
+# A client spending its own SK's Change-Services budget (sk_budget 1):
+# counted as its business, the timeline operator is not paged.
+is(append($t{7}, cs_entry(name => 'a.example', services => 'https:1',
+    key => $sk{a}))->{code}, 201, 'a Change-Services');
+is(append($t{7}, cs_entry(name => 'a.example', services => 'https:2',
+    key => $sk{a}))->{code}, 503, 'another: the SK\'s budget is spent (503)');
+ok(prom_wait($p, "sk_timeline_appends_total{$i7,result=\"budget\"}",
+    sub { $_[0] == 1 }, 10), '... counted as budget');
+
+# The alert rules on the real series, each fault caused for real.
+sub pending {
+    my ($name, $sel, $secs) = @_;
+    return prom_wait($p, "count(ALERTS{alertname=\"$name\"$sel,"
+        . 'alertstate="pending"})', sub { $_[0] == 1 }, $secs // 10);
+}
+sub alerts {
+    my $a = prom_query($p, 'ALERTS') // [];
+    return join ' ', sort map { $_->{metric}{alertname} } @$a;
+}
+is(alerts(), '', 'healthy, and a client\'s spent budget: no alert');
+
+# A timeline that goes away: down, Stuck at the mirror, which is left
+# with one servable timeline and cannot answer.
+my $i8 = "instance=\"127.0.0.1:$mport{8}\"";
 stop_daemon($t{8}{pid});
 ok(prom_wait($p, 'sk_mirror_timeline_state{tid="8",state="Stuck"}',
     sub { $_[0] == 1 }, 15), 'timeline 8 stopped: Stuck in Prometheus');
 is(val('sk_mirror_servable_timelines'), 1, '... 1 servable');
-# The alert rules on the real series: the names they use are the daemons'.
-ok(prom_wait($p, 'count(ALERTS{alertname="SKMirrorTimelineStuck",tid="8",'
-    . 'state="Stuck",alertstate="pending"})', sub { $_[0] == 1 }, 10),
-    'SKMirrorTimelineStuck pending for timeline 8 (sk-alerts.yml loaded)');
-is(val('count(ALERTS)'), 1, '... and no other alert');
+ok(pending('SKTimelineDown', ",$i8"), 'SKTimelineDown pending for it');
+ok(pending('SKMirrorTimelineStuck', ',tid="8"'),
+    'SKMirrorTimelineStuck pending for timeline 8');
+my $stuck = prom_query($p, 'ALERTS{alertname="SKMirrorTimelineStuck"}');
+ok($stuck && @$stuck == 1 && !exists $stuck->[0]{metric}{state},
+    '... without a state label (Stuck turning Defunct stays one alert)');
+ok(pending('SKMirrorCannotAnswer', ''), 'SKMirrorCannotAnswer pending');
+is(alerts(), 'SKMirrorCannotAnswer SKMirrorTimelineStuck SKTimelineDown',
+    '... and no other alert');
+
+# The mirror stopped.
+stop_daemon($m->{pid});
+ok(pending('SKMirrorDown', ''), 'the mirror stopped: SKMirrorDown pending');
 
 stop_daemon($p->{pid});
-stop_daemon($m->{pid});
 stop_daemon($t{7}{pid});
 done_testing();

@@ -113,6 +113,41 @@ my @served = $r->{out} =~
     /(-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----)/sg;
 is($served[-1], $c2, 'new handshakes see the new carrier');
 
+sub metric {
+    my ($name) = @_;
+    my %mv = map { /^(\S+) (\S+)$/ ? ($1 => $2) : () } split /\n/,
+        run_cmd(['curl', '-s', "http://127.0.0.1:$xport/metrics"])->{out};
+    return $mv{$name};
+}
+my $src_exp = "sk_milter_carrier_expiry_seconds{chainfile=\"$dir/source.pem\"}";
+
+# The KeyCache down: the chain file keeps carrier2, and its time left
+# still counts down (it froze at the last KeyCache read before).
+my $dead = free_port();
+(my $down = $conf) =~ s/^KeyCache .*$/KeyCache redis:\/\/127.0.0.1:$dead/m;
+spew("$dir/sk-milter.conf", $down);
+kill 'HUP', $mpid;
+ok(wait_until(sub { log_count(qr/; keeping \Q$dir\E\/served\.pem/) }, 10),
+    'KeyCache down: the chain file kept') or diag(slurp($log));
+my ($e1, $t1) = (metric($src_exp), time);
+ok(wait_until(sub { time >= $t1 + 2 }, 5), '(2 s later)');
+my $e2 = metric($src_exp);
+ok(defined $e1 && defined $e2 && $e2 <= $e1 - 1 && $e1 > 59 * 86400,
+    "metrics: carrier2's time left counts down with the KeyCache down "
+    . "($e1 s, then $e2 s)");
+
+# A SIGHUP that renames the ChainFile's SOURCE: its series moves, none is
+# left behind for the old name.
+spew("$dir/source2.pem", slurp("$dir/source.pem"), 0600);
+$conf =~ s/^ChainFile \S+/ChainFile $dir\/source2.pem/m;
+spew("$dir/sk-milter.conf", $conf);
+kill 'HUP', $mpid;
+my $src2_exp = "sk_milter_carrier_expiry_seconds{chainfile=\"$dir/source2.pem\"}";
+ok(wait_until(sub { defined metric($src2_exp) }, 10),
+    'SIGHUP, ChainFile renamed: a series for the new name')
+    or diag(slurp($log));
+ok(!defined metric($src_exp), '... and none left for the old one');
+
 # Only a carrier for another key: refused, the old chain kept.
 my $before = slurp("$dir/served.pem");
 mkdir "$dir/empty";

@@ -3,9 +3,12 @@
 # through it (swaks) give one count per sk= verdict, a dead KeyCache a
 # temperror and a key cache error, the Probe a STARTTLS handshake with the
 # served chain (no carrier in it), policy lookups over the PolicySocket
-# (postmap) their answers by result and their times; each answer passes
-# `promtool check metrics`, and a real Prometheus scrapes the same values
-# and runs the Grafana dashboard's sk-milter queries.
+# (postmap) their answers by result and their times, PostfixCommand's
+# runs, connections; each answer passes `promtool check metrics`, and a
+# real Prometheus scrapes the same values, runs the Grafana dashboard's
+# sk-milter queries and, with the alert rules, sees the faults caused for
+# real: the KeyCache down, policy lookups failing, PolicyMaxConnections
+# reached, the milter stopped.
 # A bad MetricsListen fails `sk-milter -n`, one in use refuses to start,
 # both naming the setting.
 
@@ -17,6 +20,7 @@ use Test::More;
 use SKTest;
 use SKPostfix qw(make_cert);
 use SKPrometheus;
+use IO::Socket::INET;
 
 my $skm = $ENV{SKM_BIN}
     // "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-milter';
@@ -37,7 +41,8 @@ sub conf {
     spew($file, join('', map { "$_\n" } "Socket inet:$mport\@127.0.0.1",
         'Name mx.example.org', "TrustFile $dir/trust", 'Syslog no',
         "KeyCache redis://127.0.0.1:$dead", "PidFile $dir/sk-milter.pid",
-        "PolicySocket inet:$pport\@127.0.0.1", @extra));
+        "PolicySocket inet:$pport\@127.0.0.1", 'PolicyMaxConnections 2',
+        @extra));
     return $file;
 }
 
@@ -45,7 +50,7 @@ sub conf {
 my $r = run_cmd([$skm, '-n', '-c', conf("$dir/bad.conf",
     'MetricsListen nowhere')]);
 isnt($r->{rc}, 0, '-n: MetricsListen nowhere refused');
-like($r->{err}, qr/line 8: illegal value "nowhere" for "MetricsListen"/,
+like($r->{err}, qr/line 9: illegal value "nowhere" for "MetricsListen"/,
     '... naming the setting and its line');
 
 my $pf = SKPostfix->new(dir => $dir, milter => "inet:127.0.0.1:$mport",
@@ -120,9 +125,17 @@ cmp_ok($v{'sk_milter_handshakes_total{result="no_carrier"}'} // 0, '>=', 1,
     'Probe: a STARTTLS handshake, no carrier served');
 cmp_ok($v{'sk_milter_policy_lookup_duration_seconds_bucket{le="+Inf"}'} // 0,
     '==', 4, 'every lookup in the histogram');
+is($v{sk_milter_policy_lookups_in_flight}, 0, 'no lookup in flight');
+is($v{'sk_milter_postfix_command_total{result="ok"}'}, 1,
+    'PostfixCommand ran once, after the chain file was written');
+is($v{'sk_milter_connections_refused_total{socket="Socket"}'}, 0,
+    'no connection refused');
+like($s->{body}, qr/^sk_milter_build_info\{version="[^"]+"\} 1$/m,
+    'the build');
+ok(($v{process_open_fds} // 0) > 3, 'process series');
 
 # The same through a real Prometheus, with the alert rules loaded.
-my $p = start_prometheus($dir, { milter => ["127.0.0.1:$xport"] },
+my $p = start_prometheus($dir, { 'sk-milter' => ["127.0.0.1:$xport"] },
     ["$SKTest::ROOT/dist/prometheus/sk-alerts.yml"]);
 ok($p->{up}, 'prometheus ready') or diag(slurp($p->{log}));
 ok(prom_wait($p, 'sk_milter_messages_total{verdict="pass"}',
@@ -133,8 +146,33 @@ ok(prom_wait($p, 'sum(sk_milter_policy_answers_total)',
 # gauges exist.)
 is_deeply([dashboard_check($p, 'sk-milter', undef)], [],
     'dashboard: the sk-milter queries run');
-stop_daemon($p->{pid});
+
+# The faults, as the alert rules see them.
+sub pending {
+    my ($name, $sel) = @_;
+    return prom_wait($p, "count(ALERTS{alertname=\"$name\"$sel,"
+        . 'alertstate="pending"})', sub { $_[0] == 1 }, 15);
+}
+# (Those before the first scrape are no rate: one more of each.)
+like(pq('sk', 'nosk.example'), qr/sovereign key lookup/, 'policy: TEMP again');
+ok(pending('SKMilterKeyCacheErrors', ''), 'KeyCache down: '
+    . 'SKMilterKeyCacheErrors');
+ok(pending('SKMilterPolicyLookupsFailing', ''), 'a TEMP policy answer: '
+    . 'SKMilterPolicyLookupsFailing');
+# PolicyMaxConnections 2: a third client at once is refused.
+my @held = map { IO::Socket::INET->new("127.0.0.1:$pport") } 1 .. 2;
+ok(wait_until(sub { scrape("http://127.0.0.1:$xport/metrics")->{body}
+    =~ /^sk_milter_connections\{socket="PolicySocket"\} 2$/m }, 10),
+    'two policy connections open');
+my $third = IO::Socket::INET->new("127.0.0.1:$pport");
+ok(prom_wait($p, 'sk_milter_connections_refused_total{socket="PolicySocket"}',
+    sub { $_[0] == 1 }, 10), 'a third refused at PolicyMaxConnections');
+ok(pending('SKMilterConnectionsRefused', ',socket="PolicySocket"'),
+    '... SKMilterConnectionsRefused');
+close $_ for @held, grep { defined } $third;
 
 is(stop_daemon($mpid), 0, 'SIGTERM: clean exit');
+ok(pending('SKMilterDown', ''), 'the milter stopped: SKMilterDown');
+stop_daemon($p->{pid});
 $pf->stop;
 done_testing();

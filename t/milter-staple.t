@@ -9,7 +9,10 @@
 # outbound policy learns a next hop's SK from the staple its host serves
 # (no TrustFile, no KeyCache record, no mirror) and pins delivery to it.
 # Its /metrics has every series the Grafana dashboard's sk-milter row
-# names.
+# names; a real Prometheus with the alert rules sees the staple's faults
+# by their cause: a timeline of three paused (the mirror answers, that
+# timeline's checkpoint stands still), then the mirror stopped, then the
+# staple dropped.
 
 use strict;
 use warnings;
@@ -21,7 +24,7 @@ use Test::More;
 use SKTest;
 use SKSite;
 use SKPostfix qw(make_cert private_hosts_reexec private_hosts);
-use SKPrometheus qw(dashboard_check);
+use SKPrometheus;
 use SKTimeline ();
 use SKMirror ();
 
@@ -109,6 +112,36 @@ is($r->{rc}, 0, 'sk staple show over STARTTLS: a staple that checks')
     or diag($r->{out} . $r->{err});
 is($j->{form}, 'chain', '... in the chain');
 
+# sk-milter's /metrics as NAME{LABELS} => VALUE.
+sub metrics {
+    return map { /^(\S+) (\S+)$/ ? ($1 => $2) : () } split /\n/,
+        run_cmd(['curl', '-s', "http://127.0.0.1:$xport/metrics"])->{out};
+}
+sub refreshes { return {metrics()}->{'sk_milter_staple_refreshes_total'
+    . "{result=\"$_[0]\"}"} // 0 }
+my $p = start_prometheus($dir, { 'sk-milter' => ["127.0.0.1:$xport"] },
+    ["$SKTest::ROOT/dist/prometheus/sk-alerts.yml"]);
+ok($p->{up}, 'prometheus ready') or diag(slurp($p->{log}));
+sub pending {
+    my ($name) = @_;
+    return prom_wait($p, "count(ALERTS{alertname=\"$name\","
+        . 'alertstate="pending"})', sub { $_[0] == 1 }, 15);
+}
+
+# Timeline 9 paused: the mirror still answers (two of three servable),
+# with timeline 9's checkpoint standing still: the staple cannot be
+# renewed, and the cause is the timeline, not the mirror.
+my $t9 = $w->{timelines}{9}{pid};
+kill 'STOP', $t9;
+ok(wait_until(sub { refreshes('timeline_stale') >= 1 }, 20),
+    'timeline 9 paused: the refreshes fail as timeline_stale') or diag(mlog());
+ok(pending('SKMilterStapleTimelineStale'), '... SKMilterStapleTimelineStale');
+is(refreshes('mirror_down'), 0, '... never as mirror_down');
+kill 'CONT', $t9;
+my $ok = refreshes('ok');
+ok(wait_until(sub { refreshes('ok') > $ok }, 20),
+    'timeline 9 back: the staple is renewed') or diag(mlog());
+
 # Every mirror stopped: the clients decide from the staple.
 stop_daemon($m->{pid});
 my $n = 0;
@@ -121,12 +154,6 @@ for my $t (['smtp', $pf->{smtp}], ['smtps', $pf->{smtps}]) {
         or diag($r->{out} . $r->{err});
     is($j->{from}, 'staple', '... from the staple');
     is($j->{staple}, 'chain', '... the certificate form');
-}
-
-# sk-milter's /metrics as NAME{LABELS} => VALUE.
-sub metrics {
-    return map { /^(\S+) (\S+)$/ ? ($1 => $2) : () } split /\n/,
-        run_cmd(['curl', '-s', "http://127.0.0.1:$xport/metrics"])->{out};
 }
 
 # Outbound: nothing here knows example.com's SK but the staple its host
@@ -175,8 +202,11 @@ cmp_ok($mv{sk_milter_staples_sent_total} // 0, '>=', 1,
     'metrics: chain files written with a staple');
 cmp_ok($mv{'sk_milter_staple_age_seconds{name="example.com"}'} // -1, '>=', 0,
     '... its age');
-cmp_ok($mv{sk_milter_staple_refresh_failures_total} // 0, '>=', 1,
-    '... the refresh failing with the mirror down');
+cmp_ok($mv{'sk_milter_staple_refreshes_total{result="mirror_down"}'} // 0,
+    '>=', 1, '... the refreshes failing, the cause named: the mirror is down');
+is($mv{'sk_milter_staple_served{name="example.com"}'}, 1,
+    '... the staple still served');
+ok(pending('SKMilterStapleMirrorDown'), '... SKMilterStapleMirrorDown');
 is_deeply([dashboard_check(undef, 'sk-milter', run_cmd(['curl', '-s',
     "http://127.0.0.1:$xport/metrics"])->{out})], [],
     'the Grafana dashboard\'s sk-milter row: only metrics sk-milter has');
@@ -186,6 +216,16 @@ ok(wait_until(sub { mlog() =~ /staple example\.com: dropped the answer .* beyond
 ok(wait_until(sub { @{starttls_chain()} == 2 }, 20),
     '... and the chain Postfix serves is leaf and carrier again')
     or diag(mlog());
+# Dropped, the staple's age goes on (it froze before, and the alert on it
+# cleared while no staple was sent), and served says 0.
+ok(wait_until(sub { my %m = metrics();
+    ($m{'sk_milter_staple_age_seconds{name="example.com"}'} // 0) > 21 }, 10),
+    'metrics: the age goes on past staple_max_age (20 s) once dropped');
+%mv = metrics();
+is($mv{'sk_milter_staple_served{name="example.com"}'}, 0,
+    '... and the staple is no longer served');
+ok(pending('SKMilterStapleNotServed'), '... SKMilterStapleNotServed');
+stop_daemon($p->{pid});
 
 is(stop_daemon($mpid), 0, 'clean exit');
 $pf->stop;

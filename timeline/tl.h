@@ -183,6 +183,8 @@ typedef enum {
     TL_TOO_LARGE,           /* 413: longer than an entry bundle carries */
     TL_RETRY,               /* 503 and Retry-After: the index was found
                                damaged and rebuilt from the log */
+    TL_LIMITED,             /* 503: the client's own limit, its SK's
+                               Unbind/Change-Services budget spent */
     TL_QUEUED,              /* 202: the outcome comes with a token; the
                                final verdicts are those before it */
     TL_PARKED               /* written, its answer left to the batch's
@@ -324,18 +326,34 @@ size_t tl_file_entry_len(const char *p, size_t len);
 
 /* tl_metrics.c: the series /metrics shows; all NULL (no-ops) while
  * metrics_listen is off. */
+typedef enum {
+    TL_OCSP_GOOD = 0, TL_OCSP_REVOKED, TL_OCSP_UNKNOWN, TL_OCSP_FAILED,
+    TL_OCSP_RESULTS
+} tl_ocsp_result_t;
+
 typedef struct {
     sk_metrics_t     *reg;
     sk_httpd_t       *h;
+    sk_httpd_metrics_t  http;       /* the public front's requests */
     sk_metric_t      *appends[TL_QUEUED];   /* by final verdict */
     sk_metric_t      *append_seconds;
     sk_metric_t      *fsync_seconds;
+    sk_metric_t      *ocsp[TL_OCSP_RESULTS];
+    sk_metric_t      *ocsp_seconds;
     sk_metric_t      *tree_size;
+    sk_metric_t      *published;
+    sk_metric_t      *publish_lag;
+    sk_metric_t      *queue;        /* appends waiting for a thread */
+    sk_metric_t      *pending;      /* answered 202, not yet settled */
     sk_metric_t      *refused;
     sk_metric_t      *checkpoint_age;
-    _Atomic uint64_t  signed_ms;    /* tl_ms() of the newest signature of
-                                       a TFM or checkpoint (last: kept by
-                                       tl_metrics_stop) */
+    sk_metric_t      *checkpoint_interval;
+    /* set by the publisher thread, also while stopping (last: kept by
+     * tl_metrics_stop) */
+    _Atomic uint64_t  caught_ms;    /* tl_ms() it last published every
+                                       durable entry */
+    _Atomic uint64_t  signed_ms;    /* tl_ms() of the newest checkpoint or
+                                       TFM it signed on its own */
 } tl_metrics_t;
 
 struct tl_timeline_s {
@@ -923,8 +941,16 @@ void tl_metrics_stop(tl_timeline_t *tl);
 void tl_metrics_append(tl_timeline_t *tl, tl_verdict_t v, uint64_t us);
 /* One fdatasync of the log took us microseconds. */
 void tl_metrics_fsync(tl_timeline_t *tl, uint64_t us);
-/* A TFM or checkpoint was just signed. */
+/* The timeline just signed a TFM or checkpoint on its own (a chunk's, a
+ * periodic one), not at a reader's request. */
 void tl_metrics_signed(tl_timeline_t *tl);
+/* The publisher has put every entry durable at the start of its round
+ * into chunks. */
+void tl_metrics_caught_up(tl_timeline_t *tl);
+/* One OCSP responder asked: its answer and time. */
+void tl_metrics_ocsp(tl_timeline_t *tl, tl_ocsp_result_t r, uint64_t us);
+/* The public front's request metrics (hc.metrics), or NULL. */
+sk_httpd_metrics_t *tl_metrics_http(tl_timeline_t *tl);
 
 /* tl_time.c: "now" from the clock (or conf.clock_file). */
 int64_t tl_now(const tl_timeline_t *tl);

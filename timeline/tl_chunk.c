@@ -185,6 +185,7 @@ tl_chunk_compress(tl_timeline_t *tl, char **bz, unsigned *bzlen,
         free(text);
         return -1;
     }
+    tl_metrics_signed(tl);
     p = realloc(text, tlen + flen);
     if (p == NULL || tlen + flen > UINT32_MAX / 2) {
         free(p != NULL ? p : text);
@@ -391,6 +392,7 @@ tl_chunk_tick(tl_timeline_t *tl, sk_err_t *err)
         }
         next = c.last + 1;
     }
+    tl_metrics_caught_up(tl);
     return 0;
 }
 

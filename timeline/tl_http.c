@@ -241,6 +241,7 @@ tl_http_status(tl_verdict_t v)
         [TL_TOO_LARGE] = MHD_HTTP_CONTENT_TOO_LARGE,
         [TL_QUEUED] = MHD_HTTP_ACCEPTED,
         [TL_RETRY] = MHD_HTTP_SERVICE_UNAVAILABLE,
+        [TL_LIMITED] = MHD_HTTP_SERVICE_UNAVAILABLE,
     };
 
     return status[v];
@@ -705,6 +706,7 @@ tl_http_start(tl_timeline_t *tl, sk_httpd_t **h, sk_err_t *err)
     hc.handler = tl_http_handler;
     hc.completed = tl_http_completed;
     hc.cls = tl;
+    hc.metrics = tl_metrics_http(tl);
     if (sk_httpd_start(h, &hc, err) != 0) {
         tl_append_stop(tl);
         tl_store_stop(tl);

@@ -293,8 +293,9 @@ tl_ocsp_check(tl_timeline_t *tl, STACK_OF(X509) *chain, X509_STORE *st,
     unsigned char   key[SK_SHA256_BYTES], *der = NULL;
     tl_verdict_t    v = TL_TIMEOUT;
     int64_t         now = (int64_t) time(NULL), until = 0;
+    uint64_t        us;
     char           *url;
-    int             len, status;
+    int             len, status, rc;
 
     /* A trusted self-signed end-entity has no issuer to ask. */
     if (!tl->conf.ocsp || issuer == NULL) {
@@ -320,9 +321,13 @@ tl_ocsp_check(tl_timeline_t *tl, STACK_OF(X509) *chain, X509_STORE *st,
     SHA256(der, (size_t) len, key);
     status = tl_ocsp_cached(tl, key, now);
     if (status < 0) {
-        if (tl_ocsp_query(tl, &status, &until, url, id, chain, st, now, err)
-            != 0)
-        {
+        us = tl_us();
+        rc = tl_ocsp_query(tl, &status, &until, url, id, chain, st, now, err);
+        tl_metrics_ocsp(tl, rc != 0 ? TL_OCSP_FAILED
+            : status == V_OCSP_CERTSTATUS_GOOD ? TL_OCSP_GOOD
+            : status == V_OCSP_CERTSTATUS_REVOKED ? TL_OCSP_REVOKED
+            : TL_OCSP_UNKNOWN, tl_us() - us);
+        if (rc != 0) {
             sk_err_prefix(err, "ocsp: no definite answer");
             goto done;
         }

@@ -136,7 +136,6 @@ tl_publish_tfm_at(tl_timeline_t *tl, char **out, size_t *len, uint64_t size,
     {
         return -1;
     }
-    tl_metrics_signed(tl);
     sigb = sk_b64_encode_alloc(sig, siglen);
     free(sig);
     *out = malloc(TL_TFM_MAX);
@@ -176,11 +175,6 @@ tl_publish_checkpoint(tl_timeline_t *tl, char **out, size_t *len,
     memcpy(cp.root, h.root, sizeof(cp.root));
     snprintf(cp.origin, sizeof(cp.origin), "%s", tl->conf.origin);
     snprintf(cp.ext, sizeof(cp.ext), "Timestamp %" PRId64 "\n", tl_now(tl));
-    if (sk_checkpoint_format(out, len, &cp, tl->conf.origin, tl->key, err)
-        != 0)
-    {
-        return -1;
-    }
-    tl_metrics_signed(tl);
-    return 0;
+    return sk_checkpoint_format(out, len, &cp, tl->conf.origin, tl->key,
+        err);
 }

@@ -298,7 +298,7 @@ tl_validate_update(tl_timeline_t *tl, const sk_entry_t *e, const char *rule,
         sk_err_set(err, SK_ERR_UNAVAILABLE,
             "rate limit: %s: budget of %llu per SK spent", rule,
             (unsigned long long) tl->conf.sk_budget);
-        return TL_UNAVAILABLE;
+        return TL_LIMITED;
     }
     return TL_OK;
 }

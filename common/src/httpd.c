@@ -24,6 +24,7 @@
 
 #include "sk/addr.h"
 #include "sk/httpd.h"
+#include "internal.h"
 
 #define SK_HTTPD_TICK_MS    250     /* the reaper's round */
 #define SK_HTTPD_LOG_EVERY  10000   /* ms between its summaries */
@@ -42,6 +43,9 @@ struct sk_httpd_conn_s {
                                        request is in (lock) */
     uint64_t           body;        /* bytes of this request's body (its
                                        polling thread only) */
+    uint64_t           began;       /* us its request began; 0: not
+                                       counted (its polling thread only) */
+    unsigned           ep;          /* its endpoint (metrics) */
 };
 
 /* *con_cls from sk_httpd_uri to sk_httpd_access: the raw target has a
@@ -62,16 +66,24 @@ struct sk_httpd_s {
     unsigned long       log_hidden; /* lines not shown in it */
     pthread_t           reaper;
     int                 reaper_up;
+    sk_httpd_stats_t   *stats;      /* NULL: no metrics */
 };
+
+
+static uint64_t
+sk_httpd_us(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
 
 
 static uint64_t
 sk_httpd_ms(void)
 {
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+    return sk_httpd_us() / 1000;
 }
 
 
@@ -143,6 +155,7 @@ sk_httpd_reap(void *arg)
                 shutdown(k->fd, SHUT_RDWR);
                 k->since = 0;
                 h->reaped++;
+                sk_httpd_stats_reaped(h->stats, 1);
             }
         }
         if (h->reaped > 0 && now - h->reaped_at >= SK_HTTPD_LOG_EVERY) {
@@ -173,6 +186,8 @@ sk_httpd_notify(void *cls, struct MHD_Connection *c, void **ctx,
     sk_httpd_t                      *h = cls;
     sk_httpd_conn_t                 *k = *ctx;
 
+    sk_httpd_stats_conn(h->stats,
+        code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         k = ci != NULL ? calloc(1, sizeof(*k)) : NULL;
@@ -404,6 +419,10 @@ sk_httpd_access(void *cls, struct MHD_Connection *c, const char *url,
     int               nul, answered;
 
     if (*con_cls == NULL || *con_cls == &sk_httpd_nul) {
+        if (k != NULL && h->stats != NULL) {
+            k->ep = sk_httpd_stats_begin(h->stats, url, method);
+            k->began = sk_httpd_us();
+        }
         /* The handler's first call sees NULL, as ever. */
         nul = *con_cls == &sk_httpd_nul;
         *con_cls = NULL;
@@ -429,12 +448,20 @@ static void
 sk_httpd_done(void *cls, struct MHD_Connection *c, void **con_cls,
     enum MHD_RequestTerminationCode toe)
 {
-    sk_httpd_t  *h = cls;
+    const union MHD_ConnectionInfo  *ci;
+    sk_httpd_t                      *h = cls;
+    sk_httpd_conn_t                 *k = sk_httpd_conn(c);
 
     if (*con_cls == &sk_httpd_nul) {
         *con_cls = NULL;        /* ended before the handler saw it */
     }
-    sk_httpd_mark(h, sk_httpd_conn(c), sk_httpd_ms());
+    if (k != NULL && k->began != 0) {
+        ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
+        sk_httpd_stats_end(h->stats, k->ep, ci != NULL ? ci->http_status : 0,
+            sk_httpd_us() - k->began);
+        k->began = 0;
+    }
+    sk_httpd_mark(h, k, sk_httpd_ms());
     if (h->conf.completed != NULL) {
         h->conf.completed(h->conf.cls, c, con_cls, toe);
     }
@@ -466,6 +493,7 @@ sk_httpd_nofile(const sk_httpd_t *h)
 static void
 sk_httpd_free(sk_httpd_t *h)
 {
+    sk_httpd_stats_free(h->stats);
     pthread_cond_destroy(&h->wake);
     pthread_mutex_destroy(&h->lock);
     free(h);
@@ -515,6 +543,12 @@ sk_httpd_start(sk_httpd_t **hp, const sk_httpd_conf_t *conf, sk_err_t *err)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&h->wake, &ca);
     pthread_condattr_destroy(&ca);
+    if (sk_httpd_stats_new(&h->stats, conf->metrics,
+            conf->limits.connections, err) != 0)
+    {
+        sk_httpd_free(h);
+        return -1;
+    }
     sk_httpd_nofile(h);
     /* MHD_USE_ITC: MHD_stop_daemon wakes every polling thread at once,
      * also one at its connection limit (no longer polling the listener),

@@ -133,4 +133,21 @@ int sk_map_stage_each(const sk_map_stage_t *s,
     int (*fn)(const sk_map_row_t *r, void *arg, sk_err_t *err), void *arg,
     sk_err_t *err);
 
+/* httpd_stats.c: what sk_httpd counts (sk/httpd.h, sk_httpd_metrics_t);
+ * NULL stats: nothing counted. */
+typedef struct sk_httpd_stats_s  sk_httpd_stats_t;
+struct sk_httpd_metrics_s;
+int sk_httpd_stats_new(sk_httpd_stats_t **st, struct sk_httpd_metrics_s *mc,
+    uint64_t connections, sk_err_t *err);
+void sk_httpd_stats_free(sk_httpd_stats_t *st);
+/* A connection opened (+1) or closed (-1); n closed by the reaper. */
+void sk_httpd_stats_conn(sk_httpd_stats_t *st, int delta);
+void sk_httpd_stats_reaped(sk_httpd_stats_t *st, uint64_t n);
+/* A request begins: its endpoint's index, counted in flight. */
+unsigned sk_httpd_stats_begin(sk_httpd_stats_t *st, const char *url,
+    const char *method);
+/* It ended after us microseconds, answered with status (0: none). */
+void sk_httpd_stats_end(sk_httpd_stats_t *st, unsigned ep, unsigned status,
+    uint64_t us);
+
 #endif

@@ -39,6 +39,10 @@ struct sk_metric_family_s {
     sk_metric_family_t       *next;
     const sk_metric_def_t    *def;
     sk_metric_t              *series, **last;
+    sk_metrics_family_pt      fn;       /* written at each rendering */
+    void                     *cls;
+    const char *const        *names;    /* fn's label names */
+    size_t                    n;
 };
 
 struct sk_metrics_s {
@@ -54,6 +58,11 @@ typedef struct {
     size_t                    len, cap;
     int                       failed;
 } sk_metrics_buf_t;
+
+struct sk_metrics_emit_s {
+    sk_metrics_buf_t         *b;
+    const sk_metric_family_t *f;
+};
 
 
 sk_metrics_t *
@@ -148,7 +157,7 @@ sk_metrics_def_check(const sk_metric_def_t *def, sk_err_t *err)
 
 /* The family named def->name, made if new (under m->lock). */
 static sk_metric_family_t *
-sk_metrics_family(sk_metrics_t *m, const sk_metric_def_t *def, sk_err_t *err)
+sk_metrics_family_get(sk_metrics_t *m, const sk_metric_def_t *def, sk_err_t *err)
 {
     sk_metric_family_t  *f;
 
@@ -292,7 +301,12 @@ sk_metrics_series(sk_metrics_t *m, const sk_metric_def_t *def,
         return NULL;
     }
     pthread_mutex_lock(&m->lock);
-    f = sk_metrics_family(m, def, err);
+    f = sk_metrics_family_get(m, def, err);
+    if (f != NULL && f->fn != NULL) {
+        sk_err_set(err, SK_ERR_USAGE, "metric \"%s\": written by a "
+            "function", def->name);
+        f = NULL;
+    }
     if (f != NULL) {
         for (s = f->series; s != NULL; s = s->next) {
             if (strcmp(s->labels, labels) == 0) {
@@ -305,6 +319,44 @@ sk_metrics_series(sk_metrics_t *m, const sk_metric_def_t *def,
     }
     pthread_mutex_unlock(&m->lock);
     return s;
+}
+
+
+int
+sk_metrics_family(sk_metrics_t *m, const sk_metric_def_t *def,
+    const char *const *names, size_t n, sk_metrics_family_pt fn, void *cls,
+    sk_err_t *err)
+{
+    sk_metric_family_t  *f;
+    char                 labels[SK_METRICS_LABELS_LEN];
+    int                  rc = 0;
+
+    if (def->type == SK_METRIC_HISTOGRAM) {
+        return sk_err_set(err, SK_ERR_USAGE, "metric \"%s\": a histogram "
+            "cannot be written by a function", def->name);
+    }
+    /* The names checked as a series' would be, with themselves as
+     * values. */
+    if (sk_metrics_labels(labels, sizeof(labels), def, names, names, n,
+            err) != 0)
+    {
+        return -1;
+    }
+    pthread_mutex_lock(&m->lock);
+    f = sk_metrics_family_get(m, def, err);
+    if (f == NULL) {
+        rc = -1;
+    } else if (f->fn != NULL || f->series != NULL) {
+        rc = sk_err_set(err, SK_ERR_USAGE, "metric \"%s\": registered "
+            "already", def->name);
+    } else {
+        f->fn = fn;
+        f->cls = cls;
+        f->names = names;
+        f->n = n;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return rc;
 }
 
 
@@ -479,6 +531,22 @@ sk_metrics_histogram(sk_metrics_buf_t *b, const sk_metric_t *s)
 }
 
 
+void
+sk_metrics_emit(sk_metrics_emit_t *e, const char *const *values, double v)
+{
+    char  labels[SK_METRICS_LABELS_LEN], num[32];
+
+    if (sk_metrics_labels(labels, sizeof(labels), e->f->def, e->f->names,
+            values, e->f->n, NULL) != 0)
+    {
+        return;                 /* too long: not shown */
+    }
+    sk_metrics_printf(e->b, "%s%s%s%s %s\n", e->f->def->name,
+        labels[0] ? "{" : "", labels, labels[0] ? "}" : "",
+        sk_metrics_num(num, sizeof(num), v));
+}
+
+
 static void
 sk_metrics_family_render(sk_metrics_buf_t *b, const sk_metric_family_t *f)
 {
@@ -486,9 +554,16 @@ sk_metrics_family_render(sk_metrics_buf_t *b, const sk_metric_family_t *f)
     const sk_metric_t        *s;
     const char               *v;
     char                      num[32];
+    sk_metrics_emit_t         e;
 
     sk_metrics_help(b, f->def);
     sk_metrics_printf(b, "# TYPE %s %s\n", f->def->name, types[f->def->type]);
+    if (f->fn != NULL) {
+        e.b = b;
+        e.f = f;
+        f->fn(&e, f->cls);
+        return;
+    }
     for (s = f->series; s != NULL; s = s->next) {
         if (f->def->type == SK_METRIC_HISTOGRAM) {
             sk_metrics_histogram(b, s);

@@ -26,6 +26,7 @@ use strict;
 use warnings;
 
 use Exporter 'import';
+use HTTP::Tiny;
 use JSON::PP;
 use SKTest;
 
@@ -63,12 +64,17 @@ sub start_prometheus {
     return $p;
 }
 
+# In process (a dashboard check asks dozens of queries: a curl each cost
+# seconds); a connection refused is code 0.
+my $http = HTTP::Tiny->new(timeout => 10);
+
 sub get {
-    my ($url, @args) = @_;
-    my $r = run_cmd(['curl', '-s', '-o', '-', '-w',
-        '\n%{http_code} %{content_type}', @args, $url]);
-    my ($body, $code, $type) = $r->{out} =~ /\A(.*)\n(\d+) ?(.*)\z/s;
-    return { code => $code // 0, type => $type // '', body => $body // '' };
+    my ($url, $query) = @_;
+    $url .= '?' . $http->www_form_urlencode($query) if $query;
+    my $r = $http->get($url);
+    return { code => $r->{status} == 599 ? 0 : $r->{status},
+        type => $r->{headers}{'content-type'} // '',
+        body => $r->{content} // '' };
 }
 
 sub scrape {
@@ -78,8 +84,7 @@ sub scrape {
 
 sub prom_query {
     my ($p, $expr) = @_;
-    my $r = get("$p->{url}/api/v1/query", '-G', '--data-urlencode',
-        "query=$expr");
+    my $r = get("$p->{url}/api/v1/query", { query => $expr });
     return undef if $r->{code} != 200;
     my $j = eval { decode_json($r->{body}) } or return undef;
     return undef if $j->{status} ne 'success';

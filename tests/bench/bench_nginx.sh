@@ -180,7 +180,8 @@ if [ "$MODE" = metrics ]; then
     # Every handshake M took (the windows, the warm-up) must be counted.
     taken=$(awk '$1 == "a" { n += $2 } END { print n }' "$tmp/openssl.txt")
     counted=$(curl -s "http://127.0.0.1:$mport/metrics" \
-        | awk '$1 == "sk_nginx_carrier_handshakes_total" { print $2 }')
+        | awk 'index($1, "sk_nginx_carrier_handshakes_total{") == 1 { n += $2 }
+               END { print n + 0 }')
     echo "pairs=$PAIRS window=${WINDOW}s offered=$RATE/s threads=$THREADS errors=$errs"
     echo "sk_nginx_carrier_handshakes_total $counted after $taken handshakes in the measured windows"
     if [ -z "$counted" ] || [ "$counted" -lt "$taken" ]; then

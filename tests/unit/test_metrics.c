@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include <sk/metrics.h>
+#include <sk/sk.h>
 
 #include "testutil.h"
 
@@ -206,6 +207,90 @@ test_collect(void **state)
 }
 
 
+/* A family written at rendering: what fn emits now, and nothing else. */
+static void
+emit_names(sk_metrics_emit_t *e, void *cls)
+{
+    const char *const  *names = cls;
+    const char         *v[1];
+    size_t              i;
+
+    for (i = 0; names[i] != NULL; i++) {
+        v[0] = names[i];
+        sk_metrics_emit(e, v, (double) i + 0.5);
+    }
+}
+
+
+static void
+test_family(void **state)
+{
+    static const char *const  k[] = { "name" };
+    static const sk_metric_def_t  age = {
+        "x_staple_age_seconds", "Age.", SK_METRIC_GAUGE, NULL, 0
+    };
+    const char               *names[3] = { "a.example", "b\"x", NULL };
+    sk_metrics_t             *m;
+    sk_err_t                  err;
+    char                     *out;
+
+    (void) state;
+    m = sk_metrics_new(NULL, NULL, &err);
+    assert_int_equal(sk_metrics_family(m, &age, k, 1, emit_names, names,
+        &err), 0);
+    out = render(m);
+    assert_string_equal(out, "# HELP x_staple_age_seconds Age.\n"
+        "# TYPE x_staple_age_seconds gauge\n"
+        "x_staple_age_seconds{name=\"a.example\"} 0.5\n"
+        "x_staple_age_seconds{name=\"b\\\"x\"} 1.5\n");
+    free(out);
+    names[1] = NULL;            /* the thing went away: so did its series */
+    out = render(m);
+    assert_null(strstr(out, "b\\\"x"));
+    free(out);
+    /* Nobody else writes its series; no histogram is written so. */
+    assert_null(sk_metrics_series(m, &age, k, k, 1, &err));
+    assert_non_null(strstr(err.msg, "written by a function"));
+    assert_int_equal(sk_metrics_family(m, &age, k, 1, emit_names, names,
+        &err), -1);
+    assert_int_equal(sk_metrics_family(m, &latency, NULL, 0, emit_names,
+        names, &err), -1);
+    sk_metrics_free(m);
+}
+
+
+static void
+test_process(void **state)
+{
+    sk_metrics_t  *m;
+    sk_err_t       err;
+    char          *out, *p;
+    double         v;
+
+    (void) state;
+    m = sk_metrics_new(NULL, NULL, &err);
+    assert_int_equal(sk_metrics_process(m, "x", &err), 0);
+    out = render(m);
+    assert_non_null(strstr(out, "\nx_build_info{version=\"" SK_VERSION
+        "\"} 1\n"));
+    p = strstr(out, "\nprocess_resident_memory_bytes ");
+    assert_non_null(p);
+    v = strtod(p + 31, NULL);
+    assert_true(v > 1e5);
+    p = strstr(out, "\nprocess_open_fds ");
+    assert_non_null(p);
+    assert_true(strtod(p + 18, NULL) >= 3);
+    p = strstr(out, "\nprocess_start_time_seconds ");
+    assert_non_null(p);
+    v = strtod(p + 28, NULL);
+    assert_true(v > (double) time(NULL) - 3600
+        && v <= (double) time(NULL) + 2);   /* btime is whole seconds */
+    assert_non_null(strstr(out, "# TYPE process_cpu_seconds_total counter"));
+    free(out);
+    sk_metrics_free(m);
+}
+
+
 #define THREADS  4
 #define ROUNDS   100000
 
@@ -260,6 +345,8 @@ main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_collect),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_family),
+        cmocka_unit_test(test_process),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -526,10 +526,38 @@ test_serve(void **state)
     assert_int_equal(sk_staple_set_refresh(&a, &t, c, serve_fetch, &m,
         FX_NOW + 500, &err), 0);
     assert_int_equal(a.names[0].failed, 1);
+    assert_int_equal(a.names[0].cause, SK_STAPLE_MIRROR_DOWN);
+    assert_string_equal(sk_staple_cause_name(a.names[0].cause),
+        "mirror_down");
     assert_non_null(strstr(a.names[0].why, "kept the answer of "
         "http://m0.test, 500 s old, 500 s before staple_max_age: mirror "
         "http://m0.test: unreachable: connection refused"));
     assert_int_equal(a.next, FX_NOW + 507);
+    /* The mirror answers, but its timelines' checkpoints stand still (a
+     * timeline down): the cause is the timeline, not the mirror. */
+    m.down = 0;
+    assert_int_equal(sk_staple_set_refresh(&a, &t, c, serve_fetch, &m,
+        FX_NOW + 507, &err), 0);
+    assert_int_equal(a.names[0].cause, SK_STAPLE_TIMELINE_STALE);
+    /* The trust file names a timeline the answers lack (Defunct or
+     * reneged, no longer carried): that is the cause. */
+    {
+        sk_client_trust_t  t9 = t;
+
+        t9.tl[t9.ntl] = t9.tl[0];
+        t9.tl[t9.ntl++].tid = 9;
+        m.ts = FX_NOW + 400;
+        assert_int_equal(sk_staple_set_refresh(&a, &t9, c, serve_fetch, &m,
+            FX_NOW + 514, &err), 0);
+        assert_int_equal(a.names[0].cause, SK_STAPLE_TIMELINE_MISSING);
+        assert_non_null(strstr(a.names[0].why, "no checkpoint of timeline "
+            "9"));
+        m.ts = FX_NOW;
+    }
+    m.down = 1;
+    assert_int_equal(sk_staple_set_refresh(&a, &t, c, serve_fetch, &m,
+        FX_NOW + 521, &err), 0);
+    assert_int_equal(a.next, FX_NOW + 528);
     assert_non_null(a.buf);
     assert_int_equal(sk_staple_set_refresh(&a, &t, c, serve_fetch, &m,
         FX_NOW + 999, &err), 0);
@@ -547,6 +575,7 @@ test_serve(void **state)
         FX_NOW + 1001, &err), 1);
     assert_non_null(a.buf);
     assert_int_equal(a.names[0].failed, 0);
+    assert_int_equal(a.names[0].cause, SK_STAPLE_RENEWED);
 
     /* A poisoned cache (another name's answer under this key, or
      * garbage) is refused with the reason; the mirror answers. */

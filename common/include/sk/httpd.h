@@ -31,6 +31,38 @@ typedef struct {
 /* 0 if the limits are in range, else -1 and err names the key. */
 int sk_httpd_limits_check(const sk_httpd_limits_t *l, sk_err_t *err) SK_WUR;
 
+/* What the front counts into a daemon's registry (sk/metrics.h), under
+ * its prefix ("sk_timeline" gives sk_timeline_http_requests_total):
+ *   <prefix>_http_requests_total{endpoint,code}, each status code as it
+ *     is first answered;
+ *   <prefix>_http_request_duration_seconds{endpoint}, from the request
+ *     line to the end of the answer;
+ *   <prefix>_http_requests_in_flight, <prefix>_http_connections (open)
+ *     and <prefix>_http_connections_max (the "connections" limit);
+ *   <prefix>_http_request_timeouts_total: connections closed for not
+ *     sending a whole request within request_timeout.
+ * endpoint() names each request by an index into endpoints (a short,
+ * fixed list: the label's values), from its path and method.  The
+ * registry keeps pointers into this struct: it must live as long. */
+#define SK_HTTPD_METRIC_DEFS  6
+
+typedef struct sk_httpd_metrics_s {
+    sk_metrics_t                  *reg;
+    const char                    *prefix;
+    const char *const             *endpoints;
+    size_t                         nendpoints;
+    size_t                       (*endpoint)(const char *url,
+                                     const char *method);
+    /* sk_httpd_start's: the families as registered */
+    sk_metric_def_t                defs[SK_HTTPD_METRIC_DEFS];
+    char                           names[SK_HTTPD_METRIC_DEFS][96];
+} sk_httpd_metrics_t;
+
+/* Fill mc's configuration (its families are made by sk_httpd_start). */
+void sk_httpd_metrics_init(sk_httpd_metrics_t *mc, sk_metrics_t *reg,
+    const char *prefix, const char *const *endpoints, size_t nendpoints,
+    size_t (*endpoint)(const char *url, const char *method));
+
 typedef struct {
     const char                    *prog;        /* log lines start so */
     const char                    *listen;      /* ADDR:PORT, numeric */
@@ -50,6 +82,8 @@ typedef struct {
                                                    twice: 400 at once */
     MHD_RequestCompletedCallback   completed;   /* or NULL */
     void                          *cls;         /* of both */
+    sk_httpd_metrics_t            *metrics;     /* or NULL: none; kept by
+                                                   pointer */
 } sk_httpd_conf_t;
 
 typedef struct sk_httpd_s  sk_httpd_t;

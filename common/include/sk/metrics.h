@@ -70,6 +70,35 @@ void sk_metric_observe(sk_metric_t *s, double v);
 /* The current value (counter, gauge; a histogram's count), for tests. */
 double sk_metric_value(const sk_metric_t *s);
 
+/*
+ * A family whose series are written anew at each rendering: fn, called
+ * under the registry's lock, calls sk_metrics_emit once per series with
+ * the values of the labels names[0..n) (n at most SK_METRICS_LABELS_MAX;
+ * names and cls are kept by pointer).  For gauges (or counters) over a
+ * set of things that changes while the daemon runs, a carrier name or a
+ * configured file: what fn no longer emits is no longer shown, so no
+ * series outlives its thing, and a value read at the scrape is never
+ * stale.  Counters and gauges only.
+ */
+typedef struct sk_metrics_emit_s  sk_metrics_emit_t;
+typedef void (*sk_metrics_family_pt)(sk_metrics_emit_t *e, void *cls);
+
+int sk_metrics_family(sk_metrics_t *m, const sk_metric_def_t *def,
+    const char *const *names, size_t n, sk_metrics_family_pt fn, void *cls,
+    sk_err_t *err) SK_WUR;
+void sk_metrics_emit(sk_metrics_emit_t *e, const char *const *values,
+    double v);
+
+/*
+ * The process series every Prometheus client library gives a daemon
+ * (process_cpu_seconds_total, process_resident_memory_bytes,
+ * process_virtual_memory_bytes, process_open_fds, process_max_fds,
+ * process_start_time_seconds), read from /proc at each rendering, and
+ * <prefix>_build_info{version="SK_VERSION"} 1.
+ */
+int sk_metrics_process(sk_metrics_t *m, const char *prefix, sk_err_t *err)
+    SK_WUR;
+
 /* The whole exposition, malloc()ed and NUL-terminated. */
 int sk_metrics_render(sk_metrics_t *m, char **out, size_t *len,
     sk_err_t *err) SK_WUR;

@@ -21,12 +21,35 @@
 
 #define SK_STAPLE_WHY_MAX  (2 * SK_ERR_MSG_MAX)
 
+/* What kept a name's last refresh from renewing its answer, for the
+ * servers' counters (sk_staple_cause_name: their label values).  Among
+ * several mirrors, the one that says most: an answer that came back
+ * points past the mirrors, at the timelines or the trust file. */
+typedef enum {
+    SK_STAPLE_RENEWED = 0,      /* "ok": renewed, or young enough */
+    SK_STAPLE_MIRROR_DOWN,      /* "mirror_down": no mirror answered
+                                   (unreachable, an HTTP error such as the
+                                   503 of a mirror with too few timelines) */
+    SK_STAPLE_BAD_ANSWER,       /* "bad_answer": answers that do not verify
+                                   (signature, key, form) */
+    SK_STAPLE_TIMELINE_STALE,   /* "timeline_stale": answers verify, but a
+                                   timeline's checkpoint in them is no
+                                   younger (that timeline is down) */
+    SK_STAPLE_TIMELINE_MISSING, /* "timeline_missing": answers lack a
+                                   timeline the trust file names (Defunct,
+                                   reneged, or not the mirror's) */
+    SK_STAPLE_CAUSES
+} sk_staple_cause_t;
+
+const char *sk_staple_cause_name(sk_staple_cause_t cause);
+
 typedef struct {
     char           name[SK_NAME_MAX + 1];
     sk_staple_t    s;            /* this name's answer (s.buf NULL: none) */
     int64_t        oldest;       /* its oldest trusted checkpoint */
     char           from[SK_CLIENT_URL_MAX];   /* the mirror that signed it */
     int            failed;       /* the last refresh could not renew it */
+    sk_staple_cause_t  cause;    /* why not (SK_STAPLE_RENEWED if it did) */
     int64_t        tried;        /* when it was last refreshed */
     char           why[SK_STAPLE_WHY_MAX];    /* what that refresh did */
 } sk_staple_name_t;

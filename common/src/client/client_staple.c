@@ -237,7 +237,7 @@ sk_client_view_oldest(int64_t *oldest, const sk_client_view_t *v,
     for (i = 0; i < t->ntl; i++) {
         cp = sk_client_view_cp(v, t->tl[i].tid);
         if (cp == NULL) {
-            return sk_err_set(err, SK_ERR_EXPIRED, "no checkpoint of "
+            return sk_err_set(err, SK_ERR_NOT_FOUND, "no checkpoint of "
                 "timeline %" PRIu64, t->tl[i].tid);
         }
         if (cp->ts < *oldest) {

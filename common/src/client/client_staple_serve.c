@@ -13,6 +13,28 @@
 #include <sk/staple_serve.h>
 
 
+const char *
+sk_staple_cause_name(sk_staple_cause_t cause)
+{
+    static const char *const  names[SK_STAPLE_CAUSES] = {
+        "ok", "mirror_down", "bad_answer", "timeline_stale",
+        "timeline_missing" };
+
+    return (unsigned) cause < SK_STAPLE_CAUSES ? names[cause] : "?";
+}
+
+
+/* The cause an answer that did not check points at: a trusted timeline
+ * missing from it, or too old in it; anything else is the answer's. */
+static sk_staple_cause_t
+sk_staple_cause(const sk_err_t *e)
+{
+    return e->code == SK_ERR_NOT_FOUND ? SK_STAPLE_TIMELINE_MISSING
+        : e->code == SK_ERR_EXPIRED ? SK_STAPLE_TIMELINE_STALE
+        : SK_STAPLE_BAD_ANSWER;
+}
+
+
 void
 sk_staple_cache_key(char out[SK_CACHE_KEY_MAX + 1], const char *name)
 {
@@ -161,11 +183,13 @@ sk_staple_from_cache(sk_staple_name_t *nm, sk_cache_t *cache,
 }
 
 
-/* One mirror's answer for name as a staple of one answer, checked. */
+/* One mirror's answer for name as a staple of one answer, checked; if
+ * not, *cause says why. */
 static int
-sk_staple_ask(sk_staple_t *s, int64_t *oldest, const sk_client_mirror_t *m,
-    const char *name, const sk_client_trust_t *t, sk_client_fetch_fn fetch,
-    void *arg, int64_t now, sk_err_t *err)
+sk_staple_ask(sk_staple_t *s, int64_t *oldest, sk_staple_cause_t *cause,
+    const sk_client_mirror_t *m, const char *name,
+    const sk_client_trust_t *t, sk_client_fetch_fn fetch, void *arg,
+    int64_t now, sk_err_t *err)
 {
     sk_staple_answer_t   a;
     char                 url[SK_CLIENT_URL_MAX + SK_NAME_MAX + 16];
@@ -176,6 +200,7 @@ sk_staple_ask(sk_staple_t *s, int64_t *oldest, const sk_client_mirror_t *m,
     int                  status, rc;
 
     snprintf(url, sizeof(url), "%s/query/%s", m->url, name);
+    *cause = SK_STAPLE_MIRROR_DOWN;
     if (fetch(&body, &len, &status, url, arg, err) != 0) {
         return sk_err_prefix(err, "unreachable");
     }
@@ -191,19 +216,23 @@ sk_staple_ask(sk_staple_t *s, int64_t *oldest, const sk_client_mirror_t *m,
     a.len = len;
     rc = sk_staple_format(&buf, &blen, &a, 1, err);
     free(body);
+    *cause = SK_STAPLE_BAD_ANSWER;
     if (rc != 0) {
         return -1;
     }
     rc = sk_staple_check_one(s, oldest, from, sizeof(from), buf, blen, name,
         t, now, err);
     free(buf);
+    if (rc != 0) {
+        *cause = sk_staple_cause(err);
+    }
     return rc;
 }
 
 
 /* The mirrors (those listed with a key), in order, until one answers
  * younger than staple_refresh; else the youngest.  1 adopted, 0 none (the
- * last reason in why). */
+ * last reason in why, the cause that says most in nm->cause). */
 static int
 sk_staple_from_mirrors(sk_staple_name_t *nm, const sk_client_trust_t *t,
     sk_client_fetch_fn fetch, void *arg, int64_t now, char *why,
@@ -211,21 +240,24 @@ sk_staple_from_mirrors(sk_staple_name_t *nm, const sk_client_trust_t *t,
 {
     const sk_client_mirror_t  *m, *best_m = NULL;
     sk_staple_t                s, best;
+    sk_staple_cause_t          cause;
     int64_t                    oldest, best_oldest = INT64_MIN;
     sk_err_t                   e;
     size_t                     i;
 
     memset(&best, 0, sizeof(best));
     snprintf(why, whylen, "no mirror listed with a key");
+    nm->cause = SK_STAPLE_MIRROR_DOWN;
     for (i = 0; i < t->nmirrors; i++) {
         m = &t->mirrors[i];
         if (m->key == NULL) {
             continue;
         }
-        if (sk_staple_ask(&s, &oldest, m, nm->name, t, fetch, arg, now, &e)
-            != 0)
+        if (sk_staple_ask(&s, &oldest, &cause, m, nm->name, t, fetch, arg,
+                now, &e) != 0)
         {
             snprintf(why, whylen, "mirror %.200s: %s", m->url, e.msg);
+            nm->cause = cause > nm->cause ? cause : nm->cause;
             continue;
         }
         if (oldest <= best_oldest) {
@@ -247,6 +279,8 @@ sk_staple_from_mirrors(sk_staple_name_t *nm, const sk_client_trust_t *t,
         sk_staple_free(&best);
         snprintf(why, whylen, "mirror %.200s: no younger than the answer "
             "held", best_m->url);
+        nm->cause = SK_STAPLE_TIMELINE_STALE > nm->cause
+            ? SK_STAPLE_TIMELINE_STALE : nm->cause;
         return 0;
     }
     sk_staple_adopt(nm, &best, best_oldest, best_m->url);
@@ -279,6 +313,7 @@ sk_staple_refresh_one(sk_staple_name_t *nm, const sk_client_trust_t *t,
     char  why[SK_STAPLE_WHY_MAX] = "";
 
     nm->failed = 0;
+    nm->cause = SK_STAPLE_RENEWED;
     nm->tried = now;
     if (cache != NULL
         && sk_staple_from_cache(nm, cache, t, now, why, sizeof(why))
@@ -291,6 +326,7 @@ sk_staple_refresh_one(sk_staple_name_t *nm, const sk_client_trust_t *t,
     if (fetch != NULL
         && sk_staple_from_mirrors(nm, t, fetch, arg, now, why, sizeof(why)))
     {
+        nm->cause = SK_STAPLE_RENEWED;
         sk_staple_why(nm, "from mirror %s: %" PRId64 " s old", nm->from,
             now - nm->oldest);
         if (cache != NULL) {
@@ -298,9 +334,12 @@ sk_staple_refresh_one(sk_staple_name_t *nm, const sk_client_trust_t *t,
         }
         return;
     }
-    if (fetch == NULL && why[0] == '\0') {
-        snprintf(why, sizeof(why), "%s", cache != NULL ? "none in the cache"
-            : "no cache");
+    if (fetch == NULL) {
+        nm->cause = SK_STAPLE_MIRROR_DOWN;      /* none asked */
+        if (why[0] == '\0') {
+            snprintf(why, sizeof(why), "%s", cache != NULL
+                ? "none in the cache" : "no cache");
+        }
     }
     nm->failed = 1;
     if (nm->s.buf == NULL) {
