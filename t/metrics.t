@@ -81,10 +81,13 @@ my (%t, %mport);
 for my $tid (7, 8) {
     mkdir "$d/tl$tid";
     $mport{$tid} = free_port();
+    # Timeline 7 signs on its own only each hour (and for chunks), 8 every
+    # second (the default checkpoint_interval).
     $t{$tid} = start_timeline("$d/tl$tid", tid => $tid,
         operator_key => "$d/operator.pub", chunk_interval => 1,
         sk_budget => 1, connections => 500,
-        metrics_listen => "127.0.0.1:$mport{$tid}");
+        metrics_listen => "127.0.0.1:$mport{$tid}",
+        $tid == 7 ? (checkpoint_interval => 3600) : ());
     ok($t{$tid}{up}, "timeline $tid listens") or BAIL_OUT(slurp($t{$tid}{log}));
     like(slurp($t{$tid}{log}), qr{metrics on http://127\.0\.0\.1:$mport{$tid}/metrics},
         "timeline $tid: metrics on its own address");
@@ -187,18 +190,25 @@ is(val("sk_timeline_publish_lag_seconds{$i7}"), 0, '... no publication lag');
 is(val("sk_timeline_appends_pending{$i7}"), 0, '... no 202 pending');
 
 # The checkpoint age is the time since the timeline's own signature (the
-# last chunk's TFM): a reader's GET /checkpoint, signed for it, does not
-# reset it (it measured polling, not signing).
-sub age7 {
-    my ($v) = scrape("http://127.0.0.1:$mport{7}/metrics")->{body}
+# last chunk's TFM, or its checkpoint_interval's): a reader's GET
+# /checkpoint, signed for it, does not reset it (it measured polling, not
+# signing).
+sub age {
+    my ($tid) = @_;
+    my ($v) = scrape("http://127.0.0.1:$mport{$tid}/metrics")->{body}
         =~ /^sk_timeline_checkpoint_age_seconds (\S+)$/m;
     return $v;
 }
-ok(wait_until(sub { (age7() // 0) >= 2 }, 10), 'checkpoint age: 2 s since '
-    . 'the last chunk') or diag(age7());
+is(val("sk_timeline_checkpoint_interval_seconds{$i7}"), 3600,
+    'timeline 7: checkpoint_interval 3600');
+ok(wait_until(sub { (age(7) // 0) >= 2 }, 10), 'checkpoint age: 2 s since '
+    . 'the last chunk') or diag(age(7));
 is(SKTimeline::http('GET', "$t{7}{url}/checkpoint")->{code}, 200,
     'GET /checkpoint');
-cmp_ok(age7(), '>=', 2, '... does not reset it');
+cmp_ok(age(7), '>=', 2, '... does not reset it');
+# Timeline 8 signs every second by itself, read or not.
+cmp_ok(age(8), '<', 3, 'timeline 8 (checkpoint_interval 1): signed within '
+    . 'seconds, with no reader');
 
 is(val('sk_mirror_entries_synced_total{tid="7"}'), 4,
     'mirror: 4 entries synced from timeline 7 (2 and their Map-Roots)');

@@ -211,5 +211,46 @@ for my $listen ('garbage', '127.0.0.1:99999', 'localhost:8470') {
 spew("$d/bad.conf", "listen = [::1]:8470\ndata_dir = $d\ntid = 1\n");
 is(run_cmd([$SKTimeline::TL, '-n', '-c', "$d/bad.conf"])->{rc}, 0,
     '-n accepts an IPv6 listen address');
+for my $ci (0, 3601) {
+    spew("$d/bad.conf", "listen = 127.0.0.1:1\ndata_dir = $d\ntid = 1\n"
+        . "checkpoint_interval = $ci\n");
+    $r = run_cmd([$SKTimeline::TL, '-n', '-c', "$d/bad.conf"]);
+    like($r->{err}, qr/"checkpoint_interval" must be within 1\.\.3600/,
+        "-n refuses checkpoint_interval = $ci");
+}
+
+# A checkpoint at least every checkpoint_interval, entries and readers or
+# not (the metric counts signatures); from memory in between, and anew
+# as soon as the tree grew.
+{
+    my $cd = "$d/ci";
+    mkdir $cd;
+    my $mport = free_port();
+    my $c = start_timeline($cd, operator_key => "$d/operator.pub",
+        checkpoint_interval => 1, metrics_listen => "127.0.0.1:$mport");
+    ok($c->{up}, 'a timeline with checkpoint_interval = 1')
+        or diag(slurp($c->{log}));
+    my $age = sub {
+        my ($m) = SKTimeline::http('GET', "http://127.0.0.1:$mport/metrics")
+            ->{body} =~ /^sk_timeline_checkpoint_age_seconds(?:\{[^}]*\})? (\S+)$/m;
+        return $m // 'none';
+    };
+    my $t0 = time;
+    my $old = 0;
+    ok(wait_until(sub { $old = $age->(); $old ne 'none' && $old < 2
+        && time - $t0 >= 4 }, 15),
+        "no reader for 4 s: signed all the same ($old s ago)");
+    my $note = sub { SKTimeline::http('GET', "$c->{url}/checkpoint")->{body} };
+    my $a = $note->();
+    my ($ts) = $a =~ /^Timestamp (\d+)$/m;
+    ok(defined $ts && time - $ts <= 2, "its Timestamp is fresh ($ts)");
+    my ($size) = $a =~ /\A[^\n]*\n(\d+)\n/;
+    my $e = SKTimeline::append($c, root_entry(cert => "$ca.crt", key => $op));
+    is($e->{code}, 201, 'an entry') or diag($e->{body});
+    my ($grown) = $note->() =~ /\A[^\n]*\n(\d+)\n/;
+    ok($grown > $size, "the next checkpoint covers it at once ($size, then "
+        . "$grown entries)");
+    stop_daemon($c->{pid});
+}
 
 done_testing();

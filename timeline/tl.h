@@ -11,7 +11,8 @@
  * Layers: calls run top down, never back up (a lower file that needs the
  * log gets it through tl->log_io, which tl_init fills):
  *   tl_main -> tl_repair, tl_check -> tl_open (the data directory)
- *   -> tl_http -> tl_chunk -> tl_publish; tl_append -> tl_incorporate
+ *   -> tl_http -> tl_sign -> tl_chunk -> tl_publish; tl_append
+ *      -> tl_incorporate
  *      (an Incorporate's rules) -> tl_validate (the rules) -> tl_ocsp
  *   -> tl_store (entries.log: replay, write, group commit, reads)
  *   -> tl_state (entries applied to names, budgets, roots)
@@ -73,6 +74,8 @@ typedef struct {
     uint64_t   clock_wait_ms;   /* wait this long for a lagging clock */
     uint64_t   max_clock_ahead; /* seconds past the newest stamp; 0 = off */
     int        verify_on_start; /* check every timeline signature at start */
+    uint64_t   checkpoint_interval; /* seconds: the checkpoint and TFM
+                                       are signed at least this often */
     uint64_t   chunk_interval;  /* seconds between publications */
     uint64_t   chunk_fanout;    /* this many chunks of a level merge */
     uint64_t   chunk_levels;    /* chunks of this level never merge */
@@ -102,6 +105,7 @@ typedef struct {
 } tl_conf_t;
 
 #define TL_CHUNK_FANOUT_MAX  64
+#define TL_CHECKPOINT_INTERVAL_MAX  3600     /* seconds */
 #define TL_COMMIT_DELAY_MAX  100000     /* us: 0.1 s */
 
 int tl_conf_load(tl_conf_t *conf, const char *path, sk_err_t *err) SK_WUR;
@@ -243,6 +247,15 @@ typedef struct {
     int               up;
     int               stop;
 } tl_thread_t;
+
+/* A signed note /checkpoint or /status serves (tl_sign.c). */
+typedef struct {
+    char             *buf;          /* NULL: none yet */
+    size_t            len;
+    uint64_t          size;         /* the durable tree when signed */
+    uint64_t          published;    /* TFM: entries in chunks then */
+    int64_t           ts;           /* tl_now when signed */
+} tl_note_t;
 
 typedef struct tl_task_s  tl_task_t;
 
@@ -504,6 +517,12 @@ struct tl_timeline_s {
     size_t            nchunks;
     uint64_t          published;    /* entries in chunks */
     tl_thread_t       chunker;
+
+    pthread_mutex_t   sign_lock;    /* the notes (tl_sign.c); taken
+                                       before lock and chunk_lock */
+    pthread_cond_t    sign_wake;
+    tl_note_t         cp_note, tfm_note;
+    tl_thread_t       signer;
 
     tl_metrics_t      metrics;
 };
@@ -851,6 +870,15 @@ int tl_publish_tfm_at(tl_timeline_t *tl, char **out, size_t *len,
     uint64_t size, uint64_t published, sk_err_t *err) SK_WUR;
 int tl_publish_checkpoint(tl_timeline_t *tl, char **out, size_t *len,
     sk_err_t *err) SK_WUR;
+
+/* tl_sign.c: /checkpoint (tfm 0) and /status (tfm 1) as last signed,
+ * signed anew if older than checkpoint_interval or covering less than is
+ * durable (published); *out malloc()ed.  The thread signs both every
+ * checkpoint_interval seconds. */
+int tl_sign_get(tl_timeline_t *tl, int tfm, char **out, size_t *len,
+    sk_err_t *err) SK_WUR;
+int tl_sign_start(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+void tl_sign_stop(tl_timeline_t *tl);
 
 /* tl_chunk.c: publication in chunks. */
 /* Load data_dir/chunks/index (after tl_store_open). */

@@ -59,6 +59,7 @@ static const sk_conf_def_t  tl_confdefs[] = {
     TL_U("clock_wait_ms", clock_wait_ms, "2000"),
     TL_U("max_clock_ahead", max_clock_ahead, "0"),
     TL_B("verify_on_start", verify_on_start, "no"),
+    TL_U("checkpoint_interval", checkpoint_interval, "1"),
     TL_U("chunk_interval", chunk_interval, "60"),
     TL_U("chunk_fanout", chunk_fanout, "4"),
     TL_U("chunk_levels", chunk_levels, "6"),
@@ -266,6 +267,12 @@ tl_conf_finish(tl_conf_t *conf, sk_err_t *err)
     if (conf->ocsp_timeout_ms == 0) {
         return sk_err_set(err, SK_ERR_FORMAT,
             "\"ocsp_timeout_ms\" must be above 0");
+    }
+    if (conf->checkpoint_interval == 0
+        || conf->checkpoint_interval > TL_CHECKPOINT_INTERVAL_MAX)
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"checkpoint_interval\" must "
+            "be within 1..%d", TL_CHECKPOINT_INTERVAL_MAX);
     }
     if (conf->chunk_interval == 0 || conf->chunk_max_entries == 0
         || conf->chunk_fanout < 2 || conf->chunk_fanout > TL_CHUNK_FANOUT_MAX)

@@ -385,9 +385,7 @@ tl_http_get(struct MHD_Connection *c, tl_timeline_t *tl, const char *url)
     int        rc;
 
     if (strcmp(url, "/status") == 0 || strcmp(url, "/checkpoint") == 0) {
-        rc = url[1] == 's'
-             ? tl_publish_tfm(tl, &out, &len, tl_chunk_published(tl), &err)
-             : tl_publish_checkpoint(tl, &out, &len, &err);
+        rc = tl_sign_get(tl, url[1] == 's', &out, &len, &err);
         if (rc != 0) {
             return tl_http_err(c, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
         }

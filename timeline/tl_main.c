@@ -45,7 +45,8 @@ tl_main_run(tl_timeline_t *tl)
         tl_log("%s", err.msg);
         return EX_CONFIG;
     }
-    if (tl_chunk_start(tl, &err) != 0 || tl_metrics_start(tl, &err) != 0
+    if (tl_chunk_start(tl, &err) != 0 || tl_sign_start(tl, &err) != 0
+        || tl_metrics_start(tl, &err) != 0
         || tl_http_start(tl, &h, &err) != 0)
     {
         tl_metrics_stop(tl);

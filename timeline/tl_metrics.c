@@ -91,16 +91,15 @@ static const sk_metric_def_t  tl_metrics_refused = {
 static const sk_metric_def_t  tl_metrics_checkpoint_age = {
     "sk_timeline_checkpoint_age_seconds",
     "Seconds since the timeline last signed a checkpoint or TFM on its "
-    "own (a chunk's; not one a reader asked for), since the start before "
-    "the first.",
+    "own (a chunk's, or every checkpoint_interval; not one a reader asked "
+    "for), since the start before the first.",
     SK_METRIC_GAUGE, NULL, 0
 };
 
 static const sk_metric_def_t  tl_metrics_checkpoint_interval = {
     "sk_timeline_checkpoint_interval_seconds",
     "The longest the timeline goes without signing a checkpoint on its "
-    "own with no entries to publish; 0: it signs one only for new entries "
-    "or when asked.",
+    "own, entries or not (checkpoint_interval).",
     SK_METRIC_GAUGE, NULL, 0
 };
 
@@ -224,6 +223,10 @@ tl_metrics_series(tl_timeline_t *tl, sk_err_t *err)
         err);
     mt->checkpoint_interval = tl_metrics_plain(mt,
         &tl_metrics_checkpoint_interval, err);
+    if (mt->checkpoint_interval != NULL) {
+        sk_metric_set(mt->checkpoint_interval,
+            (double) tl->conf.checkpoint_interval);
+    }
     sk_httpd_metrics_init(&mt->http, mt->reg, "sk_timeline",
         tl_metrics_endpoints, TL_METRICS_ENDPOINTS, tl_metrics_endpoint);
     return mt->append_seconds == NULL || mt->fsync_seconds == NULL

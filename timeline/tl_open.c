@@ -46,12 +46,15 @@ tl_init(tl_timeline_t *tl, tl_mode_t mode)
     pthread_mutex_init(&tl->certs_lock, NULL);
     pthread_rwlock_init(&tl->calog_lock, NULL);
     pthread_cond_init(&tl->chunk_wake, NULL);
+    pthread_mutex_init(&tl->sign_lock, NULL);
+    pthread_cond_init(&tl->sign_wake, NULL);
 }
 
 
 void
 tl_free(tl_timeline_t *tl)
 {
+    tl_sign_stop(tl);
     tl_chunk_stop(tl);
     tl_ocsp_free(tl);
     tl_token_free(tl);
