@@ -214,8 +214,9 @@ wait_for 30 mirror_entries 3 || die "the mirror did not sync: $(cat mirror.log)"
 wait_for 30 mirror_entries 3 example.test || die "the mirror did not sync example.test: $(cat mirror.log)"
 echo "   example.test: $(curl -sf "http://127.0.0.1:$mport/query/example.test" | grep -c '^DNSSEC-Chain: ') Binds, each with its DNSSEC-Chain, checked again by the mirror"
 curl -sf "http://127.0.0.1:$mport/query/$NAME" | grep '^SK-Mirror\|^Timeline: \|^Entry: ' | sed 's/^/   /'
-# t1 = 0: ask the mirror every time (by default a view younger than a day
-# answers from the client's cache, and the revocation below would wait).
+# t1 = 0: ask the mirror every time (by default a view younger than half
+# an hour answers from the client's cache, and the revocation below would
+# wait for it).
 cat > trust.conf <<EOT
 timeline = 7 $D/tl7/timeline.pub
 timeline = 8 $D/tl8/timeline.pub
@@ -379,8 +380,9 @@ run "$SK" revoke -k sk.key -n $NAME $tls
 wait_for 30 mirror_entries 6 || die "the mirror did not see the Unbind: $(cat mirror.log)"
 # A client that asks the mirrors sees it at once.  The proof nginx staples
 # is from before the Unbind: clients that take it learn of the revocation
-# when the site refreshes it (staple_refresh, an hour), at the latest once
-# it is staple_max_age old (a day), as with their own cache's T1.
+# when the site refreshes it (staple_refresh, 10 minutes), and no view
+# from before it decides once it is 45 minutes old (staple_max_age, T2):
+# every client that checks sees an Unbind within the hour.
 rc=0
 verify --no-staple --connect 127.0.0.1:$nport "https://$NAME:$nport" || rc=$?
 [ $rc -eq 3 ] || die "after the Unbind sk verify still enforces the SK (exit $rc)"

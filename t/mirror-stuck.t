@@ -86,7 +86,10 @@ ok($c9->{age} >= 3, "... with its checkpoint's age ($c9->{age} s)");
 my ($c7) = grep { $_->{tid} == 7 } @{$j->{checkpoints} // []};
 is($c7->{state}, 'Idle', '... and 7 as Idle');
 
-spew("$trust.short", $tlines . "mirror = $m->{url} $m->{pub}\nt1 = 0\nt2 = 2\n");
+# T2 of 5 s: the Idle timelines' checkpoints (polled every second, signed
+# every second) are younger, the Stuck one's, once 8 s old, is not.
+sleep(8 - $c9->{age}) if $c9->{age} < 8;
+spew("$trust.short", $tlines . "mirror = $m->{url} $m->{pub}\nt1 = 0\nt2 = 5\n");
 $j = verify("$trust.short", 'short');
 is($j->{fresh}, 2, 'T2 shorter than the age: only two timelines fresh')
     or diag(explain($j));

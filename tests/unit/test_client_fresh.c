@@ -12,6 +12,10 @@
 #define NAME  "example.com"
 #define HOUR  3600
 #define DAY   (24 * HOUR)
+#define T1    SK_CLIENT_T1
+#define T2    SK_CLIENT_T2
+/* Beyond T2, not yet very stale; and stopped. */
+#define STALE_AGE  ((SK_CLIENT_T2 + SK_CLIENT_T3) / 2)
 
 
 /* What each mirror does when asked. */
@@ -127,8 +131,9 @@ test_eval(void **state)
     sk_client_trust_t  t;
     sk_client_view_t   v;
     sk_client_fresh_t  f;
-    int64_t            ages[5] = { HOUR, 30 * HOUR, 60 * HOUR, 8 * DAY,
-                                   20 * DAY };
+    int64_t            ages[5] = { T1 / 2, (T1 + T2) / 2, STALE_AGE,
+                                   (SK_CLIENT_T3 + SK_CLIENT_T4) / 2,
+                                   2 * SK_CLIENT_T4 };
     size_t             i;
     sk_err_t           err;
     char              *note;
@@ -159,7 +164,7 @@ test_eval(void **state)
 
     /* 4 of 5 within T2 (80 %), one missing: fresh enough. */
     for (i = 0; i < 4; i++) {
-        v.cps[i].ts = FX_NOW - 40 * HOUR;
+        v.cps[i].ts = FX_NOW - (T1 + T2) / 2;
     }
     v.ncps = 4;
     sk_client_fresh_eval(&f, &w5.trust, &v, FX_NOW);
@@ -441,7 +446,7 @@ test_lookup_retry(void **state)
     mirrors(&m, &t, 4);
     m.mode[0] = M_DOWN;
     m.mode[1] = M_STALE;
-    m.stale_ts = FX_NOW - 3 * DAY;
+    m.stale_ts = FX_NOW - STALE_AGE;
     m.mode[2] = M_503;
     m.mode[3] = M_FRESH;
     lookup(&r, &t, NULL, &m, NAME, FX_NOW);
@@ -457,7 +462,7 @@ test_lookup_retry(void **state)
     assert_int_equal(r.view.nitems, 2);
     sk_client_result_free(&r);
 
-    /* Only stale answers (3 days: not very stale): fail closed, with the
+    /* Only stale answers (hours old: not stopped): fail closed, with the
      * stale view as the best at hand. */
     m.mode[3] = M_STALE;
     lookup(&r, &t, NULL, &m, NAME, FX_NOW);
@@ -512,7 +517,7 @@ test_lookup_cache_and_drops(void **state)
     sk_client_result_free(&r);
 
     /* Within T1: the cache answers, no mirror is asked. */
-    lookup(&r, &t, c, &m, NAME, FX_NOW + HOUR);
+    lookup(&r, &t, c, &m, NAME, FX_NOW + T1 / 2);
     assert_int_equal(r.outcome, SK_FRESH_CACHED);
     assert_string_equal(r.source, "cache");
     assert_int_equal(m.calls[0], 1);
@@ -522,7 +527,7 @@ test_lookup_cache_and_drops(void **state)
     /* Past T1: asked again; m0 now hides an entry the client holds and
      * is dropped for good; m1 answers. */
     m.mode[0] = M_OMIT;
-    lookup(&r, &t, c, &m, NAME, FX_NOW + 25 * HOUR);
+    lookup(&r, &t, c, &m, NAME, FX_NOW + (T1 + T2) / 2);
     assert_int_equal(r.outcome, SK_FRESH_ANSWER);
     assert_string_equal(r.source, "http://m1.test");
     assert_non_null(strstr(r.tries[0].what, "dropped: omits timeline 2 SN "
@@ -530,7 +535,7 @@ test_lookup_cache_and_drops(void **state)
     sk_client_result_free(&r);
     m.mode[0] = M_FRESH;
     t.t1 = 0;
-    lookup(&r, &t, c, &m, "b.example", FX_NOW + 25 * HOUR);
+    lookup(&r, &t, c, &m, "b.example", FX_NOW + (T1 + T2) / 2);
     assert_non_null(strstr(r.tries[0].what, "skipped: dropped earlier: "
         "omits"));
     assert_int_equal(m.calls[0], 2);
@@ -541,7 +546,7 @@ test_lookup_cache_and_drops(void **state)
      * for another name gets it dropped; m2 is asked. */
     m.mode[1] = M_STALE;
     m.stale_ts = FX_NOW - 2 * HOUR;
-    lookup(&r, &t, c, &m, "c.example", FX_NOW + HOUR);
+    lookup(&r, &t, c, &m, "c.example", FX_NOW + T1 / 2);
     assert_non_null(strstr(r.tries[1].what, "dropped: less fresh than "
         "before"));
     assert_string_equal(r.source, "http://m2.test");
@@ -551,14 +556,14 @@ test_lookup_cache_and_drops(void **state)
     /* A garbage answer: dropped too.  Then nobody is left, and the cache
      * (within T2) decides. */
     m.mode[2] = M_GARBAGE;
-    lookup(&r, &t, c, &m, NAME, FX_NOW + HOUR);
+    lookup(&r, &t, c, &m, NAME, FX_NOW + T1 / 2);
     assert_non_null(strstr(r.tries[2].what, "dropped: answer"));
     assert_int_equal(r.outcome, SK_FRESH_CACHED);
     assert_int_equal(r.view.nitems, 2);
     sk_client_result_free(&r);
-    /* Three days on, the cache is stale: fail closed, but the cached
+    /* Hours on, the cache is stale: fail closed, but the cached
      * entries still come back (an SK known is still enforced). */
-    lookup(&r, &t, c, &m, NAME, FX_NOW + 3 * DAY);
+    lookup(&r, &t, c, &m, NAME, FX_NOW + STALE_AGE);
     assert_int_equal(r.outcome, SK_FRESH_CLOSED);
     assert_int_equal(r.view.nitems, 2);
     sk_client_result_free(&r);
@@ -647,7 +652,7 @@ test_lookup_evidence(void **state)
     /* A checkpoint younger than T4 the cache holds (of another name)
      * shows timeline 2 alive: two stopped are not more than 2. */
     c = fresh_cache(&dir);
-    set_cp_ts(FX_NOW - 10 * DAY);
+    set_cp_ts(FX_NOW - SK_CLIENT_T4 / 2);
     fx_view(&tw, &v, "b.example");
     set_cp_ts(FX_NOW);
     v.ncps = 2;
@@ -667,7 +672,7 @@ test_lookup_evidence(void **state)
     m.mode[0] = M_STALE;
     m.stale_ts = FX_NOW - 20 * DAY;
     m.mode[1] = M_DOWN;
-    outcome(&t, c, &m, NAME, FX_NOW + HOUR, SK_FRESH_CLOSED, 0);
+    outcome(&t, c, &m, NAME, FX_NOW + T1 / 2, SK_FRESH_CLOSED, 0);
     sk_client_cache_close(c);
     tu_rmtree(dir);
     drop_mirrors(&t);
@@ -737,10 +742,10 @@ test_rebind(void **state)
     sk_record_free(&rec);
 
     /* The rebinder known only from a view not fresh enough (it binds the
-     * heir's SK, three days old): which SK is in force for it now is not
+     * heir's SK, hours old): which SK is in force for it now is not
      * known, so the name is neither rebound nor unbound. */
     m.mode[0] = M_STALE;
-    m.stale_ts = FX_NOW - 3 * DAY;
+    m.stale_ts = FX_NOW - STALE_AGE;
     ctx.depth = 0;
     assert_int_equal(sk_client_view_record(&rec, &r.view,
         sk_client_rebinder_key, &ctx, &err), -1);

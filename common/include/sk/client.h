@@ -36,11 +36,15 @@
 #include "record.h"
 #include "staple.h"
 
-/* Design 4.b's constants (seconds, counts). */
-#define SK_CLIENT_T1              (24 * 3600)      /* no query needed */
-#define SK_CLIENT_T2              (48 * 3600)      /* fresh enough */
-#define SK_CLIENT_T3              (7 * 24 * 3600)  /* stale */
-#define SK_CLIENT_T4              (14 * 24 * 3600) /* very stale */
+/* Design 4.b's constants (seconds, counts), shortened so that an Unbind
+ * reaches every client that checks within an hour (docs/protocol.md,
+ * "Freshness": timelines sign a checkpoint every second, mirrors poll
+ * every minute): a view not showing it is older than T2 after 45 min. */
+#define SK_CLIENT_T1              (30 * 60)        /* no query needed */
+#define SK_CLIENT_T2              (45 * 60)        /* fresh enough */
+#define SK_CLIENT_T3              (6 * 3600)       /* stale */
+#define SK_CLIENT_T4              (24 * 3600)      /* very stale: a mirror
+                                                      calls it Defunct */
 #define SK_CLIENT_MAX_DERELICT    2
 #define SK_CLIENT_N_RETRIES       5
 #define SK_CLIENT_FRESH_PERCENT   80
@@ -118,9 +122,9 @@ void sk_client_trust_init(sk_client_trust_t *t);
  *
  *   timeline = TID PUBKEY-FILE [ORIGIN]    (origin: sk-timeline-<TID>)
  *   mirror   = URL [PUBKEY-FILE]
- *   t1 = 86400   t2 = ...  t3 = ...  t4 = ...   (seconds)
+ *   t1 = 1800   t2 = ...  t3 = ...  t4 = ...   (seconds)
  *   max_derelict = 2   retries = 5   fresh_percent = 80   drop_slack = 3600
- *   staple_max_age = 86400   staple_refresh = 3600   staple_retry = 300
+ *   staple_max_age = 2700   staple_refresh = 600   staple_retry = 60
  *   tor = 127.0.0.1:9050    (Tor's SOCKS port, for .onion/.exit routes)
  *   fail_open = evidence | never | unsafe-on-silence
  *

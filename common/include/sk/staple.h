@@ -39,11 +39,14 @@
 #define SK_STAPLE_MAX          65535     /* one TLS extension */
 #define SK_STAPLE_MAX_ANSWERS  8
 
-/* Design 4.b's T1 (a cached answer needs no query) is the default bound
- * on a staple's age; a server refreshes well before it. */
-#define SK_STAPLE_MAX_AGE      (24 * 3600)
-#define SK_STAPLE_REFRESH      3600
-#define SK_STAPLE_RETRY        300
+/* A staple is as fresh as an answer must be: T2 (45 min) bounds its
+ * age, so a replayed one stops deciding within the hour an Unbind has to
+ * reach every client; a server refreshes its staple every 10 minutes,
+ * retrying each minute, and stays far below the bound (docs/protocol.md,
+ * "Freshness"). */
+#define SK_STAPLE_MAX_AGE      (45 * 60)
+#define SK_STAPLE_REFRESH      600
+#define SK_STAPLE_RETRY        60
 
 typedef struct {
     char            name[SK_NAME_MAX + 1];     /* the name queried */
