@@ -116,7 +116,7 @@ sub to_timelines {
 }
 to_timelines(SKTimeline::bind_entry(name => 'revoked.example',
     key => $rsk_old, rebinders => 'other.example', chain => [
-        SKTimeline::issue($d, "$d/tlca", $rsk_old, 'revoked.example',
+        SKTimeline::issue($d, $w->{tlca}, $rsk_old, 'revoked.example',
             "$d/ev-revoked-old")]));
 ok(mirror_shows('revoked.example', 1), 'revoked.example bound');
 my $before_unbind = SKMirror::query($m, 'revoked.example')->{body};
@@ -124,7 +124,7 @@ to_timelines(SKTimeline::unbind_entry(name => 'revoked.example',
     key => $rsk_old), SKTimeline::rebind_entry(name => 'revoked.example',
     key => $rsk_new, rebinder => 'other.example',
     rebinder_key => $w->{sk}{'other.example'}, chain => [
-        SKTimeline::issue($d, "$d/tlca", $rsk_new, 'revoked.example',
+        SKTimeline::issue($d, $w->{tlca}, $rsk_new, 'revoked.example',
             "$d/ev-revoked-new")]));
 ok(mirror_shows('revoked.example', 3), 'revoked.example Unbound, Rebound');
 

@@ -9,7 +9,10 @@ package SKSite;
 #
 #   my $w = world(DIR, names => { NAME => SERVICES, ... },
 #                 unbind => [NAME, ...], tids => [7, 8, 9],
+#                 rebinders => { NAME => REBINDER-NAMES },
 #                 trust => "t1 = 0\n", mirror => { KEY => VALUE })
+#       $w->{tlca}          the CA the timelines trust (make evidence with
+#                           SKTimeline::issue(DIR, $w->{tlca}, KEY, NAME, OUT))
 #       $w->{sk}{NAME}      the SK's private key file (NAME's .pub beside)
 #       $w->{trust}         trust file: the timelines, the mirror, + trust
 #       $w->{mirror}        SKMirror's hash; $w->{timelines}{TID}
@@ -45,13 +48,14 @@ sub world {
     my $w = { dir => $d, sk => {} };
 
     my $op = SKTimeline::ed25519_key($d, 'operator');
-    my $tlca = SKTimeline::make_ca($d, 'tlca');
+    my $tlca = $w->{tlca} = SKTimeline::make_ca($d, 'tlca');
     my @entries = (SKTimeline::root_entry(cert => "$tlca.crt", key => $op));
     for my $n (sort keys %$names) {
         my $sk = $w->{sk}{$n} = SKTimeline::ed25519_key($d, "sk-$n");
         my $ev = SKTimeline::issue($d, $tlca, $sk, $n, "$d/ev-$n");
         push @entries, SKTimeline::bind_entry(name => $n, key => $sk,
             services => $names->{$n}, chain => [$ev],
+            rebinders => ($a{rebinders} // {})->{$n},
             subdomains => (grep { $_ eq $n } @{$a{subdomains} // []}) ? 1 : 0);
     }
     push @entries, SKTimeline::unbind_entry(name => $_, key => $w->{sk}{$_})
