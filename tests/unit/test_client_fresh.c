@@ -594,6 +594,35 @@ test_lookup_cache_and_drops(void **state)
 }
 
 
+/* With the defaults, a client asks again once its view is 30 minutes
+ * old (T1), and no view decides in full once it is 45 minutes old (T2):
+ * an Unbind reaches every client that checks within the hour. */
+static void
+test_defaults_hour(void **state)
+{
+    sk_client_trust_t   t = tw.trust;
+    sk_client_cache_t  *c;
+    mirrors_t           m;
+    char               *dir;
+
+    (void) state;
+    t.nmirrors = 0;
+    mirrors(&m, &t, 1);
+    c = fresh_cache(&dir);
+    outcome(&t, c, &m, NAME, FX_NOW, SK_FRESH_ANSWER, 0);
+    outcome(&t, c, &m, NAME, FX_NOW + 29 * 60, SK_FRESH_CACHED, 0);
+    assert_int_equal(m.calls[0], 1);
+    m.mode[0] = M_DOWN;
+    outcome(&t, c, &m, NAME, FX_NOW + 31 * 60, SK_FRESH_CACHED, 0);
+    assert_int_equal(m.calls[0], 2);
+    outcome(&t, c, &m, NAME, FX_NOW + 46 * 60, SK_FRESH_CLOSED, 0);
+    assert_int_equal(t.staple_max_age, 45 * 60);
+    sk_client_cache_close(c);
+    tu_rmtree(dir);
+    drop_mirrors(&t);
+}
+
+
 /* Fail open only on evidence: a current answer, signed by a mirror
  * listed with a key, showing more than max_derelict timelines stopped
  * (checkpoint older than T4, or Defunct), none of them seen alive. */
@@ -771,6 +800,7 @@ main(void)
         cmocka_unit_test(test_lookup_retry),
         cmocka_unit_test(test_lookup_cache_and_drops),
         cmocka_unit_test(test_lookup_evidence),
+        cmocka_unit_test(test_defaults_hour),
         cmocka_unit_test(test_rebind),
     };
 

@@ -1,7 +1,8 @@
 /*
  * test_mirror_parse.c -- sk-mirror's parsers of what others send it:
  * a timeline's chunk listing (mr_sync.c), a peer's reneged list
- * (mr_track.c), an answer cache value read back from Redis (mr_cache.c).
+ * (mr_track.c), an answer cache value read back from Redis (mr_cache.c);
+ * and its configuration's freshness defaults (mr_conf.c).
  * Each is strict: no sign, no overflow, no extra or missing field, no
  * duplicate, and a message naming what is wrong.
  */
@@ -177,6 +178,33 @@ test_cache(void **state)
 }
 
 
+/* A round a minute and answers reused a minute: an answer's checkpoints
+ * are at most about two minutes old, so an Unbind reaches clients within
+ * the hour (docs/protocol.md, "How fast an Unbind reaches clients"); the
+ * draft's 10 minutes and 30 were too slow. */
+static void
+test_conf_defaults(void **state)
+{
+    mr_conf_t   conf;
+    sk_err_t    err;
+    char       *dir = tu_tmpdir(), *path = tu_path(dir, "mirror.conf");
+    FILE       *f;
+
+    (void) state;
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "listen = 127.0.0.1:8480\ndata_dir = %s\n"
+        "timeline = 7 http://tl7.test %s/tl7.pub\n", dir, dir);
+    fclose(f);
+    tu_assert_ok(mr_conf_load(&conf, path, &err), &err);
+    assert_int_equal(conf.poll_interval, 60);
+    assert_int_equal(conf.query_cache, 60);
+    mr_conf_free(&conf);
+    free(path);
+    tu_rmtree(dir);
+}
+
+
 int
 main(void)
 {
@@ -184,6 +212,7 @@ main(void)
         cmocka_unit_test(test_listing),
         cmocka_unit_test(test_reneged),
         cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_conf_defaults),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
