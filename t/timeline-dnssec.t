@@ -56,6 +56,18 @@ ok($dns->{up}, 'NSD and Unbound serve the private hierarchy')
 $r = sk('dnssec', 'chain', '-n', 'example.test', '--resolver',
     $dns->{resolver}, '-o', "$d/fetched.chain");
 is($r->{rc}, 0, 'sk dnssec chain through the resolver') or diag($r->{err});
+# The root's DNSKEY RRset holds two keys, which Unbound hands out in turn
+# (rrset-roundrobin): ten fetches, one chain.
+my %chains;
+for my $i (1 .. 10) {
+    my $f = sk('dnssec', 'chain', '-n', 'example.test', '--resolver',
+        $dns->{resolver}, '-o', "$d/again.chain");
+    $chains{$f->{rc} == 0 ? slurp("$d/again.chain") : "failed: $f->{err}"}++;
+}
+is(scalar(keys %chains), 1,
+    'ten fetches through a resolver that rotates RRsets: the same bytes')
+    or diag(scalar(keys %chains) . ' different chains');
+ok(exists $chains{slurp("$d/fetched.chain")}, '... the first fetch\'s');
 $r = sk('dnssec', 'chain', '-n', 'www.example.test', '--resolver',
     $dns->{resolver}, '-o', "$d/none.chain");
 is($r->{rc}, 1, 'no record at _sovereign-key.www.example.test: no chain');
