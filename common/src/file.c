@@ -118,14 +118,17 @@ sk_file_open_regular(int *fd, struct stat *st, const char *path,
 }
 
 
-int
-sk_file_read(char **buf, size_t *len, const char *path, size_t max,
-    sk_err_t *err)
+/* sk_file_read and sk_file_read_nofollow: open, check, read. */
+static int
+sk_file_read_checked(char **buf, size_t *len, const char *path, size_t max,
+    int nofollow, sk_err_t *err)
 {
     struct stat  st;
     int          fd;
 
-    if (sk_file_open_regular(&fd, &st, path, 0, SK_ERR_FORMAT, err) != 0) {
+    if (sk_file_open_regular(&fd, &st, path, nofollow,
+            nofollow ? SK_ERR_PERM : SK_ERR_FORMAT, err) != 0)
+    {
         return -1;
     }
     return sk_file_read_fd(fd, &st, buf, len, path, max, err);
@@ -133,16 +136,18 @@ sk_file_read(char **buf, size_t *len, const char *path, size_t max,
 
 
 int
+sk_file_read(char **buf, size_t *len, const char *path, size_t max,
+    sk_err_t *err)
+{
+    return sk_file_read_checked(buf, len, path, max, 0, err);
+}
+
+
+int
 sk_file_read_nofollow(char **buf, size_t *len, const char *path, size_t max,
     sk_err_t *err)
 {
-    struct stat  st;
-    int          fd;
-
-    if (sk_file_open_regular(&fd, &st, path, 1, SK_ERR_PERM, err) != 0) {
-        return -1;
-    }
-    return sk_file_read_fd(fd, &st, buf, len, path, max, err);
+    return sk_file_read_checked(buf, len, path, max, 1, err);
 }
 
 
