@@ -15,6 +15,8 @@
 #include <sk/dnssec.h>
 #include <sk/file.h>
 
+#include "../internal.h"
+
 #define SK_TRUST_FILE_MAX  (64 * 1024)
 #define SK_TRUST_LINE_MAX  2048
 
@@ -37,13 +39,6 @@ sk_client_trust_init(sk_client_trust_t *t)
     snprintf(t->tor, sizeof(t->tor), "%s", SK_CLIENT_TOR_DEFAULT);
     snprintf(t->dnssec_anchors, sizeof(t->dnssec_anchors), "%s",
         SK_DNSSEC_ANCHORS);
-}
-
-
-static int
-sk_trust_key_copy(sk_key_t **out, const sk_key_t *key, sk_err_t *err)
-{
-    return sk_key_from_pkey(out, sk_key_get0_pkey(key), err);
 }
 
 
@@ -73,7 +68,10 @@ sk_client_trust_add_timeline(sk_client_trust_t *t, uint64_t tid,
             ": origin \"%.64s\" is not a valid key name", tid, origin);
     }
     tl = &t->tl[t->ntl];
-    if (sk_trust_key_copy(&tl->key, key, err) != 0) {
+    /* sk_key_dup copies the SPKI: encoding it again through OpenSSL
+     * 3.0's encoder framework cost `sk fetch` 1.4 M instructions per
+     * trusted timeline (docs/benchmarks.md, "Fetch"). */
+    if (sk_key_dup(&tl->key, key, err) != 0) {
         return -1;
     }
     tl->tid = tid;
@@ -160,7 +158,7 @@ sk_client_trust_add_mirror(sk_client_trust_t *t, const char *url,
     }
     m = &t->mirrors[t->nmirrors];
     m->key = NULL;
-    if (key != NULL && sk_trust_key_copy(&m->key, key, err) != 0) {
+    if (key != NULL && sk_key_dup(&m->key, key, err) != 0) {
         return -1;
     }
     memcpy(m->url, url, len);
