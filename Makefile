@@ -25,7 +25,7 @@ CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) \
              $(CFLAGS) -fPIC $(SANFLAGS) -Icommon/include
 LDFLAGS ?=
-LIBS     = -lhiredis -llmdb -lldns -lsodium -lssl -lcrypto
+LIBS     = -lhiredis -llmdb -lldns -lexpat -lsodium -lssl -lcrypto
 
 # libsk: the core in common/src/, the client side in common/src/client/.
 LIB_SRCS  = $(sort $(wildcard common/src/*.c common/src/client/*.c))
@@ -238,9 +238,12 @@ $(BUILD)/sk_milter/%.o: sk_milter/%.c sk_milter/skm.h $(wildcard common/include/
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -pthread -c -o $@ $<
 
+# libldns and libexpat: the client checks a DNSSEC Bind reported unbacked
+# against the trust file's dnssec_anchors (client_reneged.c).
 $(SKM_BIN): $(SKM_OBJS) $(LIBSK)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $(SKM_OBJS) $(LIBSK) \
-	    -lmicrohttpd -lcurl -lhiredis -llmdb -lsodium -lssl -lcrypto -lresolv -lpthread
+	    -lmicrohttpd -lcurl -lhiredis -llmdb -lldns -lexpat -lsodium -lssl \
+	    -lcrypto -lresolv -lpthread
 
 # Unit tests of the milter's I/O-free parts (tests/unit/test_milter_*.c)
 # link the milter objects they test.

@@ -297,6 +297,7 @@ ngx_http_sk_staple_init(ngx_conf_t *cf, ngx_http_sk_main_conf_t *mcf,
     X509                     *x;
     sk_err_t                  err;
     ngx_str_t                *spec;
+    ngx_uint_t                i;
     sk_cache_t               *cache;
     ngx_pool_cleanup_t       *cln;
     ngx_http_sk_staple_t     *st, **stp;
@@ -376,6 +377,16 @@ ngx_http_sk_staple_init(ngx_conf_t *cf, ngx_http_sk_main_conf_t *mcf,
     }
 
     sk_cache_close(cache);
+
+    /* what the cache could not give, said before an earlier cycle's
+     * staple may make up for it (a worker asks the mirrors soon) */
+    for (i = 0; i < st->set.n; i++) {
+        if (st->set.names[i].failed) {
+            ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                          "sovereign_key_staple %s: %s",
+                          st->set.names[i].name, st->set.names[i].why);
+        }
+    }
 
     if (ngx_http_sk_staple_last_good(st, cf->log) != NGX_OK) {
         return NGX_ERROR;

@@ -49,9 +49,15 @@ if [ ! -f "$bld/Makefile" ] || [ "$(cat "$bld/.configured" 2>/dev/null)" != "$st
 fi
 
 # The .so's link line does not see libsk.a as a dependency: relink when
-# libsk.a is newer.
-[ ! -f "$bld/ngx_http_sk_module.so" ] || [ "$LIBSK" -ot "$bld/ngx_http_sk_module.so" ] \
-    || rm -f "$bld/ngx_http_sk_module.so"
+# libsk.a is newer.  nginx's Makefile does not see libsk's headers either:
+# a struct grown in one (sk_client_trust_t) left the module's objects
+# compiled with the old layout, and nginx corrupted its heap at start, so
+# recompile them when a header is newer than the .so.
+so=$bld/ngx_http_sk_module.so
+if [ -f "$so" ] && [ -n "$(find "$top/common/include/sk" -name '*.h' -newer "$so")" ]; then
+    rm -f "$bld"/addon/ngx_sk_module/*.o
+fi
+[ ! -f "$so" ] || [ "$LIBSK" -ot "$so" ] || rm -f "$so"
 make -s -f "$bld/Makefile" -C "$NGX_SRC" modules
 
 sig() { strings "$1" | grep -E '^8,4,8,[01]+$' || true; }

@@ -16,7 +16,9 @@
 # default trust anchor file, /usr/share/dns/root.ds.  libgetdns-dev:
 # test_dnssec.c checks every verdict against getdns_validate_dnssec2, a
 # second validator.  nsd, unbound: t/timeline-dnssec.t's private DNSSEC
-# hierarchy (t/lib/SKDNS.pm), asked by `sk dnssec chain`.
+# hierarchy (t/lib/SKDNS.pm), asked by `sk dnssec chain`.  libexpat1-dev:
+# IANA's root-anchors.xml (DNSSEC trust anchors with validity windows,
+# common/src/dnssec_anchors.c) is read with expat.
 # libevent-dev: `sk proxy`'s event loop and its OpenSSL bufferevents (the
 # TLS sessions it splices); chromium, firefox-esr: t/proxy.t's real
 # browsers, headless, through `sk proxy`; libnss3-tools: certutil, which
@@ -26,7 +28,7 @@ set -eu
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
 libssl-dev openssl libcmocka-dev libhiredis-dev libmilter-dev
 libmicrohttpd-dev libcurl4-openssl-dev libbz2-dev liblmdb-dev libsodium-dev
-libldns-dev ldnsutils dns-root-data libgetdns-dev nsd unbound
+libldns-dev libexpat1-dev ldnsutils dns-root-data libgetdns-dev nsd unbound
 nginx nginx-dev redis-server tor postfix miltertest swaks
 gnutls-bin libgnutls28-dev curl python3 perl libio-socket-ssl-perl libtest-simple-perl
 valgrind strace groff-base golang-go golang-golang-x-mod-dev

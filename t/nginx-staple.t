@@ -24,7 +24,9 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 
+use Fcntl qw(O_WRONLY O_NONBLOCK);
 use JSON::PP;
+use POSIX ();
 use Test::More;
 use Time::HiRes qw(sleep time);
 
@@ -136,6 +138,7 @@ ok($st->{bytes} > 1000 && defined $st->{age}, 'status: its size and age');
 like($ngx->log, qr/\[notice\].*sovereign_key_staple example\.com: from (mirror|the cache)/,
     'the refresh is logged');
 ok(-s "$scache/proof/example.com", 'the staple is in the cache');
+spew("$d/staple-copy", slurp("$scache/proof/example.com"));
 ok(wait_until(sub { status($pr)->{staple}{served}
         && status($pc)->{staple}{served} }, 15),
     'the other servers have theirs (from the cache or the mirror)');
@@ -497,6 +500,49 @@ $ngx->reload;
 $r = show($pe);
 is($r->{rc}, 0, 'reload, the cache lost it: the last good staple of the '
     . 'cycle before') or diag($r->{out} . $r->{err});
+
+# What the workers' user can put in the staple cache, which the master
+# reads at each reload: a FIFO is refused at once (it used to hang the
+# master in open(2) until some writer came, the reload with it), a
+# symbolic link is not followed (here to a copy of the real staple); each
+# said, and the last good staple still served.
+sub as_worker {
+    my ($code) = @_;
+    my ($uid, $gid) = $> == 0 ? (getpwnam('nobody'))[2, 3] : ($>, $));
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        $) = "$gid $gid";
+        $( = $gid;
+        $< = $> = $uid;
+        exit($code->() ? 0 : 1);
+    }
+    waitpid($pid, 0);
+    return $? == 0;
+}
+my $proof = "$scache/proof/example.com";
+ok(as_worker(sub { unlink $proof; POSIX::mkfifo($proof, 0644) }),
+    'the workers\' user makes the cached staple a FIFO');
+my $t0 = time;
+ok($ngx->reload, 'a FIFO in the staple cache: the reload completes')
+    or diag($ngx->log);
+ok(time - $t0 < 10, '... at once');
+like($ngx->log, qr/\Q$proof\E: not a regular file \(a FIFO\)/,
+    '... saying the cached file is a FIFO') or diag($ngx->log);
+$r = show($pe);
+is($r->{rc}, 0, '... and the last good staple is served')
+    or diag($r->{out} . $r->{err});
+# Whatever the test's fate, no master waits on that FIFO any more.
+if (sysopen(my $wfh, $proof, O_WRONLY | O_NONBLOCK)) { close $wfh }
+unlink $proof;
+ok(as_worker(sub { symlink("$d/staple-copy", $proof) }),
+    'the workers\' user makes the cached staple a symbolic link');
+ok($ngx->reload, 'a symbolic link in the staple cache: the reload completes');
+like($ngx->log, qr/\Q$proof\E: not a regular file \(a symbolic link\)/,
+    '... not followed, and said') or diag($ngx->log);
+$r = show($pe);
+is($r->{rc}, 0, '... and the last good staple is served')
+    or diag($r->{out} . $r->{err});
+unlink $proof;
 
 # The refresher with the mirror down: kept until staple_max_age (20 s),
 # then none, with the reason.

@@ -575,7 +575,8 @@ void tl_tree_note(tl_timeline_t *tl);
 int tl_tree_check(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 void tl_store_close(tl_timeline_t *tl);
 /* After every start check: cut the logs' torn tails, sync the logs, and
- * make signed-head cover every entry on disk. */
+ * make signed-head cover every entry on disk (but entries past the last
+ * Map-Root entry: tl_open signs them with the Map-Root it appends). */
 int tl_store_settle(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
 /* --repair: check the canonical entry (its signature too) as SN
  * tl->size, then write it. */

@@ -157,7 +157,15 @@ tl_open_key(tl_timeline_t *tl, sk_err_t *err)
 }
 
 
-/* After tl_store_settle: append the Map-Root due, synced and signed. */
+/*
+ * After tl_store_settle: append the Map-Root due, synced and signed.  A
+ * Map-Root that cannot be written (a full disk) does not keep the
+ * timeline from serving: it shows what signed-head holds, as before the
+ * stop, and takes appends, whose batch's Map-Root seals these entries too
+ * once there is space (tl_store_seal), as for a batch that failed while
+ * serving.  A Map-Root written but not indexed only leaves the index
+ * behind (retried, as any flush).
+ */
 static int
 tl_open_map(tl_timeline_t *tl, sk_err_t *err)
 {
@@ -171,9 +179,21 @@ tl_open_map(tl_timeline_t *tl, sk_err_t *err)
         "name map is built from the log, a Map-Root entry appended",
         tl->log.path, tl->size);
     if (tl_index_flush(tl, err) != 0) {
-        return -1;
+        if (tl->map_seal) {
+            tl->logged = tl->durable = tl->signed_size;
+            tl_log("%s (no Map-Root entry could be appended: serving the "
+                "%" PRIu64 " entries signed-head holds; the first batch "
+                "appended once there is space seals the %" PRIu64 " after "
+                "them)", err->msg, tl->signed_size,
+                tl->size - tl->signed_size);
+            return 0;
+        }
+        tl_log("%s: flush: %s (the index lags; retried)", tl->db_dir,
+            err->msg);
+        if (fdatasync(tl->log.fd) != 0) {
+            return sk_err_sys(err, "%s: fdatasync", tl->log.path);
+        }
     }
-    tl->map_seal = 0;
     if (sk_merkle_tree_root(root, tl->tree, tl->size, err) != 0
         || tl_signed_write(tl, tl->size, root, err) != 0)
     {
@@ -212,8 +232,9 @@ tl_open(tl_timeline_t *tl, sk_err_t *err)
         return -1;
     }
     /* The log is the truth and is whole: an index that cannot be written
-     * now (a full disk) only lags, and the next flush or start catches up. */
-    if (tl_index_flush(tl, err) != 0) {
+     * now (a full disk) only lags, and the next flush or start catches up
+     * (with a Map-Root due, the first batch's seal). */
+    if (!tl->map_seal && tl_index_flush(tl, err) != 0) {
         tl_log("%s: flush: %s (the index lags; retried)", tl->db_dir,
             err->msg);
     }

@@ -323,7 +323,11 @@ tl_store_settle(tl_timeline_t *tl, sk_err_t *err)
     {
         return sk_err_sys(err, "%s: sync", tl->conf.data_dir);
     }
-    if (tl->size == tl->signed_size && tl->signed_have) {
+    /* Entries past the last Map-Root entry wait for theirs (tl_open.c),
+     * and are signed with it: a full disk then leaves them unshown. */
+    if ((tl->size == tl->signed_size && tl->signed_have)
+        || (tl->map != NULL && tl->map_seal && tl->signed_have))
+    {
         return 0;
     }
     return sk_merkle_tree_root(root, tl->tree, tl->size, err) != 0 ? -1
@@ -508,8 +512,9 @@ tl_store_sync_log(tl_timeline_t *tl)
     }
     tl_metrics_fsync(tl, tl_us() - us);
     if (rc > 0) {
-        tl_log("%s: %s (the batch's Map-Root entry could not be written: its "
-            "appends answered 500)", tl->log.path, tl->seal_msg);
+        /* seal_msg names the file that failed */
+        tl_log("%s (the batch's Map-Root entry could not be written: its "
+            "appends answered 500)", tl->seal_msg);
     } else if (rc != 0) {
         /* Linux may have dropped the pages it could not write and will
          * not say so twice: only a fresh read tells what is on disk. */

@@ -336,7 +336,7 @@ sk_cache_dir_get(sk_cache_t *c, const char *key, size_t area_len,
     if (path == NULL) {
         return -1;
     }
-    rc = sk_file_read(&buf, len, path, SK_CACHE_VALUE_MAX, &e);
+    rc = sk_file_read_nofollow(&buf, len, path, SK_CACHE_VALUE_MAX, &e);
     free(path);
     if (rc == 0) {
         *val = (unsigned char *) buf;

@@ -12,6 +12,7 @@
 
 #include "sk/b64.h"
 #include "sk/dnssec.h"
+#include "dnssec_int.h"
 
 /* An RRset of the chain and the RRSIGs over it. */
 typedef struct {
@@ -30,10 +31,6 @@ typedef struct {
 struct sk_dnssec_chain_s {
     sk_dnssec_set_t  *set;
     size_t            n;
-};
-
-struct sk_dnssec_anchors_s {
-    ldns_rr_list     *rrs;
 };
 
 
@@ -335,78 +332,6 @@ fail:
 }
 
 
-void
-sk_dnssec_anchors_free(sk_dnssec_anchors_t *a)
-{
-    if (a != NULL) {
-        ldns_rr_list_deep_free(a->rrs);
-        free(a);
-    }
-}
-
-
-static int
-sk_dnssec_anchors_take(sk_dnssec_anchors_t *a, ldns_zone *z,
-    const char *path, sk_err_t *err)
-{
-    ldns_rr_list  *rrs = ldns_zone_rrs(z);
-    ldns_rr       *rr;
-    ldns_rr_type   t;
-    size_t         i;
-
-    if (ldns_zone_soa(z) != NULL || ldns_rr_list_rr_count(rrs) == 0) {
-        return sk_err_set(err, SK_ERR_FORMAT, "%s: want DS or DNSKEY records "
-            "of the root, and only those", path);
-    }
-    for (i = 0; i < ldns_rr_list_rr_count(rrs); i++) {
-        rr = ldns_rr_list_rr(rrs, i);
-        t = ldns_rr_get_type(rr);
-        if ((t != LDNS_RR_TYPE_DS && t != LDNS_RR_TYPE_DNSKEY)
-            || ldns_dname_label_count(ldns_rr_owner(rr)) != 0)
-        {
-            return sk_err_set(err, SK_ERR_FORMAT, "%s: record %zu: want a DS "
-                "or DNSKEY of the root", path, i + 1);
-        }
-    }
-    a->rrs = ldns_rr_list_clone(rrs);
-    return a->rrs ? 0 : sk_err_set(err, SK_ERR_NOMEM, "%s", path);
-}
-
-
-int
-sk_dnssec_anchors_load(sk_dnssec_anchors_t **a, const char *path,
-    sk_err_t *err)
-{
-    ldns_zone    *z = NULL;
-    ldns_status   st;
-    FILE         *f;
-    int           line = 0;
-
-    *a = NULL;
-    f = fopen(path, "r");
-    if (f == NULL) {
-        return sk_err_sys(err, "%s", path);
-    }
-    st = ldns_zone_new_frm_fp_l(&z, f, NULL, 3600, LDNS_RR_CLASS_IN, &line);
-    fclose(f);
-    if (st != LDNS_STATUS_OK) {
-        return sk_err_set(err, SK_ERR_FORMAT, "%s: line %d: %s", path, line,
-            ldns_get_errorstr_by_id(st));
-    }
-    *a = calloc(1, sizeof(**a));
-    if (*a == NULL) {
-        ldns_zone_deep_free(z);
-        return sk_err_set(err, SK_ERR_NOMEM, "%s", path);
-    }
-    if (sk_dnssec_anchors_take(*a, z, path, err) != 0) {
-        sk_dnssec_anchors_free(*a);
-        *a = NULL;
-    }
-    ldns_zone_deep_free(z);
-    return *a ? 0 : -1;
-}
-
-
 /* The refusal for ldns status st over set s. */
 static int
 sk_dnssec_sig_err(const sk_dnssec_set_t *s, ldns_status st, sk_err_t *err)
@@ -478,8 +403,51 @@ sk_dnssec_linked(ldns_rr_list **out, const sk_dnssec_set_t *k,
 }
 
 
-/* DNSKEY set k is trusted through refs: one of its keys is named there and
- * signs it. */
+/* Whether an RRSIG over DNSKEY set k names key (its key tag and
+ * algorithm): whether key signed k, as far as names go. */
+static int
+sk_dnssec_signs(const sk_dnssec_set_t *k, const ldns_rr *key)
+{
+    const ldns_rr  *sig;
+    size_t          i;
+
+    for (i = 0; i < ldns_rr_list_rr_count(k->sigs); i++) {
+        sig = ldns_rr_list_rr(k->sigs, i);
+        if (ldns_rdf2native_int16(ldns_rr_rrsig_keytag(sig))
+                == ldns_calc_keytag(key)
+            && ldns_rdf2native_int8(ldns_rr_rrsig_algorithm(sig))
+               == ldns_rdf2native_int8(ldns_rr_dnskey_algorithm(key)))
+        {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+
+/* The keys of list in that sign DNSKEY set k, in a new list of borrowed
+ * RRs (NULL: no memory). */
+static ldns_rr_list *
+sk_dnssec_signing(const sk_dnssec_set_t *k, const ldns_rr_list *in)
+{
+    ldns_rr_list  *out = ldns_rr_list_new();
+    ldns_rr       *key;
+    size_t         i;
+
+    for (i = 0; out != NULL && i < ldns_rr_list_rr_count(in); i++) {
+        key = ldns_rr_list_rr(in, i);
+        if (sk_dnssec_signs(k, key) && !ldns_rr_list_push_rr(out, key))
+        {
+            ldns_rr_list_free(out);
+            out = NULL;
+        }
+    }
+    return out;
+}
+
+
+/* DNSKEY set k is trusted through refs (DS records): one of its keys is
+ * named there and signs it. */
 static int
 sk_dnssec_zone_keys(const sk_dnssec_set_t *k, const ldns_rr_list *refs,
     int64_t at, sk_err_t *err)
@@ -492,13 +460,8 @@ sk_dnssec_zone_keys(const sk_dnssec_set_t *k, const ldns_rr_list *refs,
         return -1;
     }
     if (ldns_rr_list_rr_count(linked) == 0) {
-        if (ldns_dname_label_count(k->owner) == 0) {
-            sk_err_set(err, SK_ERR_SIGNATURE, "dnssec chain: trust anchor "
-                "mismatch: no root DNSKEY matches an anchor");
-        } else {
-            sk_dnssec_name_err(err, SK_ERR_SIGNATURE, "broken DS link: no "
-                "DNSKEY of zone ", k->owner, " matches its DS RRset");
-        }
+        sk_dnssec_name_err(err, SK_ERR_SIGNATURE, "broken DS link: no "
+            "DNSKEY of zone ", k->owner, " matches its DS RRset");
     } else {
         rc = sk_dnssec_verify(k, linked, at, err);
     }
@@ -507,16 +470,59 @@ sk_dnssec_zone_keys(const sk_dnssec_set_t *k, const ldns_rr_list *refs,
 }
 
 
-/* Top-down: the root's keys through the anchors, then each DS RRset with
- * the parent's keys and each zone's keys through its DS, and last the
- * record with its zone's keys. */
+/*
+ * The root's DNSKEY set k, through the anchors in force at at: signed by
+ * a key one of them names.  A set signed by no such key (whatever keys it
+ * only publishes: in a rollover the next key is in the set long before it
+ * signs) is a trust anchor mismatch, judged as the anchors' windows allow
+ * (sk_dnssec_anchors_mismatch); one that names such a key must verify.
+ */
+static int
+sk_dnssec_root_keys(const sk_dnssec_set_t *k, const sk_dnssec_anchors_t *a,
+    int64_t at, sk_err_t *err)
+{
+    ldns_rr_list  *inforce, *linked = NULL, *signers = NULL;
+    int            dated, rc = -1;
+
+    if (sk_dnssec_anchors_at(&inforce, &dated, a, at, err) != 0
+        || sk_dnssec_linked(&linked, k, inforce, err) != 0)
+    {
+        goto done;
+    }
+    signers = sk_dnssec_signing(k, linked);
+    if (signers == NULL) {
+        sk_err_set(err, SK_ERR_NOMEM, "dnssec chain");
+        goto done;
+    }
+    if (ldns_rr_list_rr_count(signers) > 0) {
+        rc = sk_dnssec_verify(k, linked, at, err);
+        goto done;
+    }
+    ldns_rr_list_free(signers);
+    signers = sk_dnssec_signing(k, k->rrs);
+    if (signers == NULL) {
+        sk_err_set(err, SK_ERR_NOMEM, "dnssec chain");
+        goto done;
+    }
+    sk_dnssec_anchors_mismatch(signers, a, at, dated, err);
+done:
+    ldns_rr_list_free(inforce);
+    ldns_rr_list_free(linked);
+    ldns_rr_list_free(signers);
+    return rc;
+}
+
+
+/* Top-down: the root's keys through the anchors in force at at, then
+ * each DS RRset with the parent's keys and each zone's keys through its
+ * DS, and last the record with its zone's keys. */
 static int
 sk_dnssec_chain_valid(const sk_dnssec_chain_t *c,
     const sk_dnssec_anchors_t *a, int64_t at, sk_err_t *err)
 {
     size_t  i = c->n - 1;
 
-    if (sk_dnssec_zone_keys(&c->set[i], a->rrs, at, err) != 0) {
+    if (sk_dnssec_root_keys(&c->set[i], a, at, err) != 0) {
         return -1;
     }
     for (; i > 1; i -= 2) {

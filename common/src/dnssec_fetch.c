@@ -2,8 +2,10 @@
  * dnssec_fetch.c -- sk_dnssec_chain_fetch (sk/dnssec.h): the RFC 9102
  * chain for _sovereign-key.<name> asked of a resolver with the DO bit,
  * RRset by RRset: the record, then each signer's DNSKEY and DS up to the
- * root.  TTLs are set back to each RRSIG's original TTL, so the chain is
- * the same bytes whichever cache answered (a resolver counts TTLs down).
+ * root.  TTLs are set back to each RRSIG's original TTL and each RRset
+ * (and its RRSIGs) is put in canonical order (RFC 4034 6.3), so the chain
+ * is the same bytes whichever cache answered: a resolver counts TTLs down,
+ * and one with rrset-roundrobin rotates the order of every answer.
  * The bytes are parsed back before they are returned; whether they prove
  * anything is sk_dnssec_check's to say.
  */
@@ -105,17 +107,39 @@ sk_dnssec_put(sk_dnssec_buf_t *b, ldns_rr *rr, uint32_t ttl, sk_err_t *err)
 }
 
 
-/* Ask for the RRset of type at owner; append it and its RRSIGs to b, and
- * hand back the RRSIGs' signer (a new rdf). */
+/* The RRSIGs of all that cover type, in a new list of borrowed RRs. */
+static ldns_rr_list *
+sk_dnssec_covering(const ldns_rr_list *all, ldns_rr_type type)
+{
+    ldns_rr_list  *sigs = ldns_rr_list_new();
+    ldns_rr       *sig;
+    size_t         i;
+
+    for (i = 0; sigs != NULL && all != NULL
+                && i < ldns_rr_list_rr_count(all); i++)
+    {
+        sig = ldns_rr_list_rr(all, i);
+        if (ldns_rdf2rr_type(ldns_rr_rrsig_typecovered(sig)) == type
+            && !ldns_rr_list_push_rr(sigs, sig))
+        {
+            ldns_rr_list_free(sigs);
+            return NULL;
+        }
+    }
+    return sigs;
+}
+
+
+/* Ask for the RRset of type at owner; append it and its RRSIGs to b, each
+ * in canonical order, and hand back the RRSIGs' signer (a new rdf). */
 static int
 sk_dnssec_ask(sk_dnssec_buf_t *b, ldns_rdf **signer, ldns_resolver *res,
     const ldns_rdf *owner, ldns_rr_type type, sk_err_t *err)
 {
-    ldns_rr_list  *rrs = NULL, *sigs = NULL;
+    ldns_rr_list  *rrs = NULL, *all = NULL, *sigs = NULL;
     ldns_pkt      *pkt;
-    ldns_rr       *sig;
     uint32_t       ttl;
-    size_t         i, nsig = 0;
+    size_t         i;
     char          *o = ldns_rdf2str(owner), *t = ldns_rr_type2str(type);
     int            rc = -1;
 
@@ -128,20 +152,21 @@ sk_dnssec_ask(sk_dnssec_buf_t *b, ldns_rdf **signer, ldns_resolver *res,
     }
     rrs = ldns_pkt_rr_list_by_name_and_type(pkt, owner, type,
         LDNS_SECTION_ANSWER);
-    sigs = ldns_pkt_rr_list_by_name_and_type(pkt, owner, LDNS_RR_TYPE_RRSIG,
+    all = ldns_pkt_rr_list_by_name_and_type(pkt, owner, LDNS_RR_TYPE_RRSIG,
         LDNS_SECTION_ANSWER);
-    for (i = 0; sigs != NULL && i < ldns_rr_list_rr_count(sigs); i++) {
-        sig = ldns_rr_list_rr(sigs, i);
-        if (ldns_rdf2rr_type(ldns_rr_rrsig_typecovered(sig)) == type) {
-            ldns_rr_list_set_rr(sigs, sig, nsig++);
-        }
+    sigs = sk_dnssec_covering(all, type);
+    if (sigs == NULL) {
+        sk_err_set(err, SK_ERR_NOMEM, "dnssec");
+        goto done;
     }
-    if (rrs == NULL || nsig == 0) {
+    if (rrs == NULL || ldns_rr_list_rr_count(sigs) == 0) {
         sk_err_set(err, SK_ERR_NOT_FOUND, "dnssec: %s %s: %s (rcode %d)", t,
             o, rrs == NULL ? "no such RRset" : "no RRSIG over it",
             (int) ldns_pkt_get_rcode(pkt));
         goto done;
     }
+    ldns_rr_list_sort(rrs);
+    ldns_rr_list_sort(sigs);
     ttl = ldns_rdf2native_int32(
         ldns_rr_rrsig_origttl(ldns_rr_list_rr(sigs, 0)));
     for (i = 0; i < ldns_rr_list_rr_count(rrs); i++) {
@@ -149,7 +174,7 @@ sk_dnssec_ask(sk_dnssec_buf_t *b, ldns_rdf **signer, ldns_resolver *res,
             goto done;
         }
     }
-    for (i = 0; i < nsig; i++) {
+    for (i = 0; i < ldns_rr_list_rr_count(sigs); i++) {
         if (sk_dnssec_put(b, ldns_rr_list_rr(sigs, i), ttl, err) != 0) {
             goto done;
         }
@@ -159,7 +184,8 @@ sk_dnssec_ask(sk_dnssec_buf_t *b, ldns_rdf **signer, ldns_resolver *res,
     rc = *signer != NULL ? 0 : sk_err_set(err, SK_ERR_NOMEM, "dnssec");
 done:
     ldns_rr_list_deep_free(rrs);
-    ldns_rr_list_deep_free(sigs);
+    ldns_rr_list_free(sigs);
+    ldns_rr_list_deep_free(all);
     ldns_pkt_free(pkt);
     free(o);
     free(t);

@@ -68,23 +68,70 @@ fail:
 }
 
 
-/* fstat fd into *st, refusing anything but a regular file (code: the
- * error's kind); fd is closed on failure. */
-static int
-sk_file_stat_regular(int fd, struct stat *st, const char *path,
-    sk_err_code_t code, sk_err_t *err)
+/* What a path that is not a regular file is, for messages. */
+static const char *
+sk_file_kind(mode_t m)
 {
-    if (fstat(fd, st) == -1) {
+    return S_ISDIR(m) ? "a directory"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISSOCK(m) ? "a socket"
+           : S_ISCHR(m) || S_ISBLK(m) ? "a device"
+           : "of another kind";
+}
+
+
+/*
+ * Open path for reading and fstat() the descriptor into *st, refusing
+ * anything but a regular file (code: the refusal's kind).  O_NONBLOCK: a
+ * FIFO planted there fails the regular-file check instead of hanging the
+ * open until some writer comes (it changes nothing for a regular file).
+ * nofollow: a symbolic link is refused too (O_NOFOLLOW), so that whoever
+ * can write the directory cannot point the reader at another file.
+ * The checks are made on the descriptor that is then read, so the file
+ * cannot be swapped between the check and the read.
+ */
+static int
+sk_file_open_regular(int *fd, struct stat *st, const char *path,
+    int nofollow, sk_err_code_t code, sk_err_t *err)
+{
+    *fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC
+                     | (nofollow ? O_NOFOLLOW : 0));
+    if (*fd == -1) {
+        if (nofollow && errno == ELOOP) {
+            return sk_err_set(err, code,
+                "%s: not a regular file (a symbolic link)", path);
+        }
+        return sk_err_sys(err, "%s: cannot open", path);
+    }
+    if (fstat(*fd, st) == -1) {
         sk_err_sys(err, "%s: cannot stat", path);
-        close(fd);
+        close(*fd);
         return -1;
     }
     if (!S_ISREG(st->st_mode)) {
-        sk_err_set(err, code, "%s: not a regular file", path);
-        close(fd);
+        sk_err_set(err, code, "%s: not a regular file (%s)", path,
+            sk_file_kind(st->st_mode));
+        close(*fd);
         return -1;
     }
     return 0;
+}
+
+
+/* sk_file_read and sk_file_read_nofollow: open, check, read. */
+static int
+sk_file_read_checked(char **buf, size_t *len, const char *path, size_t max,
+    int nofollow, sk_err_t *err)
+{
+    struct stat  st;
+    int          fd;
+
+    if (sk_file_open_regular(&fd, &st, path, nofollow,
+            nofollow ? SK_ERR_PERM : SK_ERR_FORMAT, err) != 0)
+    {
+        return -1;
+    }
+    return sk_file_read_fd(fd, &st, buf, len, path, max, err);
 }
 
 
@@ -92,26 +139,23 @@ int
 sk_file_read(char **buf, size_t *len, const char *path, size_t max,
     sk_err_t *err)
 {
-    struct stat  st;
-    int          fd;
+    return sk_file_read_checked(buf, len, path, max, 0, err);
+}
 
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd == -1) {
-        return sk_err_sys(err, "%s: cannot open", path);
-    }
-    if (sk_file_stat_regular(fd, &st, path, SK_ERR_FORMAT, err) != 0) {
-        return -1;
-    }
-    return sk_file_read_fd(fd, &st, buf, len, path, max, err);
+
+int
+sk_file_read_nofollow(char **buf, size_t *len, const char *path, size_t max,
+    sk_err_t *err)
+{
+    return sk_file_read_checked(buf, len, path, max, 1, err);
 }
 
 
 /*
- * The mode is checked on the descriptor that is then read, so the file
- * cannot be swapped (for a symlink or a readable copy) between the check
- * and the read, as it could be with sk_file_check_private + sk_file_read.
- * O_NONBLOCK: a FIFO planted there fails the regular-file check instead of
- * hanging the open; it changes nothing for a regular file.
+ * As sk_file_read_nofollow, and the mode is checked on the same
+ * descriptor, so the file cannot be swapped (for a readable copy) between
+ * the check and the read, as it could be with sk_file_check_private +
+ * sk_file_read.
  */
 int
 sk_file_read_private(char **buf, size_t *len, const char *path, size_t max,
@@ -120,17 +164,7 @@ sk_file_read_private(char **buf, size_t *len, const char *path, size_t max,
     struct stat  st;
     int          fd;
 
-    fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd == -1) {
-        if (errno == ELOOP) {
-            /* O_NOFOLLOW met a symlink: the same refusal as
-             * sk_file_check_private's, which lstat()s. */
-            return sk_err_set(err, SK_ERR_PERM,
-                "%s: not a regular file (a symbolic link)", path);
-        }
-        return sk_err_sys(err, "%s: cannot open", path);
-    }
-    if (sk_file_stat_regular(fd, &st, path, SK_ERR_PERM, err) != 0) {
+    if (sk_file_open_regular(&fd, &st, path, 1, SK_ERR_PERM, err) != 0) {
         return -1;
     }
     if ((st.st_mode & 077) != 0) {

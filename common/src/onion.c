@@ -417,6 +417,8 @@ sk_onion_write_torrc(const char *path, const char *dir,
 }
 
 
+/* The HiddenServiceDir is Tor's (its user writes it; nginx's master and
+ * the milter read it): no file there is followed or waited on. */
 int
 sk_onion_read_hostname(char out[SK_ONION_ADDR_LEN + 1], const char *dir,
     sk_err_t *err)
@@ -426,7 +428,7 @@ sk_onion_read_hostname(char out[SK_ONION_ADDR_LEN + 1], const char *dir,
     int     rc;
 
     if (sk_onion_path(path, dir, "hostname", err) != 0
-        || sk_file_read(&buf, &len, path, 256, err) != 0)
+        || sk_file_read_nofollow(&buf, &len, path, 256, err) != 0)
     {
         return -1;
     }
@@ -676,7 +678,7 @@ sk_onion_read_keyfile(unsigned char *out, size_t len, const char *dir,
         return -1;
     }
     rc = is_secret ? sk_file_read_private(&buf, &got, path, 4096, err)
-                   : sk_file_read(&buf, &got, path, 4096, err);
+                   : sk_file_read_nofollow(&buf, &got, path, 4096, err);
     if (rc != 0) {
         return -1;
     }

@@ -141,6 +141,74 @@ free_pages($fs, 0);
 $r = ok201(incorporate_entry($peer[$j - 1]), $peer[$j - 1]);
 is($r->{code}, 201, 'space back: the Incorporate is stored') or diag($r->{body});
 
+# A full disk between a batch's entry and its Map-Root entry, then a
+# restart on the full disk.  The window is hit on purpose: the entry is
+# sized to fit the free bytes of entries.log's last page (a full tmpfs
+# gives no new page) and to leave less than a Map-Root entry needs.
+my $PAGE = 4096;
+sub tail_of {
+    my @recs = parse_entries(slurp("$fs/tl/entries.log"));
+    my ($cs) = grep { /^Change-Services: / } reverse @recs;
+    my ($mr) = grep { /^Map-Root: / } reverse @recs;
+    return (scalar @recs, $cs, $mr);
+}
+sub sn_len { length(($_[0] =~ /^SN: (\d+)$/m)[0]) }
+sub sized_cs {     # a Change-Services of stored size $want at SN $sn
+    my ($want, $sn, $cs) = @_;
+    my ($svc) = $cs =~ /^Services: (.*)$/m;
+    my $k = $want - (length($cs) - length($svc) - sn_len($cs)
+        + length($sn)) - length('https;');
+    return $k < 1 ? undef : cs_entry(name => 'example.com',
+        services => 'https;' . ('r' x $k), key => $sk);
+}
+my ($before, $unsealed);
+for my $try (1 .. 40) {
+    my ($n, $cs, $mr) = tail_of();
+    my $free = (-(-s "$fs/tl/entries.log")) % $PAGE;
+    my $mlen = length($mr) - sn_len($mr) + length($n + 1);
+    my $e = sized_cs($free - int($mlen / 2), $n, $cs);
+    if (!defined $e) {
+        # Too few bytes left in the page for any entry: move the log's end.
+        ok201(cs_entry(name => 'example.com', services => "https:$try",
+            key => $sk));
+        next;
+    }
+    ($before) = http('GET', "$t->{url}/status")->{body} =~ /^Tree-Size: (\d+)$/m;
+    fill($fs);
+    $r = ok201($e);
+    $unsealed = $n;
+    last;
+}
+is($r->{code}, 500, 'an entry that fits and a Map-Root entry that does not: 500')
+    or diag($r->{body});
+like(slurp($t->{log}), qr/the batch's Map-Root entry could not be written: its appends answered 500/,
+    '... the batch\'s Map-Root entry could not be written');
+my @recs = parse_entries(slurp("$fs/tl/entries.log"));
+like($recs[-1], qr/^Change-Services: .*^SN: $unsealed$/ms,
+    '... its entry is in the log, unsealed') or diag($recs[-1]);
+stop_daemon($t->{pid});
+my $seen = length slurp($t->{log});
+restart_timeline($t);
+ok($t->{up}, 'a restart on the full disk serves') or diag(slurp($t->{log}));
+like(substr(slurp($t->{log}), $seen), qr/entries\.log: .*No space left on device \(no Map-Root entry could be appended: serving the $before entries signed-head holds; the first batch appended once there is space seals the 1 after them\)/,
+    '... saying why it shows what it showed before') or diag(slurp($t->{log}));
+like(http('GET', "$t->{url}/checkpoint")->{body}, qr/\A\S+\n$before\n/,
+    '... its signed checkpoint, as before the stop');
+is(http('GET', "$t->{url}/entry/" . ($before - 1))->{body}, $recs[$before - 1],
+    '... its entries');
+is(http('GET', "$t->{url}/entry/$unsealed")->{code}, 404,
+    '... not the unsealed one');
+$r = ok201(cs_entry(name => 'example.com', services => 'https:2', key => $sk));
+is($r->{code}, 500, '... and appends on the full disk get 500');
+free_pages($fs, 0);
+$r = ok201(cs_entry(name => 'example.com', services => 'https:3', key => $sk));
+is($r->{code}, 201, 'space back: appends are stored again') or diag($r->{body});
+my ($sn3) = $r->{body} =~ /^SN: (\d+)$/m;
+is(http('GET', "$t->{url}/entry/$unsealed")->{body}, $recs[-1],
+    '... and the batch left unsealed is sealed with it');
+like(http('GET', "$t->{url}/entry/" . ($sn3 + 1))->{body}, qr/^Map-Root: /,
+    '... by its Map-Root entry');
+
 # A chunk and the index: published once a second on a full disk.
 stop_daemon($t->{pid});
 fill($fs);

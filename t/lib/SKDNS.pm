@@ -12,7 +12,8 @@ package SKDNS;
 #
 # Unbound's pitfalls (shared/design/test-recipes.md): "test." is one of
 # its blocked zones (nodefault); stubs only, no root hints; it must be let
-# query 127.0.0.1.
+# query 127.0.0.1.  It rotates the RRs of each RRset it answers with
+# (rrset-roundrobin), as resolvers commonly do.
 
 use strict;
 use warnings;
@@ -49,6 +50,7 @@ sub unbound_conf {
         '    do-not-query-localhost: no',
         "    trust-anchor-file: \"$zones/root.ds\"",
         '    local-zone: "test." nodefault',
+        '    rrset-roundrobin: yes',
         '    module-config: "validator iterator"', '    num-threads: 1',
         'remote-control:', '    control-enable: no', '';
     $conf .= "stub-zone:\n    name: \"$_->[0]\"\n    stub-addr: 127.0.0.1\@$nsd\n"

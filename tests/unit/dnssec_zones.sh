@@ -7,7 +7,11 @@
 # that expire in two minutes, no record, no record under NSEC3)
 # share its key; "other.root" is a second root with its own key, and
 # "test.nods" a test. whose DS names a key example.test. does not have.
-# Anchors: DIR/root.ds.  With N, also "bench": example.test. with N more
+# The root rolls its key: "root" publishes the next key beside its own
+# and is signed with its own (two DNSKEYs: an RRset whose order a
+# resolver may rotate), "root.new" is the same zone signed with the next
+# key.  Anchors: DIR/root.ds (the key "root" is signed with),
+# DIR/root-new.ds (the next key).  With N, also "bench": example.test. with N more
 # records at _sovereign-key.n<i> (i < N), signed with its key, for
 # tests/bench/bench_timeline.sh's Binds of n<i>.example.test.
 set -eu
@@ -44,6 +48,7 @@ kex=$(key example.test.)
 kstray=$(key example.test.)
 ktest=$(key test.)
 kroot=$(key .)
+knew=$(key .)
 kother=$(key .)
 
 zone ex example.test. "$rec"
@@ -72,8 +77,12 @@ sign test test. "$ktest" "$good"
 zone test.nods test. "example IN NS ns.test." "$(cat "$kstray.ds")"
 sign test.nods test. "$ktest" "$good"
 
-zone root . "test. IN NS ns.test." "$(cat "$ktest.ds")"
+zone root . "test. IN NS ns.test." "$(cat "$ktest.ds")" "$(cat "$knew.key")"
 sign root . "$kroot" "$good"
+zone root.new . "test. IN NS ns.test." "$(cat "$ktest.ds")" \
+    "$(cat "$kroot.key")"
+sign root.new . "$knew" "$good"
 zone other.root . "test. IN NS ns.test." "$(cat "$ktest.ds")"
 sign other.root . "$kother" "$good"
 cp "$kroot.ds" root.ds
+cp "$knew.ds" root-new.ds

@@ -196,7 +196,8 @@ test_lies(void **state)
     mp1 = block_part(a, 1, "Map-Proof: ", "Entries: ");
     a = splice(a, &len, 1, entries, "Entries: 0\n");
     a = splice(a, &len, 1, mp1, fake);
-    refused(a, len, SK_ERR_SIGNATURE, "answer: timeline 1: map proof: ");
+    refused(a, len, SK_ERR_SIGNATURE, "answer: timeline 1: map proof: does "
+        "not lead to the map root");
     free(entries);
     free(fake);
 
@@ -206,6 +207,12 @@ test_lies(void **state)
     a = splice(a, &len, 1, mp1, mp2);
     refused(a, len, SK_ERR_SIGNATURE, "answer: timeline 1: map proof: ");
     free(mp2);
+
+    /* A map proof that does not parse: said once, with the timeline. */
+    a = fx_answer_body(&tw, NAME, 0, 0, &len);
+    a = splice(a, &len, 1, "Map-Proof: ", "Map-Proof: 9999");
+    refused(a, len, SK_ERR_FORMAT, "answer: timeline 1: map proof: depth: "
+        "not a number");
 
     /* No map proof after a Map-Root. */
     a = fx_answer_body(&tw, NAME, 0, 0, &len);

@@ -175,8 +175,9 @@ getdns_secure(const dx_chain_t *c, int64_t at)
 static void
 agree(const dx_chain_t *c, int64_t at, sk_err_code_t code)
 {
+    /* not judged (SK_ERR_UNAVAILABLE) is not secure either */
     int  bogus = code == SK_ERR_EXPIRED || code == SK_ERR_NOT_YET_VALID
-                 || code == SK_ERR_SIGNATURE;
+                 || code == SK_ERR_SIGNATURE || code == SK_ERR_UNAVAILABLE;
 
     if (getdns_secure(c, at) == bogus) {
         fail_msg("getdns says %s, libsk %s", bogus ? "secure" : "bogus",
@@ -238,9 +239,156 @@ test_signatures(void **state)
     refused(&c, T_AT, SK_ERR_SIGNATURE, "broken DS link: no DNSKEY of zone "
         "example.test. matches its DS RRset");
     agree(&c, T_AT, SK_ERR_SIGNATURE);
+    /* Another root's key, against anchors without validity windows: not
+     * judged (a key the root used before a rollover looks the same). */
     build(&c, "ex", "ex", "test", "other.root");
-    refused(&c, T_AT, SK_ERR_SIGNATURE, "trust anchor mismatch");
-    agree(&c, T_AT, SK_ERR_SIGNATURE);
+    refused(&c, T_AT, SK_ERR_UNAVAILABLE, "trust anchor mismatch: the "
+        "root's DNSKEY RRset is signed by no key an anchor names (keys ");
+    refused(&c, T_AT, SK_ERR_UNAVAILABLE, "root.ds gives no validity "
+        "windows, so a key the root used before a rollover cannot be told "
+        "from a forgery");
+    agree(&c, T_AT, SK_ERR_UNAVAILABLE);
+}
+
+
+/* path holds text. */
+static void
+spew(const char *path, const char *text)
+{
+    FILE  *f = fopen(path, "w");
+
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+
+/* The KeyDigest of the DS in dir/ds, valid from from until until (NULL:
+ * open), appended to xml. */
+static void
+key_digest(char *xml, size_t size, const char *ds, const char *id,
+    const char *from, const char *until)
+{
+    char      *path = tu_path(dir, ds), hex[100], buf[512];
+    unsigned   tag, alg, dt;
+    FILE      *f = fopen(path, "r");
+
+    assert_non_null(f);
+    assert_int_equal(fscanf(f, ". IN DS %u %u %u %99s", &tag, &alg, &dt,
+        hex), 4);
+    fclose(f);
+    free(path);
+    snprintf(buf, sizeof(buf), "<KeyDigest id=\"%s\" validFrom=\"%s\"%s%s%s>\n"
+        "<KeyTag>%u</KeyTag>\n<Algorithm>%u</Algorithm>\n"
+        "<DigestType>%u</DigestType>\n<Digest>%s</Digest>\n</KeyDigest>\n",
+        id, from, until ? " validUntil=\"" : "", until ? until : "",
+        until ? "\"" : "", tag, alg, dt, hex);
+    strncat(xml, buf, size - strlen(xml) - 1);
+}
+
+
+/* A checked chain (NULL msg: accepted) through anchors a at time at. */
+static void
+judged(const dx_chain_t *c, const sk_dnssec_anchors_t *a, int64_t at,
+    sk_err_code_t code, const char *msg)
+{
+    sk_err_t  err;
+    int       rc;
+
+    rc = sk_dnssec_check(c->p, c->len, "example.test", sk, a, at, &err);
+    if (msg == NULL && rc != 0) {
+        fail_msg("want accepted, got %s \"%s\"", sk_err_str(err.code),
+            err.msg);
+    }
+    if (msg != NULL && (rc == 0 || err.code != code
+                        || strstr(err.msg, msg) == NULL))
+    {
+        fail_msg("want %s \"%s\", got %s \"%s\"", sk_err_str(code), msg,
+            rc == 0 ? "accepted" : sk_err_str(err.code), rc == 0 ? ""
+            : err.msg);
+    }
+}
+
+
+#define Y2019  1559347200       /* 2019-06-01 */
+#define Y2021  1622505600       /* 2021-06-01 */
+#define Y2031  1938556800       /* 2031-06-07 */
+
+/*
+ * A root key rollover: "root" is signed with the old key (the new one
+ * published beside it), "root.new" with the new key.  Each Bind is judged
+ * at its own time against the anchors in force then: root-anchors.xml's
+ * windows back the old key's chains in its window and the new key's in
+ * its own; anchors without windows that lack the key a chain is signed
+ * with cannot judge it (never a refusal that would prove a timeline
+ * wrong).
+ */
+static void
+test_rollover(void **state)
+{
+    static dx_chain_t     old, new;
+    sk_dnssec_anchors_t  *a;
+    sk_err_t              err;
+    char                  xml[4096], *path, *ds_old, *ds_new;
+
+    (void) state;
+    build(&old, "ex", "ex", "test", "root");
+    build(&new, "ex", "ex", "test", "root.new");
+
+    snprintf(xml, sizeof(xml), "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        "<TrustAnchor id=\"T\" source=\"file:test\">\n<Zone>.</Zone>\n");
+    key_digest(xml, sizeof(xml), "root.ds", "old",
+        "2020-01-01T00:00:00+00:00", "2030-01-01T00:00:00Z");
+    key_digest(xml, sizeof(xml), "root-new.ds", "new",
+        "2025-01-01T00:00:00+00:00", NULL);
+    strncat(xml, "</TrustAnchor>\n", sizeof(xml) - strlen(xml) - 1);
+    path = tu_path(dir, "root-anchors.xml");
+    spew(path, xml);
+    tu_assert_ok(sk_dnssec_anchors_load(&a, path, &err), &err);
+    free(path);
+    judged(&old, a, Y2021, SK_OK, NULL);
+    judged(&old, a, T_AT, SK_OK, NULL);
+    judged(&new, a, T_AT, SK_OK, NULL);
+    judged(&new, a, Y2031, SK_OK, NULL);
+    judged(&new, a, Y2021, SK_ERR_SIGNATURE, "trust anchor mismatch: the "
+        "root's DNSKEY RRset is signed by key ");
+    judged(&new, a, Y2021, SK_ERR_SIGNATURE, "root-anchors.xml from "
+        "2025-01-01T00:00:00Z until (open), not at 2021-06-01T00:00:00Z");
+    judged(&old, a, Y2031, SK_ERR_SIGNATURE, "root-anchors.xml from "
+        "2020-01-01T00:00:00Z until 2030-01-01T00:00:00Z, not at "
+        "2031-06-07T00:00:00Z");
+    /* before any window: the file says nothing of that time */
+    judged(&old, a, Y2019, SK_ERR_UNAVAILABLE, "trust anchor mismatch");
+    build(&old, "ex", "ex", "test", "other.root");
+    judged(&old, a, T_AT, SK_ERR_SIGNATURE, "the root's DNSKEY RRset is "
+        "signed by no key an anchor in force at 2027-01-01T00:00:00Z names "
+        "(keys ");
+    sk_dnssec_anchors_free(a);
+
+    /* Only the new key, no windows: the old key's chains are not judged
+     * (SK_ERR_UNAVAILABLE), although the new key is in their root set. */
+    build(&old, "ex", "ex", "test", "root");
+    path = tu_path(dir, "root-new.ds");
+    tu_assert_ok(sk_dnssec_anchors_load(&a, path, &err), &err);
+    free(path);
+    judged(&new, a, T_AT, SK_OK, NULL);
+    judged(&old, a, Y2021, SK_ERR_UNAVAILABLE, "gives no validity windows");
+    judged(&old, a, T_AT, SK_ERR_UNAVAILABLE, "gives no validity windows");
+    sk_dnssec_anchors_free(a);
+
+    /* Both keys, no windows: both at any time. */
+    ds_old = tu_path(dir, "root.ds");
+    ds_new = tu_path(dir, "root-new.ds");
+    path = tu_path(dir, "both.ds");
+    snprintf(xml, sizeof(xml), "cat %s %s > %s", ds_old, ds_new, path);
+    assert_int_equal(system(xml), 0);
+    tu_assert_ok(sk_dnssec_anchors_load(&a, path, &err), &err);
+    judged(&old, a, Y2021, SK_OK, NULL);
+    judged(&new, a, Y2021, SK_OK, NULL);
+    sk_dnssec_anchors_free(a);
+    free(path);
+    free(ds_old);
+    free(ds_new);
 }
 
 
@@ -270,6 +418,8 @@ test_algorithm(void **state)
         {
             ldns_rdf_deep_free(ldns_rr_set_rdf(rr,
                 ldns_native2rdf_int8(LDNS_RDF_TYPE_ALG, 253), 2));
+            /* the root publishes its next key too: the last one signs */
+            ldns_rr_free(key);
             key = ldns_rr_clone(rr);
         } else if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_RRSIG
                    && ldns_dname_compare(ldns_rr_rrsig_signame(rr), root)
@@ -404,6 +554,129 @@ test_shape(void **state)
 }
 
 
+/* IANA's root-anchors.xml as published in 2024 (public keys of KSK-2017
+ * and KSK-2024 from Debian's root.key). */
+#define IANA_XML  "tests/unit/root-anchors.xml"
+
+static char *iana;
+
+
+/* IANA's file with the first from changed to to, refused naming msg. */
+static void
+xml_refused(const char *from, const char *to, const char *msg)
+{
+    sk_dnssec_anchors_t  *a = NULL;
+    sk_err_t              err;
+    char                 *p, *x;
+    size_t                len = strlen(iana);
+
+    x = malloc(len + strlen(to) + 1);
+    assert_non_null(x);
+    p = strstr(iana, from);
+    if (p == NULL) {
+        fail_msg("no \"%s\" in %s", from, IANA_XML);
+    }
+    memcpy(x, iana, (size_t) (p - iana));
+    strcpy(x + (p - iana), to);
+    strcat(x, p + strlen(from));
+    if (sk_dnssec_anchors_parse(&a, x, strlen(x), "root-anchors.xml", &err)
+        == 0 || err.code != SK_ERR_FORMAT || strstr(err.msg, msg) == NULL)
+    {
+        fail_msg("%s -> %s: want \"%s\", got %s", from, to, msg,
+            a != NULL ? "accepted" : err.msg);
+    }
+    assert_null(a);
+    free(x);
+}
+
+
+/* root-anchors.xml held to its schema, every value checked. */
+static void
+test_anchors_xml(void **state)
+{
+    sk_dnssec_anchors_t  *a;
+    sk_err_t              err;
+    size_t                len;
+
+    (void) state;
+    tu_assert_ok(sk_file_read(&iana, &len, IANA_XML, 65536, &err), &err);
+    tu_assert_ok(sk_dnssec_anchors_load(&a, IANA_XML, &err), &err);
+    sk_dnssec_anchors_free(a);
+
+    xml_refused("<Zone>.</Zone>", "<Zone>com.</Zone>",
+        "root-anchors.xml: line 3: <Zone> is \"com.\", not \".\"");
+    xml_refused("<Zone>.</Zone>", "",
+        "line 4: <KeyDigest> not expected in <TrustAnchor>");
+    xml_refused("<DigestType>2</DigestType>\n<Digest>49AAC11D7B6F6446702E54A"
+        "1607371607A1A41855200FD2CE1CDDE32F24E8FB5</Digest>",
+        "<Digest>49AAC11D7B6F6446702E54A1607371607A1A41855200FD2CE1CDDE32F2"
+        "4E8FB5</Digest><DigestType>2</DigestType>",
+        "KeyDigest \"Kjqmt7v\": <Digest> where <DigestType> must be");
+    xml_refused("<KeyTag>19036</KeyTag>", "<KeyTag>19036</KeyTag><Foo/>",
+        "unknown element <Foo>");
+    xml_refused("<Flags>257</Flags>", "<Flags>257</Flags><Flags>257</Flags>",
+        "KeyDigest \"Klajeyz\": <Flags> after <Flags>");
+    xml_refused("<KeyTag>19036</KeyTag>", "<KeyTag>19036<Zone/></KeyTag>",
+        "<Zone> not expected in <KeyTag>");
+    xml_refused("validFrom=\"2010-07-15T00:00:00+00:00\"",
+        "validFrom=\"2010-07-15\"", "KeyDigest \"Kjqmt7v\": validFrom "
+        "\"2010-07-15\" is not a dateTime with a time zone");
+    xml_refused("validFrom=\"2010-07-15T00:00:00+00:00\"",
+        "validFrom=\"2010-07-15T00:00:00\"", "is not a dateTime with a "
+        "time zone");
+    xml_refused("validFrom=\"2010-07-15T00:00:00+00:00\"",
+        "validFrom=\"2010-02-30T00:00:00Z\"", "is not a dateTime");
+    xml_refused("validUntil=\"2019-01-11T00:00:00+00:00\"",
+        "validUntil=\"2010-07-15T00:00:00Z\"",
+        "validUntil is not after validFrom");
+    xml_refused(" validFrom=\"2017-02-02T00:00:00+00:00\"", "",
+        "KeyDigest: no validFrom attribute");
+    xml_refused("id=\"Kmyv6jo\"", "id=\"Kmyv6jo\" foo=\"1\"",
+        "KeyDigest: unknown attribute \"foo\"");
+    xml_refused("<Zone>", "<Zone x=\"1\">", "Zone: unknown attribute \"x\"");
+    xml_refused(" source=\"http://data.iana.org/root-anchors/"
+        "root-anchors.xml\"", "", "TrustAnchor: no source attribute");
+    xml_refused("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
+        "<!DOCTYPE TrustAnchor [<!ENTITY a \"b\">]>\n",
+        "a DOCTYPE is not allowed");
+    xml_refused("<Zone>", "<?sk x?><Zone>",
+        "a processing instruction is not allowed");
+    xml_refused("<Zone>", "x<Zone>", "text where only elements may be");
+    xml_refused("8FB5</Digest>", "8FB</Digest>",
+        "<Digest> is not 64 hex digits");
+    xml_refused("8FB5</Digest>", "8FBG</Digest>",
+        "<Digest> is not 64 hex digits");
+    xml_refused("<DigestType>2</DigestType>", "<DigestType>3</DigestType>",
+        "<DigestType> 3 is not SHA-1 (1), SHA-256 (2) or SHA-384 (4)");
+    xml_refused("<KeyTag>19036</KeyTag>", "<KeyTag>65536</KeyTag>",
+        "<KeyTag> \"65536\" is not a number from 0 to 65535");
+    xml_refused("<KeyTag>19036</KeyTag>", "<KeyTag>019036</KeyTag>",
+        "is not a number");
+    xml_refused("<Algorithm>8</Algorithm>", "<Algorithm>-8</Algorithm>",
+        "<Algorithm> \"-8\" is not a number from 0 to 255");
+    xml_refused("<Flags>257</Flags>\n</KeyDigest>\n<KeyDigest id=\"Kmyv",
+        "<Flags>256</Flags>\n</KeyDigest>\n<KeyDigest id=\"Kmyv",
+        "KeyDigest \"Klajeyz\": <PublicKey> and <Flags> are not the key its "
+        "<KeyTag> and <Digest> name");
+    xml_refused("<Flags>257</Flags>", "", "KeyDigest \"Klajeyz\": "
+        "<PublicKey> and <Flags> come together or not at all");
+    xml_refused("<PublicKey>AwEAAaz", "<PublicKey>!AwEAAaz",
+        "<PublicKey> is not base64");
+    xml_refused("</KeyDigest>\n</TrustAnchor>", "</KeyDigest>\n",
+        "no element found");
+    xml_refused("<KeyDigest id=\"Kjqmt7v\"", "</TrustAnchor><KeyDigest "
+        "id=\"Kjqmt7v\"", "line 4: no <KeyDigest>");
+    xml_refused("<TrustAnchor id", "<Zone id", "<Zone> where <TrustAnchor> "
+        "must be");
+    /* a NUL byte, which expat would take for the end */
+    iana[10] = '\0';
+    assert_int_equal(sk_dnssec_anchors_parse(&a, iana, len, "x.xml", &err),
+        -1);
+    assert_string_equal(err.msg, "x.xml: a NUL byte");
+    free(iana);
+}
+
+
 static void
 test_anchors(void **state)
 {
@@ -414,7 +687,7 @@ test_anchors(void **state)
     (void) state;
     path = tu_path(dir, "test.signed");
     assert_int_equal(sk_dnssec_anchors_load(&a, path, &err), -1);
-    assert_non_null(strstr(err.msg, "want DS or DNSKEY records of the root"));
+    assert_non_null(strstr(err.msg, "want a DS or DNSKEY record of the root"));
     free(path);
     assert_int_equal(sk_dnssec_anchors_load(&a, "/nonexistent/root.ds",
         &err), -1);
@@ -428,10 +701,12 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accepted),
         cmocka_unit_test(test_signatures),
+        cmocka_unit_test(test_rollover),
         cmocka_unit_test(test_algorithm),
         cmocka_unit_test(test_record),
         cmocka_unit_test(test_shape),
         cmocka_unit_test(test_anchors),
+        cmocka_unit_test(test_anchors_xml),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -176,6 +176,54 @@ test_read_private(void **state)
 }
 
 
+/*
+ * A FIFO is refused at once, never opened for a writer to come (alarm:
+ * before the fix sk_file_read slept in open(2) for good); a symbolic link
+ * is followed by sk_file_read (operators' paths) and refused by
+ * sk_file_read_nofollow (files in a directory another user can write).
+ */
+static void
+test_read_fifo_link(void **state)
+{
+    char      *dir = tu_tmpdir(), *p = tu_path(dir, "staple"),
+              *l = tu_path(dir, "link"), *f = tu_path(dir, "fifo"), *buf;
+    size_t     len;
+    sk_err_t   err;
+
+    (void) state;
+    alarm(10);
+    assert_int_equal(mkfifo(f, 0644), 0);
+    tu_assert_err(sk_file_read(&buf, &len, f, 100, &err), &err,
+        SK_ERR_FORMAT, "fifo: not a regular file (a FIFO)");
+    tu_assert_err(sk_file_read_nofollow(&buf, &len, f, 100, &err), &err,
+        SK_ERR_PERM, "fifo: not a regular file (a FIFO)");
+    tu_assert_err(sk_file_read(&buf, &len, dir, 100, &err), &err,
+        SK_ERR_FORMAT, "not a regular file (a directory)");
+
+    tu_assert_ok(sk_file_write_atomic(p, "bytes", 5, 0644, &err), &err);
+    assert_int_equal(symlink(p, l), 0);
+    tu_assert_ok(sk_file_read(&buf, &len, l, 100, &err), &err);
+    assert_string_equal(buf, "bytes");
+    free(buf);
+    tu_assert_err(sk_file_read_nofollow(&buf, &len, l, 100, &err), &err,
+        SK_ERR_PERM, "link: not a regular file (a symbolic link)");
+    tu_assert_ok(sk_file_read_nofollow(&buf, &len, p, 100, &err), &err);
+    assert_int_equal(len, 5);
+    free(buf);
+    tu_assert_err(sk_file_read_nofollow(&buf, &len, p, 4, &err), &err,
+        SK_ERR_FORMAT, "larger than 4 bytes");
+    assert_int_equal(unlink(p), 0);
+    tu_assert_err(sk_file_read_nofollow(&buf, &len, p, 100, &err), &err,
+        SK_ERR_SYSTEM, "cannot open");
+    assert_int_equal(err.sys_errno, ENOENT);
+    alarm(0);
+    free(p);
+    free(l);
+    free(f);
+    tu_rmtree(dir);
+}
+
+
 static void
 test_err_helpers(void **state)
 {
@@ -204,6 +252,7 @@ main(void)
         cmocka_unit_test(test_atomic_replace),
         cmocka_unit_test(test_write_new),
         cmocka_unit_test(test_read_private),
+        cmocka_unit_test(test_read_fifo_link),
         cmocka_unit_test(test_append),
         cmocka_unit_test(test_err_helpers),
     };

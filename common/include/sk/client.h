@@ -59,6 +59,7 @@
 #define SK_CLIENT_URL_MAX         512
 #define SK_CLIENT_TOR_MAX         64        /* "[IPv6]:PORT" and NUL */
 #define SK_CLIENT_TOR_DEFAULT     "127.0.0.1:9050"
+#define SK_CLIENT_PATH_MAX        4096
 
 /* The trust set */
 
@@ -112,6 +113,10 @@ typedef struct {
                                                        .onion/.exit routes */
     sk_fail_open_t        fail_open;        /* when no fresh enough
                                                answer may fail open */
+    char                  dnssec_anchors[SK_CLIENT_PATH_MAX];  /* the
+                             root's trust anchors a DNSSEC Bind reported
+                             unbacked is judged against (sk/dnssec.h),
+                             read only then */
 } sk_client_trust_t;
 
 /* Empty set with design 4.b's thresholds. */
@@ -127,6 +132,7 @@ void sk_client_trust_init(sk_client_trust_t *t);
  *   staple_max_age = 2700   staple_refresh = 600   staple_retry = 60
  *   tor = 127.0.0.1:9050    (Tor's SOCKS port, for .onion/.exit routes)
  *   fail_open = evidence | never | unsafe-on-silence
+ *   dnssec_anchors = /usr/share/dns/root.ds   (or IANA's root-anchors.xml)
  *
  * Relative key paths are relative to the file's directory.  Errors name
  * the file and line.  Adds to t (call sk_client_trust_init first).

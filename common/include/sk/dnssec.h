@@ -38,20 +38,37 @@ int sk_dnssec_chain_parse(sk_dnssec_chain_t **c, const unsigned char *p,
     size_t len, sk_err_t *err) SK_WUR;
 void sk_dnssec_chain_free(sk_dnssec_chain_t *c);
 
-/* Read trust anchors, DS or DNSKEY records of the root, in zone-file
- * form (SK_DNSSEC_ANCHORS's).  Free with sk_dnssec_anchors_free. */
+/*
+ * Read the root's trust anchors and when each is in force
+ * (docs/protocol.md, "Trust anchors and rollovers"): either DS or DNSKEY
+ * records of the root in zone-file form (SK_DNSSEC_ANCHORS's, Debian's
+ * root.ds and root.key), in force at any time; or IANA's root-anchors.xml
+ * (RFC 7958, RFC 9718), each KeyDigest a DS in force from its validFrom
+ * until its validUntil.  The XML is held to its schema (elements in
+ * order, no other element or attribute, no DTD; PublicKey and Flags, if
+ * given, must be the key the digest names).  Errors name the file, line
+ * and element.  Free with sk_dnssec_anchors_free.
+ */
 int sk_dnssec_anchors_load(sk_dnssec_anchors_t **a, const char *path,
     sk_err_t *err) SK_WUR;
+/* The same from len bytes of buf; path names it in messages. */
+int sk_dnssec_anchors_parse(sk_dnssec_anchors_t **a, const char *buf,
+    size_t len, const char *path, sk_err_t *err) SK_WUR;
 void sk_dnssec_anchors_free(sk_dnssec_anchors_t *a);
 
 /*
  * Check that c proves, at time at, exactly one record at
- * _sovereign-key.<name> holding sk's SPKI hash.  SK_ERR_FORMAT: not the
- * record asked for (none, two, another form, an NSEC proof);
- * SK_ERR_EXPIRED / SK_ERR_NOT_YET_VALID: a signature outside its window;
- * SK_ERR_SIGNATURE: a signature, DS link or anchor that does not hold;
- * SK_ERR_WRONG_SK: the record names another key.  The message names the
- * RRset or zone.
+ * _sovereign-key.<name> holding sk's SPKI hash, through the anchors in
+ * force at that time.  SK_ERR_FORMAT: not the record asked for (none,
+ * two, another form, an NSEC proof); SK_ERR_EXPIRED /
+ * SK_ERR_NOT_YET_VALID: a signature outside its window;
+ * SK_ERR_SIGNATURE: a signature or DS link that does not hold, or a root
+ * key that is none of the anchors a dated anchor (root-anchors.xml) shows
+ * in force at that time; SK_ERR_UNAVAILABLE: a root key that matches no
+ * anchor in force then, where no dated anchor is either (a file without
+ * validity windows cannot tell a key the root used before a rollover from
+ * a forgery: not judged, never evidence); SK_ERR_WRONG_SK: the record
+ * names another key.  The message names the RRset, zone or root key.
  */
 int sk_dnssec_chain_check(const sk_dnssec_chain_t *c, const char *name,
     const sk_key_t *sk, const sk_dnssec_anchors_t *a, int64_t at,

@@ -9,9 +9,19 @@
 #include "err.h"
 
 /* Whole file into a malloc()ed, NUL-terminated buffer; refuses files over
- * max bytes (SK_ERR_FORMAT naming the file). */
+ * max bytes and anything but a regular file (SK_ERR_FORMAT naming the
+ * file; a FIFO is refused, never waited on).  Follows symbolic links: for
+ * the paths an operator gives. */
 int sk_file_read(char **buf, size_t *len, const char *path, size_t max,
     sk_err_t *err) SK_WUR;
+
+/* The same for a file in a directory that another, less privileged user
+ * can write (nginx's workers write the staple cache that the master
+ * reads at a reload, Tor writes its HiddenServiceDir): a symbolic link is
+ * refused too, and the descriptor that is read is the one checked to be
+ * a regular file (SK_ERR_PERM naming the file and what it is). */
+int sk_file_read_nofollow(char **buf, size_t *len, const char *path,
+    size_t max, sk_err_t *err) SK_WUR;
 
 /* The same for a private key: opened without following a symlink, then
  * refused (SK_ERR_PERM naming the file and its mode) unless the very

@@ -270,8 +270,8 @@ sk_answer_last(sk_answer_t *a, uint64_t tid, int keep, int *mapped,
                 err) != 0)
         {
             free(mp);
-            return sk_err_prefix(err, "answer: timeline %" PRIu64 ": map "
-                "proof", tid);
+            /* Its messages begin "map proof: ". */
+            return sk_err_prefix(err, "answer: timeline %" PRIu64, tid);
         }
         a->p += used;
         *mapped = 1;

@@ -101,11 +101,15 @@ sk_clmap_proof(sk_client_cp_t *cp, const sk_client_view_t *v,
             "last entry is a Map-Root");
     }
     if (sk_evidence_map_root(last, root, &names, err) != 0
-        || sk_map_key(key, v->name, err) != 0
-        || sk_map_proof_verify(cp->mproof, key, root, &present, value, err)
-           != 0)
+        || sk_map_key(key, v->name, err) != 0)
     {
         return sk_err_prefix(err, "map proof");
+    }
+    /* Its messages begin "map proof: ". */
+    if (sk_map_proof_verify(cp->mproof, key, root, &present, value, err)
+        != 0)
+    {
+        return -1;
     }
     if (sk_clmap_history(&val, v, cp->tid, err) != 0) {
         return -1;

@@ -3,10 +3,11 @@
  * (docs/protocol.md, "Renegation tracking").  A mirror that holds a
  * timeline as reneged says so through Reneged-Hash; the client fetches
  * the evidence and believes it only if it verifies with what the client
- * itself ships with (the timelines' keys and origins).  Kinds whose proof
- * needs a copy of the timeline's history (its root-CA changes, a name's
- * earlier entries) cannot be checked that way: SK_ERR_UNAVAILABLE, and the
- * timeline keeps the client's trust.
+ * itself ships with (the timelines' keys and origins, the root's DNSSEC
+ * trust anchors).  Kinds whose proof needs a copy of the timeline's
+ * history (its root-CA changes, a name's earlier entries) cannot be
+ * checked that way: SK_ERR_UNAVAILABLE, and the timeline keeps the
+ * client's trust.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include <sk/b64.h>
 #include <sk/client.h>
+#include <sk/dnssec.h>
 #include <sk/evidence.h>
 
 /* A mirror may hold a whole timeline as checkpoint-root evidence; a client
@@ -22,12 +24,43 @@
 #define SK_EV_MAX_STATEMENTS  (1u << 20)
 
 
-/* unbacked-bind: provable here only when the Bind's own SK-Signature
- * fails; its chain is judged against the timeline's root history, which
- * a client does not hold. */
+/* A DNSSEC-Chain whose SK-Signature is good, at the entry's Timestamp
+ * ts, against the client's own trust anchors (read now: evidence is
+ * rare).  0: it does not hold, proven; SK_ERR_UNAVAILABLE: not judged. */
 static int
-sk_ev_bind(const sk_evidence_tl_t *tl, const sk_evidence_stmt_t *s,
-    size_t n, sk_err_t *err)
+sk_ev_dnssec(const sk_client_trust_t *t, const sk_entry_t *e,
+    const sk_key_t *k, int64_t ts, sk_err_t *err)
+{
+    sk_dnssec_anchors_t  *a;
+    sk_err_t              why;
+    int                   rc;
+
+    if (sk_dnssec_anchors_load(&a, t->dnssec_anchors, &why) != 0) {
+        return sk_err_set(err, SK_ERR_UNAVAILABLE, "its DNSSEC-Chain needs "
+            "the root's trust anchors (dnssec_anchors): %s", why.msg);
+    }
+    rc = sk_dnssec_check_entry(e, k, a, ts, &why);
+    sk_dnssec_anchors_free(a);
+    if (rc == 0) {
+        return sk_err_set(err, SK_ERR_FORMAT, "its DNSSEC-Chain holds at "
+            "its Timestamp against %s: the Bind is backed",
+            t->dnssec_anchors);
+    }
+    if (why.code == SK_ERR_UNAVAILABLE || why.code == SK_ERR_NOMEM) {
+        return sk_err_set(err, SK_ERR_UNAVAILABLE, "its DNSSEC-Chain is "
+            "not judged: %s", why.msg);
+    }
+    return 0;
+}
+
+
+/* unbacked-bind: provable here when the Bind's own SK-Signature fails, or
+ * when its DNSSEC-Chain does not hold against the client's trust anchors;
+ * a CA-Cert-Chain is judged against the timeline's root history, which a
+ * client does not hold. */
+static int
+sk_ev_bind(const sk_client_trust_t *t, const sk_evidence_tl_t *tl,
+    const sk_evidence_stmt_t *s, size_t n, sk_err_t *err)
 {
     unsigned char  *der;
     sk_entry_t     *e;
@@ -59,6 +92,8 @@ sk_ev_bind(const sk_evidence_tl_t *tl, const sk_evidence_stmt_t *s,
     }
     if (rc != 0 || sk_entry_verify(e, SK_SIG_SK, k, &why) != 0) {
         rc = 0;                 /* its SK-Signature fails: proven */
+    } else if (sk_entry_get(e, "DNSSEC-Chain") != NULL) {
+        rc = sk_ev_dnssec(t, e, k, ts, err);
     } else {
         rc = sk_err_set(err, SK_ERR_UNAVAILABLE, "its SK-Signature is good; "
             "the chain is judged against the timeline's root history, "
@@ -176,7 +211,7 @@ sk_client_evidence_verify(const sk_client_trust_t *t, uint64_t tid,
     if (rc != 1) {
         /* judged by the timeline's signatures alone */
     } else if (strcmp(ev.kind, "unbacked-bind") == 0) {
-        rc = sk_ev_bind(&who, ev.s, ev.n, err);
+        rc = sk_ev_bind(t, &who, ev.s, ev.n, err);
     } else if (strcmp(ev.kind, "bad-incorporation") == 0) {
         rc = sk_ev_incorporate(t, &who, ev.s, ev.n, err);
     } else if (strcmp(ev.kind, "unsigned-update") == 0

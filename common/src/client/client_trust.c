@@ -12,7 +12,10 @@
 
 #include <sk/addr.h>
 #include <sk/client.h>
+#include <sk/dnssec.h>
 #include <sk/file.h>
+
+#include "../internal.h"
 
 #define SK_TRUST_FILE_MAX  (64 * 1024)
 #define SK_TRUST_LINE_MAX  2048
@@ -34,13 +37,8 @@ sk_client_trust_init(sk_client_trust_t *t)
     t->staple_refresh = SK_STAPLE_REFRESH;
     t->staple_retry = SK_STAPLE_RETRY;
     snprintf(t->tor, sizeof(t->tor), "%s", SK_CLIENT_TOR_DEFAULT);
-}
-
-
-static int
-sk_trust_key_copy(sk_key_t **out, const sk_key_t *key, sk_err_t *err)
-{
-    return sk_key_from_pkey(out, sk_key_get0_pkey(key), err);
+    snprintf(t->dnssec_anchors, sizeof(t->dnssec_anchors), "%s",
+        SK_DNSSEC_ANCHORS);
 }
 
 
@@ -70,7 +68,10 @@ sk_client_trust_add_timeline(sk_client_trust_t *t, uint64_t tid,
             ": origin \"%.64s\" is not a valid key name", tid, origin);
     }
     tl = &t->tl[t->ntl];
-    if (sk_trust_key_copy(&tl->key, key, err) != 0) {
+    /* sk_key_dup copies the SPKI: encoding it again through OpenSSL
+     * 3.0's encoder framework cost `sk fetch` 1.4 M instructions per
+     * trusted timeline (docs/benchmarks.md, "Fetch"). */
+    if (sk_key_dup(&tl->key, key, err) != 0) {
         return -1;
     }
     tl->tid = tid;
@@ -157,7 +158,7 @@ sk_client_trust_add_mirror(sk_client_trust_t *t, const char *url,
     }
     m = &t->mirrors[t->nmirrors];
     m->key = NULL;
-    if (key != NULL && sk_trust_key_copy(&m->key, key, err) != 0) {
+    if (key != NULL && sk_key_dup(&m->key, key, err) != 0) {
         return -1;
     }
     memcpy(m->url, url, len);
@@ -249,9 +250,26 @@ typedef struct {
     unsigned  num_line[SK_TRUST_NNUMS];
     unsigned  tor_line;
     unsigned  fail_open_line;
+    unsigned  anchors_line;
     unsigned  tl_line[SK_CLIENT_MAX_TIMELINES];
     unsigned  mirror_line[SK_CLIENT_MAX_MIRRORS];
 } sk_trust_parse_t;
+
+
+/* file, relative to the trust file's directory dir: path (cut short at
+ * SK_CLIENT_PATH_MAX, so then not found). */
+static void
+sk_trust_path(char path[SK_CLIENT_PATH_MAX], const char *dir,
+    const char *file)
+{
+    int  abs = file[0] == '/' || dir[0] == '\0';
+
+    if (snprintf(path, SK_CLIENT_PATH_MAX, "%s%s%s", abs ? "" : dir,
+            abs ? "" : "/", file) >= SK_CLIENT_PATH_MAX)
+    {
+        path[SK_CLIENT_PATH_MAX - 1] = '\0';
+    }
+}
 
 
 /* A key path relative to the trust file's directory. */
@@ -259,13 +277,9 @@ static int
 sk_trust_load_key(sk_key_t **key, const char *dir, const char *file,
     sk_err_t *err)
 {
-    char  path[4096];
+    char  path[SK_CLIENT_PATH_MAX];
 
-    if (file[0] == '/' || dir[0] == '\0') {
-        snprintf(path, sizeof(path), "%s", file);
-    } else {
-        snprintf(path, sizeof(path), "%s/%s", dir, file);
-    }
+    sk_trust_path(path, dir, file);
     return sk_key_load_public(key, path, err);
 }
 
@@ -420,6 +434,26 @@ sk_trust_fail_open(sk_client_trust_t *t, sk_trust_parse_t *st,
 }
 
 
+/* The anchors' path only: they are read when a DNSSEC Bind is to be
+ * judged (client_reneged.c), never at load. */
+static int
+sk_trust_anchors(sk_client_trust_t *t, sk_trust_parse_t *st, const char *v,
+    sk_err_t *err)
+{
+    if (st->anchors_line != 0) {
+        return sk_err_set(err, SK_ERR_EXISTS,
+            "\"dnssec_anchors\" given twice (first at line %u)",
+            st->anchors_line);
+    }
+    if (v[0] == '\0') {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"dnssec_anchors\": no file");
+    }
+    sk_trust_path(t->dnssec_anchors, st->dir, v);
+    st->anchors_line = st->lineno;
+    return 0;
+}
+
+
 static int
 sk_trust_number(sk_client_trust_t *t, sk_trust_parse_t *st, const char *k,
     const char *v, sk_err_t *err)
@@ -495,6 +529,9 @@ sk_trust_line(sk_client_trust_t *t, sk_trust_parse_t *st, char *line,
     }
     if (strcmp(k, "fail_open") == 0) {
         return sk_trust_fail_open(t, st, v, err);
+    }
+    if (strcmp(k, "dnssec_anchors") == 0) {
+        return sk_trust_anchors(t, st, v, err);
     }
     return sk_trust_number(t, st, k, v, err);
 }
