@@ -6,6 +6,12 @@
 set -u
 BUILD=${BUILD:-build}
 FUZZ_SMOKE=${FUZZ_SMOKE:-6}
+# Test files run two at a time: most of a file's time is spent waiting on
+# daemons (starts, polls, timeouts), so two share the 2-core CI machine
+# well; every file picks its own free ports and temp dir.  --timer prints
+# each file's time, to see where the run goes.
+TEST_JOBS=${TEST_JOBS:-2}
+PROVE="prove --timer -j$TEST_JOBS -I t/lib"
 cd "$(dirname "$0")/.."
 
 pass=0 fail=0
@@ -20,14 +26,14 @@ stage() {   # name, then the command
 stage unit tests/run-unit.sh "$BUILD"
 stage fuzz env FUZZ_TIME="$FUZZ_SMOKE" tests/fuzz/run.sh build-fuzz
 stage integration env SK_BIN="$PWD/$BUILD/sk" BUILD="$BUILD" \
-    prove -I t/lib t/
+    $PROVE t/
 
 # Whatever BUILD the caller uses, faults run on build-san (made here if
 # need be; its own make, so a parent's variables do not leak in).
 faults() {
     env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -j"$(nproc)" SAN=1 BUILD=build-san \
         all && env SK_BIN="$PWD/build-san/sk" BUILD=build-san SAN=1 \
-        prove -I t/lib t/fault/
+        $PROVE t/fault/
 }
 stage faults faults
 # Last: build the .debs, install them
