@@ -343,14 +343,18 @@ is($r->{out}, "the real example.com\n", '-o -: stdout');
 # against the same servers.
 SKIP: {
     skip 'no C compiler', 14 unless has_cmd('cc');
-    my ($src) = slurp("$SKTest::ROOT/docs/client.md") =~ /```c\n(.*?)```/s;
+    my $doc = slurp("$SKTest::ROOT/docs/client.md");
+    my ($src) = $doc =~ /```c\n(.*?)```/s;
     spew("$d/sk_get.c", $src // '');
+    # The libraries as the text lists them, so the text cannot go stale.
+    my ($libs) = $doc =~ /^cc -o sk_get sk_get\.c .*?libsk\.a (.*)$/m;
+    my @libs = split ' ', $libs // '';
     my $build = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build');
     my @san = ($ENV{SAN} // '') eq '1'
         ? ('-fsanitize=address,undefined') : ();
     $r = run_cmd(['cc', '-std=c11', '-Wall', '-Wextra', '-Werror', @san,
         '-o', "$d/sk_get", "$d/sk_get.c", "-I$SKTest::ROOT/common/include",
-        "$build/libsk.a", '-lcurl', '-lsodium', '-lssl', '-lcrypto']);
+        "$build/libsk.a", @libs]);
     is($r->{rc}, 0, 'docs/client.md: the example compiles') or diag($r->{err});
     my $get = sub {
         my ($cafile, @args) = @_;
