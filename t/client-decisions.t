@@ -468,7 +468,7 @@ for my $row (@rows) {
         . ($tr{fo} ? "fail_open = $tr{fo}\n" : '')
         . ($row->{staple} eq 'stale' ? "staple_max_age = 1\n" : '')
         . ($row->{mirror} =~ /stale/ ? "t2 = 1\n" : '')
-        . ($onion ? "tor = 127.0.0.1:$socks->{port}\nmirror_timeout = 2\n"
+        . ($onion ? "tor = 127.0.0.1:$socks->{port}\nmirror_timeout = 1\n"
             : ''));
     my $cache = "$d/cache-$id";
     my $fresh_cache = sub {

@@ -613,6 +613,7 @@ sk_trust_line(sk_client_trust_t *t, sk_trust_parse_t *st, char *line,
     }
     if (strcmp(k, "fail_open") == 0) {
         return sk_trust_fail_open(t, st, v, err);
+    }
     if (strcmp(k, "mirror_tor") == 0) {
         return sk_trust_mirror_tor(t, st, v, err);
     }
