@@ -809,7 +809,7 @@ test_lookup_nonce(void **state)
     tu_rmtree(dir);
 
     /* Replays only, and nothing cached: nothing is believed. */
-    t.nmirrors = 0;
+    drop_mirrors(&t);
     mirrors(&m, &t, 4);
     m.mode[0] = M_REPLAY;
     m.mode[1] = M_BARE;
