@@ -423,12 +423,13 @@ my %exit = (accept => 0, reject => 1, none => 3, insecure => 4,
 # redirect (to https://).  Its local CA is made on the first run.
 my $pca = "$d/proxy-ca";
 sub proxy_get {
-    my ($trust, $cache, $name, $p, $url) = @_;
+    my ($trust, $cache, $name, $p, $url, $onion) = @_;
     my $pp = free_port();
     my $log = "$d/proxy-$pp.log";
     my $pid = run_daemon([$SKTest::SK, 'proxy', '--listen', "127.0.0.1:$pp",
         '--trust', $trust, '--cache', $cache, '--cacert', $ca, '--ca-dir',
-        $pca, '--tor', "127.0.0.1:$dead_tor", '--connect-timeout', 3,
+        $pca, $onion ? () : ('--tor', "127.0.0.1:$dead_tor"),
+        '--connect-timeout', 3,
         '--resolve', "$name:$p:127.0.0.1"], $log);
     wait_for_port($pp, 10) or return 'no proxy: ' . slurp($log);
     spew("$d/proxy-cas.pem", slurp($ca) . slurp("$pca/ca.pem"));
@@ -516,7 +517,7 @@ for my $row (@rows) {
     $fresh_cache->();
     $before = requests($p);
     my $pt0 = time;
-    is(proxy_get($trust, $cache, $name, $p, $url), $row->{proxy},
+    is(proxy_get($trust, $cache, $name, $p, $url, $onion), $row->{proxy},
         "$what: sk proxy: $row->{proxy}");
     $ptime += time - $pt0;
     is(requests($p) > $before ? 'yes' : 'no', $row->{request},
