@@ -63,6 +63,9 @@ typedef struct {
     char        *answer_cache;      /* redis://...|unix:...; NULL: memory */
     char        *metrics_listen;    /* ADDR:PORT of /metrics; NULL: off */
     char        *dnssec_anchors;    /* root DS/DNSKEY file for DNSSEC-Chain */
+    char        *onion_dir;         /* its HiddenServiceDir; NULL: none */
+    char        *onion_user;        /* owner of onion_dir; NULL: as Tor's */
+    uint64_t     onion_port;        /* the port clients use on the onion */
     char        *peer[MR_MAX_PEERS];    /* other mirrors, for tracking */
     size_t       npeers;
     mr_tlconf_t  tl[MR_MAX_TIMELINES];
@@ -275,6 +278,7 @@ struct mr_mirror_s {
     pthread_t          tracker;
     int                tracker_up;
     mr_metrics_t       metrics;
+    char               onion[SK_ONION_ADDR_LEN + 1];    /* "" if none */
 };
 
 /* mr_buf.c: a growing text buffer. */
@@ -670,6 +674,15 @@ int mr_ixcheck(mr_mirror_t *m);
 
 /* mr_http.c */
 int mr_http_start(mr_mirror_t *m, sk_httpd_t **h, sk_err_t *err) SK_WUR;
+
+/* mr_onion.c: onion_dir's HiddenServiceDir (made if it has no key) and
+ * DIR.torrc; m->onion its address.  Nothing without onion_dir. */
+int mr_onion_setup(mr_mirror_t *m, sk_err_t *err) SK_WUR;
+
+/* mr_nonce.c: the answer *out (malloc()ed, *len bytes) gets its nonce
+ * trailer for nonce; on failure it is freed (*out NULL). */
+int mr_nonce_answer(mr_mirror_t *m, char **out, size_t *len,
+    const unsigned char nonce[SK_NONCE_BYTES], sk_err_t *err) SK_WUR;
 
 /* mr_metrics.c: /metrics on conf.metrics_listen (when set), after the
  * copies are open. */

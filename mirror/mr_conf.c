@@ -6,6 +6,7 @@
  *   timeline = 7 https://tl7.example.net /etc/sk-mirror/tl7.pub
  *   timeline = 9 https://tl9.example.org /etc/sk-mirror/tl9.pub tl-nine
  *   peer     = https://mirror2.example.net
+ *   onion_dir = /var/lib/tor/sk-mirror
  *
  * docs/mirror.md documents each key.
  */
@@ -36,6 +37,9 @@ static const sk_conf_def_t  mr_confdefs[] = {
       offsetof(mr_conf_t, metrics_listen), NULL },
     { "dnssec_anchors", SK_CONF_STR, 0, 0,
       offsetof(mr_conf_t, dnssec_anchors), SK_DNSSEC_ANCHORS },
+    { "onion_dir", SK_CONF_STR, 0, 0, offsetof(mr_conf_t, onion_dir), NULL },
+    { "onion_user", SK_CONF_STR, 0, 0, offsetof(mr_conf_t, onion_user),
+      NULL },
     { "timeline", SK_CONF_CUSTOM, 1, 1, 0,                             NULL },
     { "peer",     SK_CONF_CUSTOM, 0, 1, 0,                             NULL },
     MR_U("poll_interval", poll_interval, "60"),
@@ -54,6 +58,7 @@ static const sk_conf_def_t  mr_confdefs[] = {
     MR_U("connections_per_ip", http.per_ip, "64"),
     MR_U("request_timeout", http.request_timeout, "10"),
     MR_U("idle_timeout", http.idle_timeout, "30"),
+    MR_U("onion_port", onion_port, "80"),
     { NULL, SK_CONF_STR, 0, 0, 0, NULL }
 };
 
@@ -213,6 +218,10 @@ mr_conf_finish(mr_conf_t *conf, sk_err_t *err)
     {
         return sk_err_set(err, SK_ERR_FORMAT, "\"threads\" is at most 256, "
             "\"chunk_text_max\" at most 4294967296");
+    }
+    if (conf->onion_port == 0 || conf->onion_port > 65535) {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"onion_port\" is 1 to "
+            "65535");
     }
     return 0;
 }

@@ -2,8 +2,10 @@
  * mr_http.c -- sk-mirror's HTTP front (libmicrohttpd, a pool of polling
  * threads):
  *
- *   GET /query/<name>[?since=T]   signed answer (docs/protocol.md), 503
- *                                 with fewer than two servable timelines
+ *   GET /query/<name>[?since=T][&nonce=N]
+ *                                 signed answer (docs/protocol.md), 503
+ *                                 with fewer than two servable timelines;
+ *                                 a nonce adds its trailer (mr_nonce.c)
  *   GET /status                   JSON: each timeline's state and reason
  *   GET /reneged                  reneged TIDs, one a line
  *   GET /reneged/<tid>            that timeline's evidence
@@ -64,11 +66,12 @@ mr_http_rebuilding(struct MHD_Connection *c, const char *msg)
 static enum MHD_Result
 mr_http_query(struct MHD_Connection *c, mr_mirror_t *m, const char *name)
 {
-    const char  *since_s;
-    uint64_t     since = 0;
-    sk_err_t     err;
-    size_t       len;
-    char        *out, q[SK_HTTPD_QUOTE_SIZE];
+    const char     *since_s, *nonce_s;
+    uint64_t        since = 0;
+    sk_err_t        err;
+    size_t          len;
+    unsigned char   nonce[SK_NONCE_BYTES];
+    char           *out, q[SK_HTTPD_QUOTE_SIZE];
 
     since_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "since");
     if (since_s != NULL && mr_http_u64(&since, since_s) != 0) {
@@ -77,7 +80,19 @@ mr_http_query(struct MHD_Connection *c, mr_mirror_t *m, const char *name)
             "query: since \"%s\" is not a POSIX time\n",
             sk_httpd_quote(q, since_s));
     }
-    if (mr_query_answer(m, &out, &len, name, (int64_t) since, &err) != 0) {
+    nonce_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "nonce");
+    if (nonce_s != NULL
+        && sk_nonce_parse(nonce, nonce_s, strlen(nonce_s), &err) != 0)
+    {
+        mr_metrics_answer(m, MR_ANSWER_BAD);
+        return sk_httpd_text(c, MHD_HTTP_BAD_REQUEST, "query: nonce \"%s\" "
+            "is not 43 base64url characters (32 bytes)\n",
+            sk_httpd_quote(q, nonce_s));
+    }
+    if (mr_query_answer(m, &out, &len, name, (int64_t) since, &err) != 0
+        || (nonce_s != NULL
+            && mr_nonce_answer(m, &out, &len, nonce, &err) != 0))
+    {
         if (err.code == SK_ERR_UNAVAILABLE && m->ix_damaged) {
             mr_metrics_answer(m, MR_ANSWER_UNAVAILABLE);
             return mr_http_rebuilding(c, err.msg);

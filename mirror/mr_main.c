@@ -202,7 +202,7 @@ mr_main_run(mr_mirror_t *m)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
     if (mr_main_open(m, &err) != 0 || mr_main_key(m, &err) != 0
-        || mr_cache_open(m, &err) != 0)
+        || mr_onion_setup(m, &err) != 0 || mr_cache_open(m, &err) != 0)
     {
         mr_log("%s", err.msg);
         return EX_CONFIG;

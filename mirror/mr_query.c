@@ -386,11 +386,16 @@ mr_query_status(mr_mirror_t *m, char **out, size_t *len, sk_err_t *err)
         return -1;
     }
     free(list);
-    mr_buf_printf(&b, "{\"mirror\":\"%s\",\"reneged_hash\":\"%s\","
+    mr_buf_printf(&b, "{\"mirror\":\"%s\",", fp);
+    if (m->onion[0] != '\0') {
+        mr_buf_printf(&b, "\"onion\":\"%s:%" PRIu64 "\",", m->onion,
+            m->conf.onion_port);
+    }
+    mr_buf_printf(&b, "\"reneged_hash\":\"%s\","
         "\"servable\":%zu,\"serving\":%s,\"cache\":{\"hits\":%" PRIu64
         ",\"misses\":%" PRIu64 ",\"absent_hits\":%" PRIu64 ",\"answers\":%zu"
         ",\"bytes\":%" PRIu64 ",\"limit\":%" PRIu64 ",\"evictions\":%"
-        PRIu64 "},\"timelines\":[", fp, hash, mr_state_servable(m),
+        PRIu64 "},\"timelines\":[", hash, mr_state_servable(m),
         mr_state_servable(m) >= 2 ? "true" : "false", m->cache_hits,
         m->cache_misses, m->answers.absent_hits, m->answers.n,
         m->answers.bytes, m->answers.max, m->answers.evictions);

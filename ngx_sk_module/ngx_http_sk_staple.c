@@ -759,7 +759,7 @@ ngx_http_sk_staple_task(void *data, ngx_log_t *log)
     time_t             now;
     sk_err_t           err;
     sk_cache_t        *cache;
-    sk_client_curl_t   curl = { 10000, 5000 };
+    sk_client_curl_t   curl = { 10000, 5000, NULL };
 
     (void) log;
 

@@ -10,14 +10,9 @@
  * OnionPort ("25", "465:127.0.0.1:10465").  Existing keys are never
  * overwritten.
  */
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
 #include <syslog.h>
 
-#include <sk/key.h>
 #include <sk/onion.h>
 
 #include "skm.h"
@@ -46,20 +41,15 @@ skm_onion_port(sk_onion_port_t *port, const char *s, sk_err_t *err)
 int
 skm_onion_setup(const skm_conf_t *conf)
 {
-    sk_key_t         *key;
     sk_onion_port_t   ports[SKM_ONION_PORTS_MAX];
-    unsigned char     pub[32];
-    char              addr[SK_ONION_ADDR_LEN + 1], path[4096];
+    char              addr[SK_ONION_ADDR_LEN + 1];
     sk_err_t          err;
     size_t            i;
-    struct stat       st;
-    int               rc;
+    int               created;
 
     if (conf->oniondir == NULL) {
         return 0;
     }
-    key = NULL;
-    rc = -1;
     if (conf->onionports.n > SKM_ONION_PORTS_MAX) {
         skm_log(LOG_ERR, "OnionPort: at most %d", SKM_ONION_PORTS_MAX);
         return -1;
@@ -70,47 +60,22 @@ skm_onion_setup(const skm_conf_t *conf)
             return -1;
         }
     }
-
-    snprintf(path, sizeof(path), "%s/hs_ed25519_secret_key", conf->oniondir);
-    if (stat(path, &st) == 0) {
-        if (sk_onion_read_public(pub, conf->oniondir, &err) != 0) {
-            goto fail;
-        }
-        sk_onion_address(addr, pub);
-    } else {
-        if (conf->onionkey != NULL) {
-            if (sk_key_load_private(&key, conf->onionkey, &err) != 0) {
-                goto fail;
-            }
-        } else if (sk_key_generate(&key, SK_KEY_ED25519, 0, &err) != 0) {
-            goto fail;
-        }
-        if (sk_onion_write_dir(conf->oniondir, key, conf->onion_uid,
-                conf->onion_gid,
-                &err) != 0
-            || sk_onion_address_from_key(addr, key, &err) != 0)
-        {
-            goto fail;
-        }
+    if (sk_onion_ensure(addr, &created, conf->oniondir, conf->onionkey,
+            conf->onion_uid, conf->onion_gid, &err) != 0
+        || (conf->oniontorrc != NULL
+            && sk_onion_write_torrc(conf->oniontorrc, conf->oniondir, ports,
+                   conf->onionports.n, &err) != 0))
+    {
+        skm_log(LOG_ERR, "OnionDir %s: %s", conf->oniondir, err.msg);
+        return -1;
+    }
+    if (created) {
         skm_log(LOG_INFO, "OnionDir %s: wrote the onion service keys (%s)",
             conf->oniondir, conf->onionkey != NULL ? conf->onionkey
             : "a new onion key");
     }
-    if (conf->oniontorrc != NULL
-        && sk_onion_write_torrc(conf->oniontorrc, conf->oniondir, ports,
-               conf->onionports.n, &err) != 0)
-    {
-        goto fail;
-    }
     skm_log(LOG_INFO, "onion service %s; list it as an alternate route in "
         "the SK's Services (e.g. smtp;%s:25), with sk entry change-services",
         addr, addr);
-    rc = 0;
-    goto done;
-
-fail:
-    skm_log(LOG_ERR, "OnionDir %s: %s", conf->oniondir, err.msg);
-done:
-    sk_key_free(key);
-    return rc;
+    return 0;
 }

@@ -64,7 +64,7 @@ static void
 skm_staple_refresh(skm_staple_t *st, const skm_conf_t *conf, time_t now)
 {
     sk_staple_name_t  *nm = &st->set.names[0];
-    sk_client_curl_t   curl = { 0, 0 };
+    sk_client_curl_t   curl = { 0, 0, NULL };
     sk_cache_t        *cache = NULL;
     sk_err_t           err;
 

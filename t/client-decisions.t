@@ -15,9 +15,14 @@
 # carriers, plain HTTP; staples in the certificate form in the chain
 # file), one Postfix serving the same chains over STARTTLS for the policy
 # (one listener each; skipped where Postfix or a private /etc/hosts is not
-# to be had), small HTTP servers replaying a mirror answer (current, stale,
-# from before an Unbind) or a lying one,
-# a lying mirror hiding the name (t/lib/SKLiar.pm).  Per row: the
+# to be had), small HTTP servers serving a mirror answer (current, stale,
+# from before an Unbind) or a lying one, signing the client's nonce with
+# sk-mirror's key as a mirror that lags would, replaying sk-mirror's
+# answers from before an Unbind and a Bind and for another nonce as the
+# path would (no nonce signed), a lying mirror hiding the name
+# (t/lib/SKLiar.pm), and a mirror reached only through its onion (a SOCKS5
+# stand-in for Tor; its direct URL a listener that never answers).  Per
+# row: the
 # trust file (which mirror, which timelines, max_derelict, T1-T4,
 # fail_open), the
 # cache (emptied, or the copy taken at set-up, intact or damaged) and the
@@ -43,6 +48,8 @@ use SKPostfix qw(private_hosts_reexec private_hosts);
 use SKTimeline ();
 use SKMirror ();
 use SKLiar ();
+use SKTorNet qw(fake_socks);
+use IO::Socket::INET;
 
 # The policy looks the next hop's name up: a private /etc/hosts.
 my $nopolicy = private_hosts_reexec();
@@ -55,7 +62,8 @@ my $SKM = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-milter';
 $nopolicy //= !-x $SKM ? "no $SKM"
     : !has_cmd('postfix') || !has_cmd('postmap') ? 'no postfix'
     : private_hosts($d, 'example.com', 'www.example.com', 'nosk.test',
-        'gone.example', 'smtponly.example', 'revoked.example');
+        'gone.example', 'smtponly.example', 'revoked.example',
+        'late.example');
 
 # The table.
 my $doc = slurp("$SKTest::ROOT/docs/protocol.md");
@@ -82,7 +90,8 @@ ok(@rows >= 20, 'docs/protocol.md: ' . scalar(@rows) . ' rows');
 my $w = world($d, names => { 'example.com' => 'https,smtp',
     'other.example' => 'https', 'smtponly.example' => 'smtp',
     'gone.example' => 'https' }, subdomains => ['example.com'],
-    unbind => ['gone.example'], mirror => { query_cache => 0 });
+    unbind => ['gone.example'],
+    mirror => { query_cache => 0, onion_dir => "$d/m-onion" });
 my $m = $w->{mirror};
 my @tids = (7, 8, 9);
 my $tlconf = sub {
@@ -128,6 +137,23 @@ to_timelines(SKTimeline::unbind_entry(name => 'revoked.example',
             "$d/ev-revoked-new")]));
 ok(mirror_shows('revoked.example', 3), 'revoked.example Unbound, Rebound');
 
+# Genuine answers of sk-mirror a path attacker kept: late.example's before
+# its Bind ("no entries"), and example.com's to a query with another nonce
+# (with revoked.example's before its Unbind, above).  Then late.example's
+# Bind.
+my $old_nonce = 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8';
+my $before_bind = SKMirror::query($m, 'late.example')->{body};
+my $old_nonce_answer = SKTimeline::http('GET', "$m->{url}/query/example.com?"
+    . "nonce=$old_nonce")->{body};
+like($old_nonce_answer, qr/^Nonce: \Q$old_nonce\E\nNonce-Batch: 0 1\n/m,
+    'sk-mirror signs the nonce of a query');
+$w->{sk}{'late.example'} = SKTimeline::ed25519_key($d, 'sk-late.example');
+to_timelines(SKTimeline::bind_entry(name => 'late.example',
+    key => $w->{sk}{'late.example'}, chain => [SKTimeline::issue($d,
+        "$d/tlca", $w->{sk}{'late.example'}, 'late.example',
+        "$d/ev-late.example")]));
+ok(mirror_shows('late.example', 1), 'late.example bound');
+
 # Staples: fresh, and the refused kinds.
 my $r;
 for my $n ('example.com', 'other.example', 'www.example.com') {
@@ -143,34 +169,57 @@ my %staple = (none => undef, fresh => $good, stale => $good,
     untrusted => $bs->{untrusted},
     'www-fresh' => slurp("$d/www.example.com.staple"));
 
-# Mirrors: the real one, a closed port, a replay taken now (current; and
+# Mirrors: the real one, a closed port, an answer taken now (current; and
 # stale by the row's T2 of 1 s), a lying one (a checkpoint changed), and
-# a replay from before revoked.example's Unbind (stale by T2 too).
-# Each is the trust file's mirror lines: URL and key.
+# the answer from before revoked.example's Unbind (stale by T2 too); these
+# sign the client's nonce with sk-mirror's key: mirrors that lag or go
+# wrong, what they send is their own.  Replays on the path, which cannot
+# sign a nonce: the answers kept above, served for any nonce.
+# Each is the trust file's mirror lines: URL and key (and onion).
 my %mirror = (answers => [[$m->{url}, $m->{pub}]],
     down => [['http://127.0.0.1:' . free_port(), $m->{pub}]]);
 my $now_answer = SKMirror::query($m, 'example.com')->{body};
-for my $k ('stale', 'lying', 'replay', 'unbind-stale') {
+my $forged = sub {
+    my ($k, $name, $body, $signs) = @_;
     mkdir "$d/fm-$k";
     mkdir "$d/fm-$k/www";
+    spew("$d/fm-$k/www/%query%$name", $body);
+    run_cmd(['cp', "$m->{dir}/data/mirror.key", "$d/fm-$k/nonce.key"])
+        if $signs;
+    return [SKMirror::serve_forged("$d/fm-$k")->{url}, $m->{pub}];
+};
+for my $k ('stale', 'lying', 'replay') {
     my $body = $now_answer;
-    $body =~ s/^(Timestamp: \d*)(\d)$/$1 . (($2 + 1) % 10)/me
+    # (the first checkpoint note's Timestamp extension line)
+    $body =~ s/^(Timestamp \d*)(\d)$/$1 . (($2 + 1) % 10)/me
         or die 'no Timestamp line to change' if $k eq 'lying';
-    if ($k eq 'unbind-stale') {
-        spew("$d/fm-$k/www/%query%revoked.example", $before_unbind);
-    } else {
-        spew("$d/fm-$k/www/%query%example.com", $body);
-    }
-    $mirror{$k} = [[SKMirror::serve_forged("$d/fm-$k")->{url}, $m->{pub}]];
+    $mirror{$k} = [$forged->($k, 'example.com', $body, 1)];
 }
-# A mirror that answers for www.example.com (a replay taken now) and not
-# for its parent, example.com, whose SK covers it.
-mkdir "$d/fm-parent";
-mkdir "$d/fm-parent/www";
-spew("$d/fm-parent/www/%query%www.example.com",
-    SKMirror::query($m, 'www.example.com')->{body});
-$mirror{'parent-down'} = [[SKMirror::serve_forged("$d/fm-parent")->{url},
-    $m->{pub}]];
+$mirror{'unbind-stale'} = [$forged->('unbind-stale', 'revoked.example',
+    $before_unbind, 1)];
+# A mirror that answers for www.example.com (an answer taken now, signed
+# for the nonce) and not for its parent, example.com, whose SK covers it.
+$mirror{'parent-down'} = [$forged->('parent', 'www.example.com',
+    SKMirror::query($m, 'www.example.com')->{body}, 1)];
+$mirror{'replay-unbind'} = [$forged->('r-unbind', 'revoked.example',
+    $before_unbind, 0)];
+$mirror{'replay-bind'} = [$forged->('r-bind', 'late.example', $before_bind,
+    0)];
+$mirror{'replay-own'} = [@{$mirror{'replay-bind'}}, @{$mirror{answers}}];
+$mirror{'nonce-mismatch'} = [$forged->('r-nonce', 'example.com',
+    $old_nonce_answer, 0)];
+# The onion path: the direct URL a listener that takes connections and
+# never answers (a blocked path times out, it is not refused), the onion
+# sk-mirror's own (onion_dir) through a SOCKS5 stand-in for Tor
+# (t/mirror-onion-tor.t does it on a private Tor network).
+my $blackhole = IO::Socket::INET->new(LocalAddr => '127.0.0.1',
+    LocalPort => 0, Listen => 128) or die "blackhole: $!";
+chomp(my $mirror_onion = slurp("$d/m-onion/hostname"));
+like(slurp("$d/m-onion.torrc"), qr/^HiddenServicePort 80 127\.0\.0\.1:\Q$m->{port}\E$/m,
+    "sk-mirror's onion service: $mirror_onion, port 80 to its listener");
+my $socks = fake_socks("$d/socks.log", { "$mirror_onion:80" => $m->{port} });
+$mirror{onion} = [['http://127.0.0.1:' . $blackhole->sockport, $m->{pub},
+    "onion=$mirror_onion"]];
 # A lying mirror with a key of its own, in front of sk-mirror: it leaves
 # every entry of the name out and signs that; alone, or then sk-mirror.
 my $liar = SKLiar::start("$d/liar", $m->{url});
@@ -187,6 +236,7 @@ my ($wcert, $wkey) = make_cert($d, 'www.example.com', 'rsa');
 my ($gcert, $gkey) = make_cert($d, 'gone.example', 'ec');
 my ($scert, $skey) = make_cert($d, 'smtponly.example', 'ec');
 my ($rcert, $rkey) = make_cert($d, 'revoked.example', 'ec');
+my ($lcert, $lkey) = make_cert($d, 'late.example', 'rsa');
 (my $skpub = $w->{sk}{'example.com'}) =~ s/\.key$/.pub/;
 (my $opub = $w->{sk}{'other.example'}) =~ s/\.key$/.pub/;
 make_carrier($w->{sk}{'example.com'}, $cert, 'example.com', "$d/c-real.pem",
@@ -244,6 +294,7 @@ my %server = (
         "sovereign_key_public $rpub;\n"
         . "        sovereign_key_carrier $d/c-revoked.pem;\n",
         "$d/c-revoked.pem"],
+    'late-impostor' => ['late.example', $lcert, $lkey, ''],
 );
 my (%port, %smtp, $conf);
 my $pf;
@@ -372,12 +423,13 @@ my %exit = (accept => 0, reject => 1, none => 3, insecure => 4,
 # redirect (to https://).  Its local CA is made on the first run.
 my $pca = "$d/proxy-ca";
 sub proxy_get {
-    my ($trust, $cache, $name, $p, $url) = @_;
+    my ($trust, $cache, $name, $p, $url, $onion) = @_;
     my $pp = free_port();
     my $log = "$d/proxy-$pp.log";
     my $pid = run_daemon([$SKTest::SK, 'proxy', '--listen', "127.0.0.1:$pp",
         '--trust', $trust, '--cache', $cache, '--cacert', $ca, '--ca-dir',
-        $pca, '--tor', "127.0.0.1:$dead_tor", '--connect-timeout', 3,
+        $pca, $onion ? () : ('--tor', "127.0.0.1:$dead_tor"),
+        '--connect-timeout', 3,
         '--resolve', "$name:$p:127.0.0.1"], $log);
     wait_for_port($pp, 10) or return 'no proxy: ' . slurp($log);
     spew("$d/proxy-cas.pem", slurp($ca) . slurp("$pca/ca.pem"));
@@ -400,6 +452,8 @@ my $t0 = time;
 my $ptime = 0;
 for my $row (@rows) {
     my $id = $row->{row};
+    # SK_ROWS=D45,D46: only those rows (while working on them).
+    next if $ENV{SK_ROWS} && !grep { $_ eq $id } split /,/, $ENV{SK_ROWS};
     my ($name, $srv) = ($server{$row->{server}}[0],
         "$row->{server}/$row->{staple}");
     my $p = $port{$srv};
@@ -407,13 +461,16 @@ for my $row (@rows) {
     my $trust = "$d/trust-$id.conf";
     my $ms = $mirror{$row->{mirror}}
         // die "row $id: unknown mirror $row->{mirror}";
+    my $onion = $row->{mirror} eq 'onion';
     spew($trust, $tlconf->($tr{tl})
-        . join('', map { "mirror = $_->[0] $_->[1]\n" } @$ms)
+        . join('', map { "mirror = @$_\n" } @$ms)
         . "max_derelict = $tr{md}\n"
         . join('', map { "$_ = $tr{$_}\n" } grep { /^t\d$/ } sort keys %tr)
         . ($tr{fo} ? "fail_open = $tr{fo}\n" : '')
         . ($row->{staple} eq 'stale' ? "staple_max_age = 1\n" : '')
-        . ($row->{mirror} =~ /stale/ ? "t2 = 1\n" : ''));
+        . ($row->{mirror} =~ /stale/ ? "t2 = 1\n" : '')
+        . ($onion ? "tor = 127.0.0.1:$socks->{port}\nmirror_timeout = 1\n"
+            : ''));
     my $cache = "$d/cache-$id";
     my $fresh_cache = sub {
         run_cmd(['rm', '-rf', $cache]);
@@ -448,7 +505,8 @@ for my $row (@rows) {
     $fresh_cache->();
     my $before = requests($p);
     $r = sk('fetch', '--trust', $trust, '--cache', $cache, '--cacert', $ca,
-        '--tor', "127.0.0.1:$dead_tor", '--connect-timeout', 3,
+        $onion ? () : ('--tor', "127.0.0.1:$dead_tor"),
+        '--connect-timeout', 3,
         '--resolve', "$name:$p:127.0.0.1", '-o', "$d/body", $url);
     is($r->{rc}, $row->{fetch}, "$what: sk fetch: exit $row->{fetch}")
         or diag($r->{out} . $r->{err});
@@ -459,7 +517,7 @@ for my $row (@rows) {
     $fresh_cache->();
     $before = requests($p);
     my $pt0 = time;
-    is(proxy_get($trust, $cache, $name, $p, $url), $row->{proxy},
+    is(proxy_get($trust, $cache, $name, $p, $url, $onion), $row->{proxy},
         "$what: sk proxy: $row->{proxy}");
     $ptime += time - $pt0;
     is(requests($p) > $before ? 'yes' : 'no', $row->{request},
@@ -503,5 +561,6 @@ if ($pf) {
     $pf->stop;
 }
 stop_daemon($liar->{pid});
+stop_daemon($socks->{pid});
 stop_world($w);
 done_testing();

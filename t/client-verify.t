@@ -250,25 +250,27 @@ is($r->{rc}, 0, 'accept from the cache, mirror unreachable')
     or diag($r->{out} . $r->{err});
 like($r->{out}, qr/3 entries, cached \(cache\)/, '... cached');
 
-# A mirror answer checked against another mirror key: the mirror is
-# dropped for good.  With a cache copy of earlier answers (within T2) the
-# cached SK is still enforced; with nothing known at all, the client
-# fails closed: no answer is no evidence that the system is broken.
+# A mirror answer checked against another mirror key: its signature over
+# the query's nonce fails, which is refused like an answer replayed on the
+# path (anyone there can send one: the mirror is not dropped for it).
+# With a cache copy of earlier answers (within T2) the cached SK is still
+# enforced; with nothing known at all, the client fails closed: no answer
+# is no evidence that the system is broken.
 my $cache3 = "$d/cache3";
 run_cmd(['cp', '-a', $cache, $cache3]);
 my @evilm = ('--trust', $trust, '--mirror', $m->{url}, '--mirror-key',
     "$d/evil.pub", '--connect', "127.0.0.1:$p_none",
     "https://example.com:$p_none");
 $r = sk('verify', '--cache', $cache3, @evilm);
-like($r->{err}, qr/mirror \Q$m->{url}\E: dropped: answer: the mirror's signature does not verify/,
-    'a mirror signing with another key is dropped, saying why')
+like($r->{err}, qr/mirror \Q$m->{url}\E: refused: not an answer to this query \(nonce: the mirror's Nonce-Signature does not verify/,
+    'a mirror signing with another key is refused, saying why')
     or diag($r->{err});
 is($r->{rc}, 1, '... the cached SK still rejects a chain without carrier');
 like($r->{out}, qr/3 entries, cached \(cache\)/, '... from the cache')
     or diag($r->{out});
 $r = sk('verify', '--cache', $cache3, @evilm);
-like($r->{err}, qr/skipped: dropped earlier: answer: the mirror's signature/,
-    '... and the mirror stays dropped');
+like($r->{err}, qr/mirror \Q$m->{url}\E: refused: not an answer/,
+    '... and asked again next time: refusing is not dropping');
 $r = sk('verify', '--cache', "$d/cache4", '--json', @evilm);
 $j = eval { decode_json($r->{out}) } // {};
 is($r->{rc}, 5, 'nothing known and no mirror left: undecided');
@@ -289,6 +291,8 @@ my $forged = SKLiar::build($ans, $fake);
 mkdir "$d/fm";
 mkdir "$d/fm/www";
 spew("$d/fm/www/%query%example.com", $forged);
+# It signs each query's nonce too: what it omits is its own doing.
+run_cmd(['cp', "$d/fakemirror.key", "$d/fm/nonce.key"]);
 my $fm = serve_forged("$d/fm");
 run_cmd(['cp', '-a', $cache, "$d/cache5"]);
 $r = sk('verify', '--trust', $trust, '--cache', "$d/cache5", '--mirror',

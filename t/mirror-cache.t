@@ -12,6 +12,7 @@ use Test::More;
 use SKTest;
 use SKTimeline;
 use SKMirror;
+use Digest::SHA ();
 
 plan skip_all => 'sk-timeline or sk-mirror not built'
     unless -x $SKTimeline::TL && -x $SKMirror::MR;
@@ -52,6 +53,29 @@ is($r->{code}, 200, 'a.example answered');
 ok(check_answer($r->{body}, $m->{pub}, \%keys)->{ok}, '... validly');
 is(query($m, 'a.example')->{body}, $r->{body}, '... and then from the cache');
 is(cache()->{hits}, 1, 'one hit');
+
+# A query with a nonce (issue 38): the cached answer as it is, then its
+# trailer, the nonce signed with the answer's digest by the mirror's key
+# (checked here with openssl, docs/protocol.md "Nonces").
+my $nonce = 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8';
+my $nq = http('GET', "$m->{url}/query/a.example?nonce=$nonce");
+is($nq->{code}, 200, 'a query with a nonce: answered');
+is(cache()->{hits}, 2, '... from the cache');
+my ($ans, $batch, $sig) = $nq->{body} =~ /\A(.*\n)Nonce: \Q$nonce\E\nNonce-Batch: (\d+ \d+)\nNonce-Signature: ([A-Za-z0-9_-]{86})\n\z/s;
+is($ans, $r->{body}, '... the answer unchanged, then the trailer');
+is($batch, '0 1', '... alone in its batch');
+ok(SKMirror::ed_verify($m->{pub}, "SK-Mirror-Nonces: 1\n"
+    . Digest::SHA::sha256("\x00" . unb64url($nonce)
+        . Digest::SHA::sha256($ans // '')), unb64url($sig // '')),
+    '... signed by the mirror over the nonce and the answer\'s digest');
+for my $bad ('short', $nonce . 'A', substr($nonce, 0, 42) . '=',
+    substr($nonce, 0, 42) . 'B')
+{
+    $nq = http('GET', "$m->{url}/query/a.example?nonce=$bad");
+    is($nq->{code}, 400, "nonce \"$bad\": 400");
+    like($nq->{body}, qr/^query: nonce ".*" is not 43 base64url characters \(32 bytes\)$/,
+        '... saying why');
+}
 
 # Negative cache: a name with no entries, asked twice.
 my $n1 = query($m, 'late.example');

@@ -182,7 +182,8 @@ my $ppid = start_proxy($p{proxy}, $plog, '--trust', $w->{trust}, '--cache',
     "$d/cache");
 # Mirrors down, nothing cached, and max_derelict 3: nothing decides.
 spew("$d/trust-down.conf", join('', grep { /^timeline/ }
-    split /^/, slurp($w->{trust})) . "mirror = http://127.0.0.1:$p{deadmirror}\n"
+    split /^/, slurp($w->{trust}))
+    . "mirror = http://127.0.0.1:$p{deadmirror} $w->{mirror}{pub}\n"
     . "max_derelict = 3\n");
 my $plog2 = "$d/proxy2.log";
 my $ppid2 = start_proxy($p{proxy2}, $plog2, '--trust', "$d/trust-down.conf",

@@ -222,19 +222,21 @@ cli_client_cache_dir(char *buf, size_t size, const cli_client_opts_t *o)
 
 
 /* --mirror replaces the trust file's mirrors; one without --mirror-key
- * keeps the key the trust file gives the same URL. */
+ * keeps the key (and onion) the trust file gives the same URL. */
 static int
 cli_client_set_mirrors(sk_client_trust_t *t, const cli_client_opts_t *o,
     sk_err_t *err)
 {
     sk_client_trust_t  old = *t;
     sk_key_t          *key;
+    const char        *onion;
     size_t             i, j, len;
     int                rc = 0;
 
     t->nmirrors = 0;
     for (i = 0; rc == 0 && i < o->nmirrors; i++) {
         key = NULL;
+        onion = NULL;
         if (o->mirror_key[i] != NULL) {
             if (sk_key_load_public(&key, o->mirror_key[i], err) != 0) {
                 rc = -1;
@@ -246,18 +248,33 @@ cli_client_set_mirrors(sk_client_trust_t *t, const cli_client_opts_t *o,
                 len--;
             }
             for (j = 0; j < old.nmirrors; j++) {
-                if (strlen(old.mirrors[j].url) == len
-                    && strncmp(old.mirrors[j].url, o->mirror_url[i], len) == 0
-                    && old.mirrors[j].key != NULL
-                    && sk_key_from_pkey(&key, sk_key_get0_pkey(
-                           old.mirrors[j].key), err) != 0)
+                if (strlen(old.mirrors[j].url) != len
+                    || strncmp(old.mirrors[j].url, o->mirror_url[i], len)
+                       != 0)
+                {
+                    continue;
+                }
+                onion = old.mirrors[j].onion;
+                if (sk_key_from_pkey(&key, sk_key_get0_pkey(
+                        old.mirrors[j].key), err) != 0)
                 {
                     rc = -1;
                 }
             }
         }
+        if (rc == 0 && key == NULL) {
+            rc = sk_err_set(err, SK_ERR_USAGE, "--mirror %.64s: give its key "
+                "(--mirror-key FILE): a mirror's answer is believed only "
+                "with its signature over the client's nonce",
+                o->mirror_url[i]);
+        }
         if (rc == 0) {
             rc = sk_client_trust_add_mirror(t, o->mirror_url[i], key, err);
+        }
+        if (rc == 0 && onion != NULL && onion[0] != '\0') {
+            /* "http://" and the address[:port] the trust file gave */
+            rc = sk_client_trust_set_onion(t, o->mirror_url[i], onion + 7,
+                err);
         }
         sk_key_free(key);
     }
@@ -307,15 +324,17 @@ cli_client_open(cli_client_t *cl, const cli_client_opts_t *o,
 
     memset(cl, 0, sizeof(*cl));
     memset(&conf, 0, sizeof(conf));
-    cl->curl.timeout_ms = 10000;
     rc = cli_client_trust(&cl->trust, o, cmd);
     if (rc != 0) {
         return rc;
     }
+    sk_client_curl_init(&cl->curl, &cl->curl_tor, &cl->trust);
     conf.trust = &cl->trust;
     conf.cache_dir = cli_client_cache_dir(dflt, sizeof(dflt), o);
     conf.fetch = sk_client_fetch_curl;
     conf.fetch_arg = &cl->curl;
+    conf.fetch_tor = sk_client_fetch_curl;
+    conf.fetch_tor_arg = &cl->curl_tor;
     conf.flags = o->no_staple ? SK_TLS_NO_STAPLE : 0;
     if (sk_tls_new(&cl->tls, &conf, &err) != 0) {
         cli_client_close(cl);

@@ -95,6 +95,7 @@ const char *cli_client_cache_dir(char *buf, size_t size,
 typedef struct {
     sk_client_trust_t   trust;
     sk_client_curl_t    curl;       /* mirror queries */
+    sk_client_curl_t    curl_tor;   /* and over Tor */
     sk_tls_t           *tls;
 } cli_client_t;
 

@@ -37,7 +37,6 @@
 #define SK_FT_CONNECT_MS       10000    /* per route, direct */
 #define SK_FT_TOR_CONNECT_MS   60000    /* through Tor: circuits take time */
 #define SK_FT_MAX_MS           300000   /* the whole run */
-#define SK_FT_MIRROR_MS        10000    /* one mirror query */
 
 typedef struct {
     const sk_route_t  *route;       /* NULL: the URL's host */
@@ -623,9 +622,14 @@ sk_fetch_run(int argc, char **argv)
         rc = cli_client_open(&f.cl, &co, &sk_cmd_fetch);
         if (rc == 0) {
             f.g.tor = f.cl.trust.tor;
-            f.cl.curl.timeout_ms = max_ms < SK_FT_MIRROR_MS ? max_ms
-                : SK_FT_MIRROR_MS;
+            if (f.cl.curl.timeout_ms > max_ms) {
+                f.cl.curl.timeout_ms = max_ms;
+            }
+            if (f.cl.curl_tor.timeout_ms > max_ms) {
+                f.cl.curl_tor.timeout_ms = max_ms;
+            }
             f.cl.curl.connect_timeout_ms = f.g.connect_ms;
+            f.cl.curl_tor.connect_timeout_ms = f.g.tor_connect_ms;
             rc = sk_ft_output(&f);
             if (rc == 0) {
                 rc = sk_ft_run(&f);

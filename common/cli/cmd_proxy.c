@@ -231,8 +231,9 @@ sk_px_run(cli_proxy_t *px)
         snprintf(px->cache_dir, sizeof(px->cache_dir), "%s",
             cli_client_cache_dir(dflt, sizeof(dflt), &px->co));
     }
-    px->curl.timeout_ms = 10000;
+    sk_client_curl_init(&px->curl, &px->curl_tor, &px->trust);
     px->curl.connect_timeout_ms = px->connect_ms;
+    px->curl_tor.connect_timeout_ms = px->tor_connect_ms;
     if (evthread_use_pthreads() != 0
         || (px->base = event_base_new()) == NULL)
     {

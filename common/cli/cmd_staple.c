@@ -41,7 +41,7 @@ sk_staple_fetch_cmd(int argc, char **argv)
     };
     cli_client_opts_t   co;
     sk_client_trust_t   t;
-    sk_client_curl_t    curl = { 10000, 0 };
+    sk_client_curl_t    curl = { 10000, 0, NULL };
     sk_staple_set_t     set;
     sk_staple_name_t   *nm;
     sk_cache_t         *cache = NULL;

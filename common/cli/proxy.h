@@ -105,6 +105,7 @@ struct cli_proxy_s {
     cli_client_opts_t     co;
     sk_client_trust_t     trust;
     sk_client_curl_t      curl;         /* mirror queries */
+    sk_client_curl_t      curl_tor;     /* and over Tor */
     char                  cache_dir[4096];
     const char           *ca_dir;
     const char           *cacert, *capath;

@@ -593,6 +593,8 @@ cli_proxy_workers_start(cli_proxy_t *px, sk_err_t *err)
     conf.cache_dir = px->cache_dir[0] != '\0' ? px->cache_dir : NULL;
     conf.fetch = sk_client_fetch_curl;
     conf.fetch_arg = &px->curl;
+    conf.fetch_tor = sk_client_fetch_curl;
+    conf.fetch_tor_arg = &px->curl_tor;
     conf.flags = px->co.no_staple ? SK_TLS_NO_STAPLE : 0;
     for (i = 0; i < CLI_PROXY_WORKERS; i++) {
         w = &px->workers[i];

@@ -319,9 +319,9 @@ sk_merkle_shift(uint64_t *fn, uint64_t *sn)
 
 
 int
-sk_merkle_verify_inclusion(const sk_merkle_hash_t leaf, uint64_t index,
-    uint64_t size, const sk_merkle_proof_t *proof,
-    const sk_merkle_hash_t root, sk_err_t *err)
+sk_merkle_inclusion_root(sk_merkle_hash_t root, const sk_merkle_hash_t leaf,
+    uint64_t index, uint64_t size, const sk_merkle_proof_t *proof,
+    sk_err_t *err)
 {
     sk_merkle_hash_t  r;
     uint64_t          fn, sn;
@@ -352,6 +352,21 @@ sk_merkle_verify_inclusion(const sk_merkle_hash_t leaf, uint64_t index,
     if (sn != 0) {
         return sk_err_set(err, SK_ERR_SIGNATURE,
             "inclusion proof: too short (%zu hashes)", proof->len);
+    }
+    memcpy(root, r, SK_MERKLE_HASH_BYTES);
+    return 0;
+}
+
+
+int
+sk_merkle_verify_inclusion(const sk_merkle_hash_t leaf, uint64_t index,
+    uint64_t size, const sk_merkle_proof_t *proof,
+    const sk_merkle_hash_t root, sk_err_t *err)
+{
+    sk_merkle_hash_t  r;
+
+    if (sk_merkle_inclusion_root(r, leaf, index, size, proof, err) != 0) {
+        return -1;
     }
     if (memcmp(r, root, SK_MERKLE_HASH_BYTES) != 0) {
         return sk_err_set(err, SK_ERR_SIGNATURE,

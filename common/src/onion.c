@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -753,5 +754,59 @@ sk_onion_read_public(unsigned char pubkey[32], const char *dir,
 
 done:
     OPENSSL_cleanse(secret, sizeof(secret));
+    return rc;
+}
+
+
+int
+sk_onion_owner(uid_t *uid, gid_t *gid, const char *user, sk_err_t *err)
+{
+    struct passwd  *pw;
+
+    *uid = (uid_t) -1;
+    *gid = (gid_t) -1;
+    if (user == NULL && geteuid() != 0) {
+        return 0;
+    }
+    pw = getpwnam(user != NULL ? user : "debian-tor");
+    if (pw == NULL) {
+        return user == NULL ? 0 : sk_err_set(err, SK_ERR_NOT_FOUND,
+            "no such user \"%.64s\"", user);
+    }
+    *uid = pw->pw_uid;
+    *gid = pw->pw_gid;
+    return 0;
+}
+
+
+int
+sk_onion_ensure(char out[SK_ONION_ADDR_LEN + 1], int *created,
+    const char *dir, const char *keyfile, uid_t uid, gid_t gid,
+    sk_err_t *err)
+{
+    unsigned char   pub[32];
+    sk_key_t       *key = NULL;
+    sk_err_t        e;
+    int             rc;
+
+    *created = 0;
+    if (sk_onion_read_public(pub, dir, &e) == 0) {
+        sk_onion_address(out, pub);
+        return 0;
+    }
+    if (e.code != SK_ERR_SYSTEM || e.sys_errno != ENOENT) {
+        if (err != NULL) {
+            *err = e;
+        }
+        return -1;
+    }
+    rc = keyfile != NULL ? sk_key_load_private(&key, keyfile, err)
+        : sk_key_generate(&key, SK_KEY_ED25519, 0, err);
+    if (rc == 0) {
+        rc = sk_onion_write_dir(dir, key, uid, gid, err) != 0
+            || sk_onion_address_from_key(out, key, err) != 0 ? -1 : 0;
+    }
+    sk_key_free(key);
+    *created = rc == 0;
     return rc;
 }

@@ -16,6 +16,10 @@ package SKLiar;
 #   swap          the first two timelines' map proofs swapped
 #   replay        DIR/replay (an answer the mirror gave earlier) instead
 #
+# A query with a nonce is passed on with it; the liar's answer then gets a
+# trailer for that nonce signed with its own key too (docs/protocol.md,
+# "Nonces"), as a lying mirror would.
+#
 #   my $l = SKLiar::start(DIR, UPSTREAM_URL)   DIR/liar.key, DIR/liar.pub
 #   $l->{url}, $l->{pub}; SKLiar::lie($l, 'absent'); stop_daemon($l->{pid})
 #   SKLiar::parse(BODY) / SKLiar::build(A, KEY): an answer in pieces, and
@@ -174,9 +178,12 @@ sub serve {
             ($code, $body) = get($upstream, $path);
             if ($code == 200 && $path =~ m{^/query/}) {
                 $body = slurp("$dir/replay") if $lie eq 'replay';
-                $body = eval { build(tell_lie(parse($body),
+                $body = eval { build(tell_lie(parse(
+                    SKMirror::strip_trailer($body)),
                     $lie eq 'replay' ? 'honest' : $lie),
                     "$dir/liar.key") } // do { $code = 500; "$@" };
+                $body .= SKMirror::nonce_trailer("$dir/liar.key", $body, $1)
+                    if $code == 200 && $path =~ /\?nonce=([A-Za-z0-9_-]{43})$/;
             }
             print STDERR "GET $path: $lie: $code\n";
         }

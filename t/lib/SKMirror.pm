@@ -30,6 +30,13 @@ package SKMirror;
 #         (the last bundle's bytes in, what is served out))
 #                     (re)writes the static timeline under DIR/www
 #   serve_forged(DIR)                starts its HTTP server: { pid, port, url }
+#                     a query with ?nonce= gets the file of the query
+#                     without it: with DIR/nonce.key, followed by a
+#                     trailer signed by that key for the nonce (a mirror
+#                     that lags), else as it is (a replay on the path)
+#   nonce_trailer(KEY, ANSWER, NONCE)  the trailer sk-mirror appends for
+#                     NONCE (docs/protocol.md "Nonces"), a batch of one
+#   strip_trailer(BODY)              BODY without its nonce trailer
 
 use strict;
 use warnings;
@@ -49,7 +56,7 @@ our @EXPORT = qw(start_mirror restart_mirror mirror_status tl_state
     wait_state query check_answer stamp checkpoint_note tfm_text forge
     serve_forged ed_sign unb64url forged_timelines stamp_history
     publish_forged start_timelines generated_timelines redis_or_skip
-    map_value);
+    map_value nonce_trailer strip_trailer);
 
 our $MR = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-mirror';
 our $GEN = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/bench/mirror_gen';
@@ -83,6 +90,24 @@ sub ed_verify {
         $pub, '-rawin', '-in', $f, '-sigfile', $s]);
     unlink $f, $s;
     return $r->{rc} == 0;
+}
+
+# The trailer binding ANSWER to NONCE (43 base64url characters), signed by
+# KEY: leaf = SHA-256(0x00 | nonce | SHA-256(answer)), alone in its batch,
+# so the root is the leaf.
+sub nonce_trailer {
+    my ($key, $answer, $nonce) = @_;
+    local $SIG{CHLD} = 'DEFAULT';       # serve_dir ignores it: openssl's rc
+    my $leaf = sha256("\x00" . unb64url($nonce) . sha256($answer));
+    return "Nonce: $nonce\nNonce-Batch: 0 1\nNonce-Signature: "
+        . SKTimeline::b64url(ed_sign($key, "SK-Mirror-Nonces: 1\n$leaf"))
+        . "\n";
+}
+
+sub strip_trailer {
+    my ($body) = @_;
+    $body =~ s/Nonce: [^\n]*\nNonce-Batch: [^\n]*\nNonce-Signature: [^\n]*\n\z//;
+    return $body;
 }
 
 sub raw_pub {
@@ -605,11 +630,19 @@ sub serve_dir {
         my ($path) = $req =~ /^GET (\S+) HTTP/;
         print STDERR "GET $path\n" if defined $path;
         my $f = defined $path ? url_file($dir, $path) : '';
+        my $nonce;
+        if (defined $path && !-f $f
+            && $path =~ m{^(/query/[^?]*)\?nonce=([A-Za-z0-9_-]{43})$})
+        {
+            ($f, $nonce) = (url_file($dir, $1), $2);
+        }
         my ($code, $body) = (404, "no such resource\n");
         if (defined $path && -f $f) {
             $body = slurp($f);
             $code = -f "$f.status" ? slurp("$f.status") : 200;
             $body = '' if $code == 304;
+            $body .= nonce_trailer("$dir/nonce.key", $body, $nonce)
+                if defined $nonce && $code == 200 && -f "$dir/nonce.key";
         }
         my $msg = { 200 => 'OK', 304 => 'Not Modified',
             404 => 'Not Found' }->{$code} // 'X';

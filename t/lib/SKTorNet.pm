@@ -36,6 +36,13 @@ package SKTorNet;
 #                             a socket connected through a SOCKS5 proxy
 #                             with the proxy resolving HOST, or (undef,
 #                             why: tor's reply code in words)
+#   fake_socks(LOG, { "HOST:PORT" => LOCALPORT, ... })
+#                             no Tor at all: a SOCKS5 proxy that connects
+#                             HOST:PORT (a name, as a client through Tor
+#                             asks) to 127.0.0.1:LOCALPORT and refuses any
+#                             other (host unreachable), for a test of what
+#                             a client does with an onion, not of Tor;
+#                             returns { pid, port }
 #
 # One network per test file: start it once, add the onion service and the
 # client when the backend is ready, and stop it at the end (or let the END
@@ -84,7 +91,7 @@ use Time::HiRes qw(sleep time);
 
 use SKTest;
 
-our @EXPORT = qw(tor_skip socks_connect);
+our @EXPORT = qw(tor_skip socks_connect fake_socks);
 
 our $TOR = has_cmd('tor');
 our $GENCERT = has_cmd('tor-gencert');
@@ -522,6 +529,61 @@ sub socks_connect {
     }
     defined $read->($alen + 2) or return (undef, 'SOCKS: truncated reply');
     return $s;
+}
+
+sub fake_socks {
+    my ($log, $map) = @_;
+    my $port = free_port();
+    my $pid = run_daemon(['perl', "-I$SKTest::ROOT/t/lib", '-MSKTorNet',
+        '-e', 'SKTorNet::_fake_socks_serve(@ARGV)', $port, %$map], $log);
+    wait_for_port($port, 10) or die "fake_socks: no listener: " . slurp($log);
+    return { pid => $pid, port => $port };
+}
+
+# fake_socks's server (its own process): one child per connection.
+sub _fake_socks_serve {
+    my ($port, %map) = @_;
+    my $srv = IO::Socket::INET->new(LocalAddr => '127.0.0.1',
+        LocalPort => $port, Listen => 64, ReuseAddr => 1) or die "listen: $!";
+    $SIG{CHLD} = 'IGNORE';
+    while (my $c = $srv->accept) {
+        my $kid = fork // die "fork: $!";
+        if ($kid) {
+            close $c;
+            next;
+        }
+        my $read = sub {
+            my $buf = '';
+            while (length $buf < $_[0]) {
+                sysread($c, $buf, $_[0] - length $buf, length $buf) or exit 0;
+            }
+            return $buf;
+        };
+        my (undef, $n) = unpack 'C2', $read->(2);
+        $read->($n);
+        syswrite($c, "\x05\x00");
+        my (undef, $cmd, undef, $atyp) = unpack 'C4', $read->(4);
+        my $host = $atyp == 3 ? $read->(ord $read->(1)) : '';
+        my $to = unpack 'n', $read->(2);
+        my $b = $cmd == 1 && $map{"$host:$to"};
+        my $up = $b && IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+            PeerPort => $b);
+        print STDERR "CONNECT $host:$to: ", $up ? "127.0.0.1:$b\n"
+            : "refused\n";
+        syswrite($c, pack('C4a4n', 5, $up ? 0 : 4, 0, 1, "\0" x 4, 0));
+        exit 0 unless $up;
+        my $sel = IO::Select->new($c, $up);
+        while (my @r = $sel->can_read) {
+            for my $h (@r) {
+                my $got = sysread($h, my $buf, 65536) or exit 0;
+                for (my $o = 0; $o < $got;) {
+                    $o += syswrite($h == $c ? $up : $c, $buf, $got - $o, $o)
+                        // exit 0;
+                }
+            }
+        }
+        exit 0;
+    }
 }
 
 sub log {

@@ -12,6 +12,12 @@
  *                        proving a name absent from the maps of 3
  *                        timelines (issue 23); ref = a present answer from
  *                        3 timelines without maps (bench_absent).
+ *   client-decide-nonce  microseconds of CPU for the answer to a direct
+ *                        query with a nonce (issue 38): a new nonce, the
+ *                        trailer checked (its signature stands for the
+ *                        answer's own), the answer; ref = the same answer
+ *                        to a query without one, its signature checked
+ *                        (bench_nonce).
  *
  * The chain is leaf (P-256, issued by a P-256 root), root, carrier (made
  * by the SK).  Both sides run in alternating batches on the process CPU
@@ -374,11 +380,103 @@ bench_absent(void)
 }
 
 
+/* client-decide-nonce: NDOCS answers to queries with a nonce each, as
+ * sk-mirror signs them, checked in turn. */
+#define NDOCS         64
+#define TARGET_NONCE  1.10
+
+typedef struct {
+    fx_world_t   w;
+    char        *answer;                    /* without a nonce */
+    size_t       len;
+    char        *doc[NDOCS];                /* with its trailer */
+    size_t       dlen[NDOCS];
+    char         nonce[NDOCS][SK_NONCE_TEXT + 1];
+    size_t       i;
+} bench_nonces_t;
+
+
+static void
+bench_nonce_fn(void *arg)
+{
+    bench_nonces_t    *b = arg;
+    sk_client_view_t   v;
+    sk_err_t           err;
+    size_t             i = b->i++ % NDOCS, alen;
+    char               fresh[SK_NONCE_TEXT + 1];
+
+    if (sk_nonce_new(fresh, &err) != 0
+        || sk_nonce_verify(&alen, b->doc[i], b->dlen[i], b->nonce[i],
+               b->w.mirror, &err) != 0
+        || sk_client_answer_verify(&v, NULL, b->doc[i], alen, "example.com",
+               0, NULL, &b->w.trust, FX_NOW, &err) != 0)
+    {
+        die("the answer with a nonce", &err);
+    }
+    sk_client_view_free(&v);
+}
+
+
+static void
+bench_plain_fn(void *arg)
+{
+    bench_nonces_t    *b = arg;
+    sk_client_view_t   v;
+    sk_err_t           err;
+
+    if (sk_client_answer_verify(&v, NULL, b->answer, b->len, "example.com",
+            0, b->w.mirror, &b->w.trust, FX_NOW, &err) != 0)
+    {
+        die("the answer", &err);
+    }
+    sk_client_view_free(&v);
+}
+
+
+static void
+bench_nonce(void)
+{
+    bench_nonces_t   b;
+    sk_key_t        *sk = fx_key();
+    sk_err_t         err;
+    double           us_n, us_p, ratio;
+    size_t           i;
+
+    memset(&b, 0, sizeof(b));
+    fx_init(&b.w, 3);
+    for (i = 0; i < 3; i++) {
+        fx_append(&b.w, i, fx_bind("example.com", sk, "https", 0),
+            FX_NOW - 3600);
+    }
+    b.answer = fx_answer(&b.w, "example.com", &b.len);
+    for (i = 0; i < NDOCS; i++) {
+        if (sk_nonce_new(b.nonce[i], &err) != 0) {
+            die("nonce", &err);
+        }
+        b.doc[i] = malloc(b.len + 1);
+        memcpy(b.doc[i], b.answer, b.len + 1);
+        b.dlen[i] = b.len;
+        b.doc[i] = fx_nonce(&b.w, b.doc[i], &b.dlen[i], b.nonce[i]);
+    }
+    bench_pairs(bench_nonce_fn, bench_plain_fn, &b, &us_n, &us_p, &ratio);
+    printf("BENCH client-decide-nonce %.1f us/answer ref=%.1f ratio=%.3f "
+        "target=%.2f\n", us_n, us_p, ratio, TARGET_NONCE);
+    fflush(stdout);
+    for (i = 0; i < NDOCS; i++) {
+        free(b.doc[i]);
+    }
+    free(b.answer);
+    sk_key_free(sk);
+    fx_free(&b.w);
+}
+
+
 int
 main(void)
 {
     bench_run("ed25519", SK_KEY_ED25519);
     bench_run("p256", SK_KEY_P256);
     bench_absent();
+    bench_nonce();
     return 0;
 }

@@ -10,6 +10,9 @@
 #   mirror-query-uncached   answers/s, ref = cached answers      (no target)
 #   mirror-query-p99        p99 latency of cached answers (us),
 #                           ref = nginx's p99                    target <= 4
+#   mirror-query-nonce      answers/s to queries with a new nonce each (the
+#                           cached answer and its trailer, one signature a
+#                           query), ref = cached answers without  target 0.8
 #
 # Environment: BUILD, WINDOWS (5), WINDOW (seconds, 2), CONNS (16).
 
@@ -96,18 +99,19 @@ sub load {
     return { rps => $rps, p50 => $p50, p99 => $p99, bytes => $bytes };
 }
 
-my (@n, @c, @u);
+my (@n, @c, @u, @q);
 for (1 .. $windows) {
     push @n, load($np, '/answer');
     push @c, load($mc->{port}, '/query/example.com');
     push @u, load($mu->{port}, '/query/example.com');
+    push @q, load($mc->{port}, '/query/example.com?nonce={nonce}');
 }
 sub med {
     my @v = sort { $a <=> $b } @_;
     return $v[int(@v / 2)];
 }
-my ($nr, $cr, $ur) = map { my $k = $_; med(map { $_->{rps} } @$k) }
-    \@n, \@c, \@u;
+my ($nr, $cr, $ur, $qr) = map { my $k = $_; med(map { $_->{rps} } @$k) }
+    \@n, \@c, \@u, \@q;
 my ($np99, $cp99) = (med(map { $_->{p99} } @n), med(map { $_->{p99} } @c));
 printf "answer: %d bytes (nginx file %d), %d connections, %d x %ds windows\n",
     $size, $n[0]{bytes}, $conns, $windows, $window;
@@ -117,6 +121,8 @@ printf "BENCH mirror-query-uncached %.0f req/s ref=%.0f ratio=%.3f "
     . "target=0.1\n", $ur, $cr, $ur / $cr;
 printf "BENCH mirror-query-p99 %d us ref=%d ratio=%.3f target=4\n",
     $cp99, $np99, $cp99 / ($np99 || 1);
+printf "BENCH mirror-query-nonce %.0f req/s ref=%.0f ratio=%.3f target=0.8\n",
+    $qr, $cr, $qr / $cr;
 
 kill 'QUIT', slurp("$d/ngx/nginx.pid") =~ /(\d+)/;
 stop_daemon($_->{pid}) for $mc, $mu, $t{1}, $t{2};

@@ -7,7 +7,10 @@
  *
  * With RANGE, PATH holds one "%lu", replaced in each request by a number
  * drawn uniformly from [0, RANGE) (a different name each time: answers
- * not yet cached, for bench_scale.sh).
+ * not yet cached, for bench_scale.sh).  A "{nonce}" in PATH is replaced
+ * in each request by a new nonce, 43 base64url characters (32 bytes, as
+ * sk_nonce_new makes them, from a faster generator), for
+ * mirror-query-nonce.
  */
 #define _GNU_SOURCE             /* strcasestr */
 #include <arpa/inet.h>
@@ -30,6 +33,7 @@ typedef struct {
     const char          *path;
     unsigned long        range;     /* 0: path as is */
     const char          *mark;      /* its "%lu" */
+    const char          *nmark;     /* its "{nonce}", or NULL */
     uint64_t             rnd;       /* xorshift64 state */
     double               until;
     uint64_t             n;
@@ -48,6 +52,38 @@ now_s(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+
+static uint64_t
+next_rnd(worker_t *w)
+{
+    w->rnd ^= w->rnd << 13;
+    w->rnd ^= w->rnd >> 7;
+    w->rnd ^= w->rnd << 17;
+    return w->rnd;
+}
+
+
+/* 32 pseudo-random bytes in base64url, no padding: 43 characters, the
+ * last holding 4 bits (its low 2 zero, the canonical encoding). */
+static void
+make_nonce(worker_t *w, char out[44])
+{
+    static const char  abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
+                               "qrstuvwxyz0123456789-_";
+    uint64_t           r = 0;
+    int                i;
+
+    for (i = 0; i < 42; i++) {
+        if (i % 10 == 0) {
+            r = next_rnd(w);
+        }
+        out[i] = abc[r & 63];
+        r >>= 6;
+    }
+    out[42] = abc[(next_rnd(w) & 15) << 2];
+    out[43] = '\0';
 }
 
 
@@ -117,7 +153,7 @@ static void *
 work(void *arg)
 {
     worker_t  *w = arg;
-    char       req[512], *buf;
+    char       req[512], nonce[44], *buf;
     size_t     cap = 1 << 20;
     double     t0;
     long       len;
@@ -129,13 +165,15 @@ work(void *arg)
     fd = dial(&w->sa);
     while (buf != NULL && fd >= 0 && now_s() < w->until) {
         if (w->range != 0) {
-            w->rnd ^= w->rnd << 13;
-            w->rnd ^= w->rnd >> 7;
-            w->rnd ^= w->rnd << 17;
             /* PATH is data, not a format: split it at its "%lu". */
             rl = snprintf(req, sizeof(req), "GET %.*s%lu%s HTTP/1.1\r\n"
                 "Host: bench\r\n\r\n", (int) (w->mark - w->path), w->path,
-                (unsigned long) (w->rnd % w->range), w->mark + 3);
+                (unsigned long) (next_rnd(w) % w->range), w->mark + 3);
+        } else if (w->nmark != NULL) {
+            make_nonce(w, nonce);
+            rl = snprintf(req, sizeof(req), "GET %.*s%s%s HTTP/1.1\r\n"
+                "Host: bench\r\n\r\n", (int) (w->nmark - w->path), w->path,
+                nonce, w->nmark + 7);
         }
         t0 = now_s();
         if (write(fd, req, (size_t) rl) != rl
@@ -201,6 +239,7 @@ main(int argc, char **argv)
         w[i].path = argv[3];
         w[i].range = argc == 7 ? strtoul(argv[6], NULL, 10) : 0;
         w[i].mark = strstr(argv[3], "%lu");
+        w[i].nmark = strstr(argv[3], "{nonce}");
         if (w[i].range != 0 && w[i].mark == NULL) {
             fprintf(stderr, "mirror_client: RANGE needs a %%lu in PATH\n");
             return 2;

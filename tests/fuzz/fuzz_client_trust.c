@@ -5,7 +5,8 @@
  * real keys, repeat them and swap them.
  *
  * What parses must list a timeline, no TID twice, no mirror URL twice,
- * every URL without a trailing '/'.
+ * every URL without a trailing '/', every mirror with its key and, with
+ * an onion, a well-formed v3 address behind "http://".
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -71,7 +72,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         for (i = 0; i < t.nmirrors; i++) {
             n = strlen(t.mirrors[i].url);
-            if (n == 0 || t.mirrors[i].url[n - 1] == '/') {
+            if (n == 0 || t.mirrors[i].url[n - 1] == '/'
+                || t.mirrors[i].key == NULL
+                || (t.mirrors[i].onion[0] != '\0'
+                    && (strncmp(t.mirrors[i].onion, "http://", 7) != 0
+                        || sk_onion_address_check(t.mirrors[i].onion + 7,
+                               SK_ONION_ADDR_LEN, NULL) != 0)))
+            {
                 abort();
             }
             for (j = i + 1; j < t.nmirrors; j++) {

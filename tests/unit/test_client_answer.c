@@ -367,17 +367,20 @@ test_trust_file(void **state)
     sk_client_trust_t  t;
     sk_err_t           err;
     char              *dir = tu_tmpdir(), *conf, *pub, buf[512];
+    char               onion[SK_ONION_ADDR_LEN + 1];
     FILE              *f;
 
     (void) state;
     pub = tu_path(dir, "tl7.pub");
     tu_assert_ok(sk_key_save_public(tw.tl[0].key, pub, &err), &err);
+    tu_assert_ok(sk_onion_address_from_key(onion, tw.mirror, &err), &err);
     conf = tu_path(dir, "trust.conf");
     f = fopen(conf, "w");
     assert_non_null(f);
     fprintf(f, "# the client's trust\ntimeline = 7 tl7.pub\n"
         "timeline = 9 %s tl-nine\n mirror = http://127.0.0.1:8480/ tl7.pub\n"
-        "mirror = https://m2.example\nt1 = 0\nretries = 3\n", pub);
+        "mirror = https://m2.example %s onion=%s\nt1 = 0\nretries = 3\n",
+        pub, pub, onion);
     fclose(f);
     sk_client_trust_init(&t);
     tu_assert_ok(sk_client_trust_load(&t, conf, &err), &err);
@@ -387,10 +390,40 @@ test_trust_file(void **state)
     assert_int_equal(t.nmirrors, 2);
     assert_string_equal(t.mirrors[0].url, "http://127.0.0.1:8480");
     assert_non_null(t.mirrors[0].key);
-    assert_null(t.mirrors[1].key);
+    assert_string_equal(t.mirrors[0].onion, "");
+    assert_non_null(t.mirrors[1].key);
+    snprintf(buf, sizeof(buf), "http://%s", onion);
+    assert_string_equal(t.mirrors[1].onion, buf);
     assert_int_equal(t.t1, 0);
     assert_int_equal(t.t2, SK_CLIENT_T2);
     assert_int_equal(t.n_retries, 3);
+    /* Tor's defaults: the onion when the direct query brings nothing. */
+    assert_int_equal(t.mirror_tor, SK_MIRROR_TOR_FALLBACK);
+    assert_int_equal(t.mirror_timeout, SK_CLIENT_MIRROR_TIMEOUT);
+    assert_int_equal(t.tor_timeout, SK_CLIENT_TOR_TIMEOUT);
+    /* The same onion again is kept once; another is refused. */
+    tu_assert_ok(sk_client_trust_set_onion(&t, "https://m2.example/", onion,
+        &err), &err);
+    tu_assert_ok(sk_onion_address_from_key(onion, tw.tl[0].key, &err), &err);
+    tu_assert_err(sk_client_trust_set_onion(&t, "https://m2.example", onion,
+        &err), &err, SK_ERR_EXISTS, "another onion than http://");
+    tu_assert_err(sk_client_trust_set_onion(&t, "https://m3.example", onion,
+        &err), &err, SK_ERR_NOT_FOUND, "mirror \"https://m3.example\" is not "
+        "listed");
+    sk_client_trust_free(&t);
+
+    f = fopen(conf, "w");
+    fprintf(f, "timeline = 7 tl7.pub\nmirror = http://m.test tl7.pub "
+        "onion=%s:8480\nmirror_tor = always\nmirror_timeout = 3\n"
+        "tor_timeout = 30\n", onion);
+    fclose(f);
+    sk_client_trust_init(&t);
+    tu_assert_ok(sk_client_trust_load(&t, conf, &err), &err);
+    snprintf(buf, sizeof(buf), "http://%s:8480", onion);
+    assert_string_equal(t.mirrors[0].onion, buf);
+    assert_int_equal(t.mirror_tor, SK_MIRROR_TOR_ALWAYS);
+    assert_int_equal(t.mirror_timeout, 3);
+    assert_int_equal(t.tor_timeout, 30);
     sk_client_trust_free(&t);
 
     f = fopen(conf, "w");
@@ -411,7 +444,7 @@ test_trust_file(void **state)
     sk_client_trust_free(&t);
 
     f = fopen(conf, "w");
-    fprintf(f, "mirror = ftp://x.example\n");
+    fprintf(f, "mirror = ftp://x.example tl7.pub\n");
     fclose(f);
     sk_client_trust_init(&t);
     tu_assert_err(sk_client_trust_load(&t, conf, &err), &err, SK_ERR_FORMAT,
@@ -514,19 +547,41 @@ test_trust_file_repeats(void **state)
     TRUST_REFUSED(conf, "timeline = 7 tl7.pub\n\0", SK_ERR_FORMAT,
         "line 2: a NUL byte");
 
-    /* A mirror again with another key, or with a key and without. */
+    /* A mirror again with another key; one without a key at all (its
+     * answers could not be told from replays). */
     TRUST_REFUSED(conf, "timeline = 7 tl7.pub\n"
         "mirror = https://m.example tl7.pub\n"
         "mirror = https://m.example/ other.pub\n", SK_ERR_EXISTS,
         "line 3: mirror \"https://m.example\" listed twice with different "
         "keys (first at line 2)");
-    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\nmirror = https://m.example\n"
-        "mirror = https://m.example tl7.pub\n", SK_ERR_EXISTS,
-        "line 3: mirror \"https://m.example\" listed twice with different "
-        "keys (first at line 2)");
+    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\nmirror = https://m.example\n",
+        SK_ERR_FORMAT, "line 2: \"mirror\": want URL PUBKEY-FILE "
+        "[onion=ADDRESS[:PORT]]");
+    tu_assert_err(sk_client_trust_add_mirror(&t, "https://m.example", NULL,
+        &err), &err, SK_ERR_USAGE, "mirror \"https://m.example\": no key: "
+        "its answers are believed only with its signature over the "
+        "client's nonce");
+
+    /* An onion: v3, checksummed, a port from 1; given once. */
     TRUST_REFUSED(conf, "timeline = 7 tl7.pub\n"
-        "mirror = https://m.example tl7.pub\nmirror = https://m.example\n",
-        SK_ERR_EXISTS, "line 3: mirror \"https://m.example\" listed twice");
+        "mirror = https://m.example tl7.pub tor=x\n", SK_ERR_FORMAT,
+        "line 2: \"mirror\": want URL PUBKEY-FILE [onion=ADDRESS[:PORT]]");
+    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\n"
+        "mirror = https://m.example tl7.pub onion=example.onion\n",
+        SK_ERR_FORMAT, "line 2: mirror \"https://m.example\": onion: onion "
+        "address: length 13");
+    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\nmirror = https://m.example "
+        "tl7.pub onion=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        ".onion\n", SK_ERR_FORMAT, "line 2: mirror \"https://m.example\": "
+        "onion: onion address: version 0, want 3");
+    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\nmirror_tor = sometimes\n",
+        SK_ERR_FORMAT, "line 2: \"mirror_tor\": illegal value "
+        "\"sometimes\" (fallback, always or never)");
+    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\nmirror_tor = never\n"
+        "mirror_tor = always\n", SK_ERR_EXISTS,
+        "line 3: \"mirror_tor\" given twice (first at line 2)");
+    TRUST_REFUSED(conf, "timeline = 7 tl7.pub\nmirror_timeout = 0\n",
+        SK_ERR_FORMAT, "line 2: \"mirror_timeout\": illegal value \"0\"");
 
     /* The same mirror and key again is harmless: kept once. */
     text = "timeline = 7 tl7.pub\nmirror = https://m.example tl7.pub\n"

@@ -14,16 +14,15 @@ static int
 fetch(char **body, size_t *len, int *status, const char *url, void *arg,
     sk_err_t *err)
 {
-    const char  *name = strstr(url, "/query/");
+    char  name[SK_NAME_MAX + 1], nonce[SK_NONCE_TEXT + 1];
 
     (void) arg;
-    assert_non_null(name);
-    name += strlen("/query/");
+    fx_query(url, name, sizeof(name), nonce);
     if (down != NULL && strcmp(name, down) == 0) {
         return sk_err_set(err, SK_ERR_UNAVAILABLE, "connection refused");
     }
     *status = 200;
-    *body = fx_answer(&tw, name, len);
+    *body = fx_reply(&tw, url, len);
     return 0;
 }
 
@@ -45,7 +44,8 @@ find(sk_client_found_t *f, const char *host, const char *blocked,
      * closed with the defaults (silence is no evidence of a broken
      * system, whatever max_derelict says) */
     down = blocked;
-    ctx = (sk_client_ctx_t) { &t, NULL, fetch, NULL, FX_NOW, 0, NULL };
+    ctx = (sk_client_ctx_t) { &t, NULL, fetch, NULL, FX_NOW, 0, NULL, NULL,
+        NULL };
     rc = sk_client_find(f, host, &ctx, err);
     for (i = 0; i < t.nmirrors; i++) {
         sk_key_free(t.mirrors[i].key);

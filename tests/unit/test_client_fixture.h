@@ -543,6 +543,65 @@ fx_answer(fx_world_t *w, const char *name, size_t *len)
 }
 
 
+/* What a mirror reads in a query URL ".../query/<name>[?nonce=<n>]":
+ * name, and the nonce ("" if none). */
+static inline void
+fx_query(const char *url, char *name, size_t cap,
+    char nonce[SK_NONCE_TEXT + 1])
+{
+    const char  *p = strstr(url, "/query/"), *q;
+
+    assert_non_null(p);
+    p += 7;
+    q = strstr(p, "?nonce=");
+    snprintf(name, cap, "%.*s", (int) (q != NULL ? (size_t) (q - p)
+        : strlen(p)), p);
+    snprintf(nonce, SK_NONCE_TEXT + 1, "%s", q != NULL ? q + 7 : "");
+}
+
+
+/* buf (an answer) with its trailer for nonce, signed by key as sk-mirror
+ * does, alone in its batch; a nonce "" leaves it as it is. */
+static inline char *
+fx_nonce_by(const sk_key_t *key, char *buf, size_t *len, const char *nonce)
+{
+    sk_nonce_item_t   item, *one = &item;
+    sk_err_t          err;
+
+    if (nonce[0] == '\0') {
+        return buf;
+    }
+    tu_assert_ok(sk_nonce_parse(item.nonce, nonce, strlen(nonce), &err),
+        &err);
+    sk_nonce_leaf(item.leaf, item.nonce, buf, *len);
+    tu_assert_ok(sk_nonce_sign(&one, 1, key, &err), &err);
+    buf = realloc(buf, *len + item.len + 1);
+    assert_non_null(buf);
+    memcpy(buf + *len, item.trailer, item.len);
+    *len += item.len;
+    buf[*len] = '\0';
+    return buf;
+}
+
+
+static inline char *
+fx_nonce(fx_world_t *w, char *buf, size_t *len, const char *nonce)
+{
+    return fx_nonce_by(w->mirror, buf, len, nonce);
+}
+
+
+/* The world's answer to a query URL, as sk-mirror gives it. */
+static inline char *
+fx_reply(fx_world_t *w, const char *url, size_t *len)
+{
+    char  name[SK_NAME_MAX + 1], nonce[SK_NONCE_TEXT + 1];
+
+    fx_query(url, name, sizeof(name), nonce);
+    return fx_nonce(w, fx_answer(w, name, len), len, nonce);
+}
+
+
 /* The verified view of name from a fresh answer. */
 static inline void
 fx_view(fx_world_t *w, sk_client_view_t *v, const char *name)

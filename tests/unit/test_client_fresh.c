@@ -18,15 +18,24 @@
 #define STALE_AGE  ((SK_CLIENT_T2 + SK_CLIENT_T3) / 2)
 
 
-/* What each mirror does when asked. */
-typedef enum { M_FRESH, M_STALE, M_DOWN, M_503, M_OMIT, M_GARBAGE } mmode_t;
+/* What each mirror does when asked.  M_REPLAY: its answer as recorded
+ * from an earlier query (signed for another nonce); M_BARE: its answer
+ * without the nonce trailer (what an old mirror, or a staple, gives);
+ * M_FORGED: the trailer signed by a key not the mirror's. */
+typedef enum { M_FRESH, M_STALE, M_DOWN, M_503, M_OMIT, M_GARBAGE,
+    M_REPLAY, M_BARE, M_FORGED } mmode_t;
 
 typedef struct {
     mmode_t   mode[8];
     int64_t   stale_ts;        /* M_STALE's checkpoint dates */
     size_t    calls[8];
     char      last_url[256];
+    mmode_t   tmode[8];        /* the same over Tor */
+    size_t    tcalls[8];
 } mirrors_t;
+
+/* The nonce of an earlier query, whose answer M_REPLAY replays. */
+#define OLD_NONCE  "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"
 
 
 static void
@@ -40,21 +49,29 @@ set_cp_ts(int64_t ts)
 }
 
 
+/* Mirror i (m, in mode) answering url. */
 static int
-fetch(char **body, size_t *len, int *status, const char *url, void *arg,
-    sk_err_t *err)
+serve(mirrors_t *m, mmode_t mode, char **body, size_t *len, int *status,
+    const char *url, sk_err_t *err)
 {
-    mirrors_t   *m = arg;
-    const char  *name = strstr(url, "/query/");
-    unsigned     i;
+    sk_key_t  *other;
+    char       name[SK_NAME_MAX + 1], nonce[SK_NONCE_TEXT + 1];
 
-    assert_int_equal(sscanf(url, "http://m%u.test/", &i), 1);
-    assert_true(i < 8 && name != NULL);
-    name += 7;
-    m->calls[i]++;
+    fx_query(url, name, sizeof(name), nonce);
     snprintf(m->last_url, sizeof(m->last_url), "%s", url);
     *status = 200;
-    switch (m->mode[i]) {
+    switch (mode) {
+    case M_REPLAY:
+        *body = fx_nonce(&tw, fx_answer(&tw, name, len), len, OLD_NONCE);
+        return 0;
+    case M_BARE:
+        *body = fx_answer(&tw, name, len);
+        return 0;
+    case M_FORGED:
+        other = fx_key();
+        *body = fx_nonce_by(other, fx_answer(&tw, name, len), len, nonce);
+        sk_key_free(other);
+        return 0;
     case M_DOWN:
         return sk_err_set(err, SK_ERR_UNAVAILABLE, "connection refused");
     case M_503:
@@ -63,22 +80,65 @@ fetch(char **body, size_t *len, int *status, const char *url, void *arg,
         *len = strlen(*body);
         return 0;
     case M_GARBAGE:
+        /* garbage the mirror signed for the nonce */
         *body = strdup("SK-Mirror-Answer: 1\nName: x\n");
         *len = strlen(*body);
+        *body = fx_nonce(&tw, *body, len, nonce);
         return 0;
     case M_STALE:
         set_cp_ts(m->stale_ts);
-        *body = fx_answer(&tw, name, len);
+        *body = fx_nonce(&tw, fx_answer(&tw, name, len), len, nonce);
         set_cp_ts(FX_NOW);
         return 0;
     case M_OMIT:
-        *body = fx_answer_omit(&tw, name, 2, 0, len);
+        *body = fx_nonce(&tw, fx_answer_omit(&tw, name, 2, 0, len), len,
+            nonce);
         return 0;
     case M_FRESH:
         break;
     }
-    *body = fx_answer(&tw, name, len);
+    *body = fx_nonce(&tw, fx_answer(&tw, name, len), len, nonce);
     return 0;
+}
+
+
+static int
+fetch(char **body, size_t *len, int *status, const char *url, void *arg,
+    sk_err_t *err)
+{
+    mirrors_t  *m = arg;
+    unsigned    i;
+
+    assert_int_equal(sscanf(url, "http://m%u.test/", &i), 1);
+    assert_true(i < 8);
+    m->calls[i]++;
+    return serve(m, m->mode[i], body, len, status, url, err);
+}
+
+
+/* Through Tor: mirror i's onion (the address of the key of timeline i,
+ * as onions() lists it), or its URL (mirror_tor = always). */
+static int
+fetch_tor(char **body, size_t *len, int *status, const char *url,
+    void *arg, sk_err_t *err)
+{
+    mirrors_t  *m = arg;
+    char        onion[SK_ONION_ADDR_LEN + 1];
+    sk_err_t    e;
+    unsigned    i;
+
+    if (sscanf(url, "http://m%u.test/", &i) != 1) {
+        for (i = 0; i < tw.ntl; i++) {
+            tu_assert_ok(sk_onion_address_from_key(onion, tw.tl[i].key, &e),
+                &e);
+            if (strncmp(url + 7, onion, SK_ONION_ADDR_LEN) == 0) {
+                break;
+            }
+        }
+    }
+    assert_true(i < tw.ntl);
+    m->tcalls[i]++;
+    return serve(m, m->tmode[i], body, len, status, url, err);
 }
 
 
@@ -452,7 +512,11 @@ test_lookup_retry(void **state)
     lookup(&r, &t, NULL, &m, NAME, FX_NOW);
     assert_int_equal(r.outcome, SK_FRESH_ANSWER);
     assert_string_equal(r.source, "http://m3.test");
-    assert_string_equal(m.last_url, "http://m3.test/query/example.com");
+    /* each query with a nonce of its own: 43 base64url characters */
+    assert_int_equal(strlen(m.last_url), strlen("http://m3.test/query/"
+        "example.com?nonce=") + SK_NONCE_TEXT);
+    assert_memory_equal(m.last_url, "http://m3.test/query/example.com?"
+        "nonce=", strlen("http://m3.test/query/example.com?nonce="));
     assert_int_equal(r.ntries, 4);
     assert_non_null(strstr(r.tries[0].what, "unreachable: connection "
         "refused"));
@@ -662,16 +726,6 @@ test_lookup_evidence(void **state)
      * not what the mirror says now. */
     outcome(&t, NULL, &m, NAME, FX_NOW + 3 * DAY, SK_FRESH_CLOSED, 0);
 
-    /* A mirror listed without a key signs nothing of it. */
-    drop_mirrors(&t);
-    tu_assert_ok(sk_client_trust_add_mirror(&t, "http://m0.test/", NULL,
-        &err), &err);
-    outcome(&t, NULL, &m, NAME, FX_NOW, SK_FRESH_CLOSED, 0);
-    drop_mirrors(&t);
-    mirrors(&m, &t, 1);
-    m.mode[0] = M_STALE;
-    m.stale_ts = FX_NOW - 20 * DAY;
-
     /* Defunct (no checkpoint served) counts as stopped too: two Defunct
      * and one old. */
     tw.tl[0].state = tw.tl[2].state = "Defunct";
@@ -710,6 +764,185 @@ test_lookup_evidence(void **state)
 
 /* A Rebind counts only through the rebinder's own record, which the
  * client learns from the mirrors like any other name's. */
+/* Issue 38: an answer not signed for the query's nonce (the mirror's
+ * own answer to an earlier query replayed, one without the trailer, a
+ * trailer by another key) is refused; the mirror is not dropped for it
+ * (anyone on the path can send it), and the next mirror decides; with
+ * none left, nothing is believed. */
+static void
+test_lookup_nonce(void **state)
+{
+    sk_client_trust_t   t = tw.trust;
+    sk_client_result_t  r;
+    sk_client_cache_t  *c;
+    mirrors_t           m;
+    char               *dir;
+
+    (void) state;
+    c = fresh_cache(&dir);
+    t.nmirrors = 0;
+    mirrors(&m, &t, 4);
+    m.mode[0] = M_REPLAY;
+    m.mode[1] = M_BARE;
+    m.mode[2] = M_FORGED;
+    lookup(&r, &t, c, &m, NAME, FX_NOW);
+    assert_int_equal(r.outcome, SK_FRESH_ANSWER);
+    assert_string_equal(r.source, "http://m3.test");
+    assert_int_equal(r.ntries, 4);
+    assert_non_null(strstr(r.tries[0].what, "refused: not an answer to this "
+        "query (nonce: the answer is for nonce " OLD_NONCE ", not "));
+    assert_non_null(strstr(r.tries[1].what, "refused: not an answer to this "
+        "query (nonce: want a \"Nonce: \" line"));
+    assert_non_null(strstr(r.tries[2].what, "refused: not an answer to this "
+        "query (nonce: the mirror's Nonce-Signature does not verify"));
+    sk_client_result_free(&r);
+
+    /* None of them was dropped: asked again, the first answers. */
+    t.t1 = 0;
+    m.mode[0] = m.mode[1] = m.mode[2] = M_FRESH;
+    lookup(&r, &t, c, &m, NAME, FX_NOW);
+    assert_int_equal(r.outcome, SK_FRESH_ANSWER);
+    assert_string_equal(r.source, "http://m0.test");
+    assert_int_equal(m.calls[0], 2);
+    sk_client_result_free(&r);
+    sk_client_cache_close(c);
+    tu_rmtree(dir);
+
+    /* Replays only, and nothing cached: nothing is believed. */
+    drop_mirrors(&t);
+    mirrors(&m, &t, 4);
+    m.mode[0] = M_REPLAY;
+    m.mode[1] = M_BARE;
+    m.mode[2] = M_FORGED;
+    m.mode[3] = M_REPLAY;
+    t.max_derelict = (unsigned) tw.ntl;
+    lookup(&r, &t, NULL, &m, NAME, FX_NOW);
+    assert_int_equal(r.outcome, SK_FRESH_CLOSED);
+    assert_int_equal(r.view.ncps, 0);
+    assert_int_equal(r.view.nitems, 0);
+    sk_client_result_free(&r);
+    drop_mirrors(&t);
+}
+
+
+/* A lookup with Tor: mirror i's onion is the address of timeline i's key
+ * (fetch_tor); mirror 2 has none. */
+static void
+lookup_tor(sk_client_result_t *r, sk_client_trust_t *t, mirrors_t *m,
+    int tor)
+{
+    sk_client_ctx_t  ctx;
+    sk_err_t         err;
+
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.trust = t;
+    ctx.fetch = fetch;
+    ctx.arg = m;
+    ctx.now = FX_NOW;
+    ctx.fetch_tor = tor ? fetch_tor : NULL;
+    ctx.tor_arg = m;
+    tu_assert_ok(sk_client_lookup_ctx(r, NAME, &ctx, &err), &err);
+}
+
+
+/* Issue 38: the mirror path censorship cannot simply cut.  Its onion is
+ * asked when the direct query brings nothing signed for its nonce (no
+ * answer, an HTTP error, a replay), and the nonce holds there too; an
+ * answer the mirror signed ends it; mirror_tor = always asks over Tor
+ * only, never only directly. */
+static void
+test_lookup_tor(void **state)
+{
+    sk_client_trust_t   t = tw.trust;
+    sk_client_result_t  r;
+    mirrors_t           m;
+    char                onion[2][SK_ONION_ADDR_LEN + 1], url[128];
+    sk_err_t            err;
+    size_t              i, c0, t0;
+
+    (void) state;
+    t.nmirrors = 0;
+    t.max_derelict = (unsigned) tw.ntl;
+    mirrors(&m, &t, 3);
+    for (i = 0; i < 2; i++) {
+        tu_assert_ok(sk_onion_address_from_key(onion[i], tw.tl[i].key,
+            &err), &err);
+        tu_assert_ok(sk_client_trust_set_onion(&t, t.mirrors[i].url,
+            onion[i], &err), &err);
+    }
+    snprintf(url, sizeof(url), "http://%s", onion[0]);
+
+    /* Blocked: the onion answers. */
+    m.mode[0] = M_DOWN;
+    lookup_tor(&r, &t, &m, 1);
+    assert_int_equal(r.outcome, SK_FRESH_ANSWER);
+    assert_string_equal(r.source, url);
+    assert_int_equal(m.tcalls[0], 1);
+    assert_non_null(strstr(r.tries[0].what, "unreachable"));
+    assert_string_equal(r.tries[1].url, url);
+    assert_non_null(strstr(r.tries[1].what, "fresh: "));
+    assert_non_null(strstr(m.last_url, "?nonce="));
+    sk_client_result_free(&r);
+
+    /* A replay on the direct path: the onion. */
+    m.mode[0] = M_REPLAY;
+    lookup_tor(&r, &t, &m, 1);
+    assert_string_equal(r.source, url);
+    assert_int_equal(m.tcalls[0], 2);
+    sk_client_result_free(&r);
+
+    /* A replay on the onion path too: the next mirror. */
+    m.tmode[0] = M_REPLAY;
+    lookup_tor(&r, &t, &m, 1);
+    assert_string_equal(r.source, "http://m1.test");
+    assert_non_null(strstr(r.tries[1].what, "an answer replayed"));
+    assert_int_equal(m.tcalls[1], 0);
+    sk_client_result_free(&r);
+
+    /* The direct answer signed: no Tor, even when it is bad (m0 dropped,
+     * m1 answers). */
+    m.tmode[0] = M_FRESH;
+    m.mode[0] = M_GARBAGE;
+    t0 = m.tcalls[0];
+    lookup_tor(&r, &t, &m, 1);
+    assert_non_null(strstr(r.tries[0].what, "dropped: answer"));
+    assert_string_equal(r.source, "http://m1.test");
+    assert_int_equal(m.tcalls[0], t0);
+    sk_client_result_free(&r);
+
+    /* No Tor fetch given: said so, the next mirror. */
+    m.mode[0] = M_DOWN;
+    lookup_tor(&r, &t, &m, 0);
+    assert_string_equal(r.tries[1].url, url);
+    assert_non_null(strstr(r.tries[1].what, "not asked: no way to Tor"));
+    assert_string_equal(r.source, "http://m1.test");
+    sk_client_result_free(&r);
+
+    /* never: only directly. */
+    t.mirror_tor = SK_MIRROR_TOR_NEVER;
+    t0 = m.tcalls[0];
+    lookup_tor(&r, &t, &m, 1);
+    assert_string_equal(r.source, "http://m1.test");
+    assert_int_equal(m.tcalls[0], t0);
+    sk_client_result_free(&r);
+
+    /* always: only over Tor; a mirror without an onion through Tor by
+     * its URL. */
+    t.mirror_tor = SK_MIRROR_TOR_ALWAYS;
+    m.mode[0] = M_FRESH;
+    m.tmode[0] = M_DOWN;
+    m.tmode[1] = M_DOWN;
+    c0 = m.calls[0] + m.calls[1] + m.calls[2];
+    lookup_tor(&r, &t, &m, 1);
+    assert_string_equal(r.source, "http://m2.test");
+    assert_string_equal(r.tries[0].url, url);
+    assert_int_equal(m.tcalls[2], 1);
+    assert_int_equal(m.calls[0] + m.calls[1] + m.calls[2], c0);
+    sk_client_result_free(&r);
+    drop_mirrors(&t);
+}
+
+
 static void
 test_rebind(void **state)
 {
@@ -752,14 +985,16 @@ test_rebind(void **state)
     assert_int_equal(rec.state, SK_RECORD_UNBOUND);
     sk_record_free(&rec);
 
-    ctx = (sk_client_ctx_t) { &t, NULL, fetch, &m, FX_NOW, 0, NULL };
+    ctx = (sk_client_ctx_t) { &t, NULL, fetch, &m, FX_NOW, 0, NULL, NULL,
+        NULL };
     tu_assert_ok(sk_client_view_record(&rec, &r.view, sk_client_rebinder_key,
         &ctx, &err), &err);
     assert_int_equal(rec.state, SK_RECORD_BOUND);
     sk_key_fingerprint(a, rec.key);
     sk_key_fingerprint(b, fresh);
     assert_string_equal(a, b);
-    assert_string_equal(m.last_url, "http://m0.test/query/heir.example");
+    assert_non_null(strstr(m.last_url, "http://m0.test/query/heir.example?"
+        "nonce="));
     sk_record_free(&rec);
 
     /* Too deep a chain of rebinders is no rebinder. */
@@ -801,6 +1036,8 @@ main(void)
         cmocka_unit_test(test_lookup_cache_and_drops),
         cmocka_unit_test(test_lookup_evidence),
         cmocka_unit_test(test_defaults_hour),
+        cmocka_unit_test(test_lookup_nonce),
+        cmocka_unit_test(test_lookup_tor),
         cmocka_unit_test(test_rebind),
     };
 

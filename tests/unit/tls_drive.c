@@ -202,13 +202,16 @@ td_run(td_t *x)
 int
 main(int argc, char **argv)
 {
-    sk_tls_conf_t  conf;
-    sk_err_t       err;
-    td_t           x;
-    int            rc;
+    sk_tls_conf_t      conf;
+    sk_client_trust_t  trust;
+    sk_client_curl_t   direct, tor;
+    sk_err_t           err;
+    td_t               x;
+    int                rc;
 
     memset(&x, 0, sizeof(x));
     memset(&conf, 0, sizeof(conf));
+    sk_client_trust_init(&trust);
     x.fd = -1;
     if (argc != 8 && (argc != 9 || strcmp(argv[8], "plain") != 0)) {
         fprintf(stderr, "usage: tls_drive lookup|prepare|decide TRUST CACHE "
@@ -222,12 +225,23 @@ main(int argc, char **argv)
     x.port = (unsigned) atoi(argv[5]);
     x.addr = argv[6];
     x.cafile = argv[7];
-    conf.trust_file = argv[2];
+    /* The trust set loaded here, for its mirror and Tor timeouts and
+     * Tor's SOCKS port: mirrors over Tor too, as sk/tls.h says. */
+    if (sk_client_trust_load(&trust, argv[2], &err) != 0) {
+        fprintf(stderr, "tls_drive: %s\n", err.msg);
+        return 5;
+    }
+    sk_client_curl_init(&direct, &tor, &trust);
+    conf.trust = &trust;
     conf.cache_dir = argv[3];
     conf.fetch = sk_client_fetch_curl;
+    conf.fetch_arg = &direct;
+    conf.fetch_tor = sk_client_fetch_curl;
+    conf.fetch_tor_arg = &tor;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (sk_tls_new(&x.t, &conf, &err) != 0) {
         fprintf(stderr, "tls_drive: %s\n", err.msg);
+        sk_client_trust_free(&trust);
         return 5;
     }
     rc = td_run(&x);
@@ -237,6 +251,7 @@ main(int argc, char **argv)
         close(x.fd);
     }
     sk_tls_free(x.t);
+    sk_client_trust_free(&trust);
     curl_global_cleanup();
     return rc;
 }

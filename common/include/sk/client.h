@@ -60,6 +60,18 @@
 #define SK_CLIENT_TOR_MAX         64        /* "[IPv6]:PORT" and NUL */
 #define SK_CLIENT_TOR_DEFAULT     "127.0.0.1:9050"
 #define SK_CLIENT_PATH_MAX        4096
+#define SK_CLIENT_MIRROR_TIMEOUT  10        /* seconds, a direct query */
+#define SK_CLIENT_TOR_TIMEOUT     60        /* seconds, a query over Tor */
+
+/* When a mirror is asked over Tor (the trust file's mirror_tor). */
+typedef enum {
+    SK_MIRROR_TOR_FALLBACK = 0, /* its onion, when the direct query gave
+                                   no answer signed for the nonce */
+    SK_MIRROR_TOR_ALWAYS,       /* only over Tor: its onion, else its URL
+                                   through Tor (no mirror sees the
+                                   client's address) */
+    SK_MIRROR_TOR_NEVER         /* only directly */
+} sk_mirror_tor_t;
 
 /* The trust set */
 
@@ -92,9 +104,10 @@ typedef struct {
 
 typedef struct {
     char       url[SK_CLIENT_URL_MAX];            /* no trailing '/' */
-    sk_key_t  *key;         /* its answer-signing key; NULL: the
-                               signature is not checked (timeline
-                               signatures and proofs still are) */
+    sk_key_t  *key;                  /* its answer-signing key */
+    char       onion[SK_CLIENT_URL_MAX];  /* "http://<v3>.onion[:PORT]",
+                                             the same mirror over Tor;
+                                             "" if none */
 } sk_client_mirror_t;
 
 typedef struct {
@@ -110,13 +123,19 @@ typedef struct {
                                                once theirs is this old */
     int64_t               staple_retry;     /* servers: after a failure */
     char                  tor[SK_CLIENT_TOR_MAX];   /* SOCKS port for
-                                                       .onion/.exit routes */
+                                                       .onion/.exit routes
+                                                       and mirror queries
+                                                       over Tor */
     sk_fail_open_t        fail_open;        /* when no fresh enough
                                                answer may fail open */
     char                  dnssec_anchors[SK_CLIENT_PATH_MAX];  /* the
                              root's trust anchors a DNSSEC Bind reported
                              unbacked is judged against (sk/dnssec.h),
                              read only then */
+    sk_mirror_tor_t       mirror_tor;
+    int64_t               mirror_timeout;   /* seconds: for the caller's
+                                               fetch of a direct query */
+    int64_t               tor_timeout;      /* and of one over Tor */
 } sk_client_trust_t;
 
 /* Empty set with design 4.b's thresholds. */
@@ -126,18 +145,21 @@ void sk_client_trust_init(sk_client_trust_t *t);
  * The trust file, "key = value" lines, '#' comments:
  *
  *   timeline = TID PUBKEY-FILE [ORIGIN]    (origin: sk-timeline-<TID>)
- *   mirror   = URL [PUBKEY-FILE]
+ *   mirror   = URL PUBKEY-FILE [onion=ADDRESS[:PORT]]
  *   t1 = 1800   t2 = ...  t3 = ...  t4 = ...   (seconds)
  *   max_derelict = 2   retries = 5   fresh_percent = 80   drop_slack = 3600
  *   staple_max_age = 2700   staple_refresh = 600   staple_retry = 60
- *   tor = 127.0.0.1:9050    (Tor's SOCKS port, for .onion/.exit routes)
+ *   tor = 127.0.0.1:9050    (Tor's SOCKS port, for .onion/.exit routes
+ *                            and mirror queries over Tor)
  *   fail_open = evidence | never | unsafe-on-silence
  *   dnssec_anchors = /usr/share/dns/root.ds   (or IANA's root-anchors.xml)
+ *   mirror_tor = fallback | always | never
+ *   mirror_timeout = 10   tor_timeout = 60       (seconds)
  *
  * Relative key paths are relative to the file's directory.  Errors name
  * the file and line.  Adds to t (call sk_client_trust_init first).
  * Refused: a NUL byte, a parameter (t1, tor, ...) or timeline given twice,
- * a mirror given twice with different keys (or with and without one);
+ * a mirror without a key or given twice with different keys or onions;
  * each names the line of the first.
  */
 int sk_client_trust_load(sk_client_trust_t *t, const char *path,
@@ -149,11 +171,18 @@ int sk_client_trust_parse(sk_client_trust_t *t, const char *data,
 /* Takes a new reference to key. */
 int sk_client_trust_add_timeline(sk_client_trust_t *t, uint64_t tid,
     const sk_key_t *key, const char *origin, sk_err_t *err) SK_WUR;
-/* key may be NULL (the mirror's signature then goes unchecked).  A URL
- * already there (trailing '/'s aside) with the same key is a no-op; with
- * another key, or with a key and without, SK_ERR_EXISTS. */
+/* A mirror needs its key: a direct query is believed only with the
+ * mirror's signature over the client's nonce (sk/nonce.h), since an
+ * answer replayed on the path is otherwise a genuine one (SK_ERR_USAGE
+ * for NULL).  A URL already there (trailing '/'s aside) with the same key
+ * is a no-op; with another key, SK_ERR_EXISTS. */
 int sk_client_trust_add_mirror(sk_client_trust_t *t, const char *url,
     const sk_key_t *key, sk_err_t *err) SK_WUR;
+/* The onion of the mirror at url (added first): "ADDRESS[:PORT]", a v3
+ * onion address, port 80 by default.  The same again is a no-op; another,
+ * SK_ERR_EXISTS; SK_ERR_NOT_FOUND for a URL not listed. */
+int sk_client_trust_set_onion(sk_client_trust_t *t, const char *url,
+    const char *onion, sk_err_t *err) SK_WUR;
 /* Tor's SOCKS port: "IPv4:PORT" or "[IPv6]:PORT", numeric. */
 int sk_client_trust_set_tor(sk_client_trust_t *t, const char *addr,
     sk_err_t *err) SK_WUR;
@@ -411,9 +440,18 @@ typedef int (*sk_client_fetch_fn)(char **body, size_t *len, int *status,
 #define SK_CLIENT_ANSWER_MAX  (64 * 1024 * 1024)
 
 typedef struct {
-    long  timeout_ms;           /* the whole exchange; 0: 10 s */
-    long  connect_timeout_ms;   /* 0: libcurl's default */
+    long         timeout_ms;            /* the whole exchange; 0: 10 s */
+    long         connect_timeout_ms;    /* 0: libcurl's default */
+    const char  *socks;                 /* "ADDR:PORT" of Tor's SOCKS
+                                           port, names resolved by Tor;
+                                           NULL: direct */
 } sk_client_curl_t;
+
+/* The options of sk_client_fetch_curl for a client's two paths to a
+ * mirror, from the trust set: direct (mirror_timeout) and through Tor's
+ * SOCKS port t->tor (tor_timeout; socks borrows t->tor). */
+void sk_client_curl_init(sk_client_curl_t *direct, sk_client_curl_t *tor,
+    const sk_client_trust_t *t);
 
 int sk_client_fetch_curl(char **body, size_t *len, int *status,
     const char *url, void *arg, sk_err_t *err);
@@ -446,11 +484,14 @@ typedef struct {
 /*
  * Design 4.b for one name: the cached view if every timeline is within T1;
  * else ask mirrors in order (skipping dropped ones, at most n_retries),
- * verify each answer, drop a mirror that signs garbage, answers less fresh
- * than before or omits cached entries, and stop at the first fresh enough
- * answer, which (with cached timelines the answer lacks) is cached.  With
- * none: fail open or closed (the best view is still returned).  cache may
- * be NULL.  -1 only for local failures (memory, cache directory).
+ * each query with a new nonce: an answer without the mirror's signature
+ * over that nonce is refused (a replay: the mirror is not dropped for
+ * it), one that has it is verified, and the mirror is dropped if it signs
+ * garbage, answers less fresh than before or omits cached entries; stop
+ * at the first fresh enough answer, which (with cached timelines the
+ * answer lacks) is cached.  With none: fail open or closed (the best view
+ * is still returned).  cache may be NULL.  No Tor (sk_client_lookup_ctx
+ * has it).  -1 only for local failures (memory, cache directory).
  */
 int sk_client_lookup(sk_client_result_t *res, const char *name,
     const sk_client_trust_t *t, sk_client_cache_t *cache,
@@ -466,6 +507,10 @@ typedef struct {
     int64_t                   now;
     unsigned                  depth;        /* 0 at the top */
     const sk_staple_t        *staple;       /* the server's; may be NULL */
+    sk_client_fetch_fn        fetch_tor;    /* through Tor, for mirror
+                                               onions and mirror_tor =
+                                               always; NULL: none */
+    void                     *tor_arg;
 } sk_client_ctx_t;
 
 /*
@@ -474,7 +519,10 @@ typedef struct {
  * verifies, is fresh (staple_max_age) and holds every entry the cache
  * holds for the timelines it covers, it decides (SK_FRESH_STAPLE, source
  * the mirror that signed it) and is cached; else the reason is logged
- * (url "staple") and the mirrors are asked as without one.
+ * (url "staple") and the mirrors are asked as without one.  And with
+ * Tor: each mirror is asked as the trust set's mirror_tor says, through
+ * fetch_tor (to its onion, or with mirror_tor = always to its URL), with
+ * the same nonce rules; source is then the URL the answer came from.
  */
 int sk_client_lookup_ctx(sk_client_result_t *res, const char *name,
     const sk_client_ctx_t *ctx, sk_err_t *err) SK_WUR;

@@ -153,6 +153,12 @@ void sk_tile_path(char out[SK_TILE_PATH_MAX], int level, uint64_t n,
 int sk_tile_path_parse(int *level, uint64_t *n, unsigned *width,
     const char *path, sk_err_t *err) SK_WUR;
 
+/* RFC 9162 2.1.3.2: the root the proof leads to from leaf at index in a
+ * tree of size leaves; -1 with SK_ERR_SIGNATURE if it is too long or too
+ * short for them. */
+int sk_merkle_inclusion_root(sk_merkle_hash_t root,
+    const sk_merkle_hash_t leaf, uint64_t index, uint64_t size,
+    const sk_merkle_proof_t *proof, sk_err_t *err) SK_WUR;
 /* RFC 9162 2.1.3.2: -1 with SK_ERR_SIGNATURE if the proof does not lead
  * from leaf at index to root of a tree of size leaves. */
 int sk_merkle_verify_inclusion(const sk_merkle_hash_t leaf, uint64_t index,

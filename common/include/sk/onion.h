@@ -58,6 +58,22 @@ int sk_onion_write_torrc(const char *path, const char *dir,
 int sk_onion_read_hostname(char out[SK_ONION_ADDR_LEN + 1], const char *dir,
     sk_err_t *err) SK_WUR;
 
+/* The owner for a HiddenServiceDir: user's (SK_ERR_NOT_FOUND if there is
+ * none), or with user NULL debian-tor's when running as root and there is
+ * such a user, else (uid_t) -1 and (gid_t) -1: the files stay ours. */
+int sk_onion_owner(uid_t *uid, gid_t *gid, const char *user, sk_err_t *err)
+    SK_WUR;
+
+/*
+ * A HiddenServiceDir to serve from, and its address: the key already in
+ * dir (never overwritten), else dir written with the Ed25519 private key
+ * in keyfile, or a new key when keyfile is NULL (*created 1; owner as for
+ * sk_onion_write_dir).
+ */
+int sk_onion_ensure(char out[SK_ONION_ADDR_LEN + 1], int *created,
+    const char *dir, const char *keyfile, uid_t uid, gid_t gid,
+    sk_err_t *err) SK_WUR;
+
 /* Load the key of an existing HiddenServiceDir (hs_ed25519_secret_key) as
  * an address source: the public half is derived from the expanded key.  If
  * hs_ed25519_public_key is there too it must hold the same key

@@ -26,6 +26,7 @@
 #include "cache.h"
 #include "db.h"
 #include "merkle.h"
+#include "nonce.h"
 #include "map.h"
 #include "evidence.h"
 #include "client.h"

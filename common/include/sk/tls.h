@@ -20,7 +20,10 @@
  *
  * sk_tls_lookup learns the record before connecting (the network, if
  * any, happens there: mirrors, through conf.fetch), so the check in the
- * handshake costs no round trip.  sk_tls_prepare instead asks the server
+ * handshake costs no round trip.  To ask mirrors over Tor too (their
+ * onions, mirror_tor), load the trust set yourself (conf.trust) and give
+ * conf.fetch_tor = sk_client_fetch_curl with the options
+ * sk_client_curl_init makes from it (and conf.fetch_arg the direct ones).  sk_tls_prepare instead asks the server
  * for its stapled proof and asks mirrors only without a good one.  Unless SK_TLS_NO_CA_CHECK is given,
  * OpenSSL's own chain verification (the caller's trust store) and the
  * host name check on the certificate still apply, for every decision.
@@ -64,6 +67,10 @@ typedef struct {
     sk_client_fetch_fn        fetch;        /* mirror queries */
     void                     *fetch_arg;
     unsigned                  flags;        /* SK_TLS_* */
+    sk_client_fetch_fn        fetch_tor;    /* mirror queries over Tor
+                                               (sk_client_ctx_t); NULL:
+                                               none */
+    void                     *fetch_tor_arg;
 } sk_tls_conf_t;
 
 int sk_tls_new(sk_tls_t **t, const sk_tls_conf_t *conf, sk_err_t *err)

@@ -1,9 +1,12 @@
 /*
  * client_curl.c -- a ready sk_client_fetch_fn on libcurl: one HTTP GET
  * into a growing buffer, NUL-terminated, at most SK_CLIENT_ANSWER_MAX
- * bytes.  In its own file so that only programs that call it link
+ * bytes, directly or through Tor's SOCKS port (SOCKS5, the host name
+ * resolved by Tor: a .onion, or any host without a DNS query of the
+ * client's).  In its own file so that only programs that call it link
  * libcurl (libsk.a is a static archive).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +58,7 @@ sk_client_fetch_curl(char **body, size_t *len, int *status, const char *url,
     const sk_client_curl_t  *o = arg;
     sk_curl_buf_t            b = { NULL, 0, 0, 0 };
     char                     ebuf[CURL_ERROR_SIZE] = "";
+    char                     proxy[SK_CLIENT_TOR_MAX + 16];
     long                     code = 0;
     CURLcode                 rc;
     CURL                    *c;
@@ -73,6 +77,10 @@ sk_client_fetch_curl(char **body, size_t *len, int *status, const char *url,
         ? o->timeout_ms : 10000L);
     if (o != NULL && o->connect_timeout_ms > 0) {
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms);
+    }
+    if (o != NULL && o->socks != NULL) {
+        snprintf(proxy, sizeof(proxy), "socks5h://%s", o->socks);
+        curl_easy_setopt(c, CURLOPT_PROXY, proxy);
     }
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sk_curl_body);
@@ -95,4 +103,16 @@ sk_client_fetch_curl(char **body, size_t *len, int *status, const char *url,
     *len = b.len;
     *status = (int) code;
     return 0;
+}
+
+
+void
+sk_client_curl_init(sk_client_curl_t *direct, sk_client_curl_t *tor,
+    const sk_client_trust_t *t)
+{
+    memset(direct, 0, sizeof(*direct));
+    memset(tor, 0, sizeof(*tor));
+    direct->timeout_ms = (long) t->mirror_timeout * 1000;
+    tor->timeout_ms = (long) t->tor_timeout * 1000;
+    tor->socks = t->tor;
 }

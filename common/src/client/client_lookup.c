@@ -7,11 +7,15 @@
  *      name verifies, is within staple_max_age and omits nothing the
  *      client holds: no query either.
  *   2. Else mirrors in order (dropped ones skipped), at most n_retries
- *      asked: GET <mirror>/query/<name>.  An answer that does not verify,
- *      is less fresh than what the mirror said before, or omits or alters
- *      an entry the client holds gets the mirror dropped (remembered in
- *      the cache).  The first answer fresh enough wins; it is merged with
- *      the cached timelines it lacks and cached.
+ *      asked: GET <mirror>/query/<name>?nonce=<new nonce>, directly
+ *      and, when that brings nothing signed for the nonce (no answer, an
+ *      HTTP error, a replay), over Tor to the mirror's onion; or only
+ *      over Tor, or only directly (mirror_tor).  An answer signed for the
+ *      nonce that does not verify, is less fresh than what the mirror
+ *      said before, or omits or alters an entry the client holds gets the
+ *      mirror dropped (remembered in the cache).  The first answer fresh
+ *      enough wins; it is merged with the cached timelines it lacks and
+ *      cached.
  *   3. None: the cached view if it is fresh enough itself (T2), else
  *      fail open if more than max_derelict timelines were shown stopped
  *      (sk_cl_stops_t: evidence, never silence; or by trust->fail_open),
@@ -25,6 +29,7 @@
 #include <string.h>
 
 #include <sk/client.h>
+#include <sk/nonce.h>
 
 #include "client_int.h"
 
@@ -34,6 +39,8 @@ typedef struct {
     sk_client_cache_t        *cache;
     sk_client_fetch_fn        fetch;
     void                     *arg;
+    sk_client_fetch_fn        fetch_tor;    /* NULL: no Tor */
+    void                     *tor_arg;
     int64_t                   now;
     const char               *name;
     const sk_staple_t        *staple;       /* NULL: none */
@@ -110,6 +117,23 @@ sk_lookup_merge(sk_client_view_t *dst, const sk_client_view_t *src,
 }
 
 
+/* One way to a mirror: the URL queries go to, and the fetch there. */
+typedef struct {
+    const char          *base;      /* its URL, or its onion's */
+    sk_client_fetch_fn   fetch;
+    void                *arg;
+} sk_path_t;
+
+/* What asking a mirror on one path gave. */
+enum {
+    SK_ASK_FAIL = -1,       /* a local failure */
+    SK_ASK_NONE = 0,        /* the mirror answered, nothing usable */
+    SK_ASK_OK = 1,          /* a verified answer */
+    SK_ASK_PATH = 2         /* nothing signed for the nonce: another
+                               path may do better */
+};
+
+
 static void
 sk_lookup_drop(sk_lookup_t *l, sk_client_result_t *res,
     sk_client_mstate_t *st, const sk_err_t *why)
@@ -133,9 +157,9 @@ sk_lookup_drop(sk_lookup_t *l, sk_client_result_t *res,
  * -1 on a local failure. */
 static int
 sk_lookup_reneged(sk_lookup_t *l, sk_client_result_t *res,
-    const sk_client_mirror_t *m, sk_client_mstate_t *st, const char *hash)
+    const sk_path_t *p, sk_client_mstate_t *st, const char *hash)
 {
-    char       url[SK_CLIENT_URL_MAX + 48], *list, *ev, *p, *nl, *reason;
+    char       url[SK_CLIENT_URL_MAX + 48], *list, *ev, *q, *nl, *reason;
     size_t     len, evlen;
     uint64_t   tid;
     int        status, done = 1, n = 0;
@@ -145,29 +169,29 @@ sk_lookup_reneged(sk_lookup_t *l, sk_client_result_t *res,
         memcpy(st->reneged_hash, hash, 9);
         return 0;
     }
-    snprintf(url, sizeof(url), "%s/reneged", m->url);
-    if (l->fetch(&list, &len, &status, url, l->arg, &e) != 0) {
-        sk_lookup_log(res, m->url, "Reneged-Hash %s: GET /reneged: %s", hash,
+    snprintf(url, sizeof(url), "%s/reneged", p->base);
+    if (p->fetch(&list, &len, &status, url, p->arg, &e) != 0) {
+        sk_lookup_log(res, p->base, "Reneged-Hash %s: GET /reneged: %s", hash,
             e.msg);
         return 0;
     }
     if (status != 200) {
-        sk_lookup_log(res, m->url, "Reneged-Hash %s: GET /reneged: HTTP %d",
+        sk_lookup_log(res, p->base, "Reneged-Hash %s: GET /reneged: HTTP %d",
             hash, status);
         free(list);
         return 0;
     }
-    for (p = list; p < list + len && (nl = memchr(p, '\n',
-             (size_t) (list + len - p))) != NULL; p = nl + 1)
+    for (q = list; q < list + len && (nl = memchr(q, '\n',
+             (size_t) (list + len - q))) != NULL; q = nl + 1)
     {
         *nl = '\0';
-        if (sk_cl_nums(p, &tid, NULL) != 0
+        if (sk_cl_nums(q, &tid, NULL) != 0
             || sk_client_trust_find(l->t, tid) == NULL)
         {
             continue;       /* not a timeline the client (still) trusts */
         }
-        snprintf(url, sizeof(url), "%s/reneged/%" PRIu64, m->url, tid);
-        if (l->fetch(&ev, &evlen, &status, url, l->arg, &e) != 0) {
+        snprintf(url, sizeof(url), "%s/reneged/%" PRIu64, p->base, tid);
+        if (p->fetch(&ev, &evlen, &status, url, p->arg, &e) != 0) {
             done = 0;
             continue;
         }
@@ -177,7 +201,7 @@ sk_lookup_reneged(sk_lookup_t *l, sk_client_result_t *res,
             continue;
         }
         if (sk_client_evidence_verify(l->t, tid, ev, evlen, &e) != 0) {
-            sk_lookup_log(res, m->url, "reports timeline %" PRIu64 " as "
+            sk_lookup_log(res, p->base, "reports timeline %" PRIu64 " as "
                 "reneged; %s: %s", tid, e.code == SK_ERR_UNAVAILABLE
                 ? "not checkable by a client, still trusted"
                 : "the evidence does not verify, still trusted", e.msg);
@@ -191,7 +215,7 @@ sk_lookup_reneged(sk_lookup_t *l, sk_client_result_t *res,
         } else {
             reason = ev + 8;                    /* "Reason: " */
             *strchr(reason, '\n') = '\0';
-            sk_lookup_log(res, m->url, "timeline %" PRIu64 " reneged (the "
+            sk_lookup_log(res, p->base, "timeline %" PRIu64 " reneged (the "
                 "client checked the evidence: %.160s): no longer trusted",
                 tid, reason);
             sk_client_trust_distrust(l->t, tid);
@@ -231,35 +255,50 @@ sk_lookup_older(const sk_client_view_t *v,
 }
 
 
-/* Ask one mirror.  1: *v holds a verified, trusted answer; 0: nothing
- * usable (logged); -1: a local failure. */
+/* Ask mirror m on path p, with a new nonce (SK_ASK_*, *v the answer when
+ * SK_ASK_OK; logged).  Only an answer the mirror signed for this nonce
+ * (docs/protocol.md, "Nonces") is read: anything else may come from the
+ * path (a replay, a forged error), so it neither drops the mirror nor
+ * ends the lookup's use of it (SK_ASK_PATH: another path may reach it). */
 static int
 sk_lookup_ask(sk_lookup_t *l, sk_client_result_t *res,
-    const sk_client_mirror_t *m, sk_client_mstate_t *st,
-    sk_client_view_t *v, sk_err_t *err)
+    const sk_client_mirror_t *m, const sk_path_t *p,
+    sk_client_mstate_t *st, sk_client_view_t *v, sk_err_t *err)
 {
     sk_client_answer_info_t  info;
-    char                     url[SK_CLIENT_URL_MAX + SK_NAME_MAX + 16];
-    char                    *body;
-    size_t                   len, i;
+    char                     url[SK_CLIENT_URL_MAX + SK_NAME_MAX + 64];
+    char                     nonce[SK_NONCE_TEXT + 1], *body;
+    size_t                   len, alen, i;
     int                      status, rc, r;
     sk_err_t                 e;
 
-    snprintf(url, sizeof(url), "%s/query/%s", m->url, l->name);
-    if (l->fetch(&body, &len, &status, url, l->arg, &e) != 0) {
-        sk_lookup_log(res, m->url, "unreachable: %s", e.msg);
-        return 0;
+    if (sk_nonce_new(nonce, err) != 0) {
+        return SK_ASK_FAIL;
+    }
+    snprintf(url, sizeof(url), "%s/query/%s?nonce=%s", p->base, l->name,
+        nonce);
+    if (p->fetch(&body, &len, &status, url, p->arg, &e) != 0) {
+        sk_lookup_log(res, p->base, "unreachable: %s", e.msg);
+        return SK_ASK_PATH;
     }
     if (status != 200) {
-        sk_lookup_log(res, m->url, "HTTP %d: %.120s", status,
+        sk_lookup_log(res, p->base, "HTTP %d: %.120s", status,
             body != NULL ? body : "");
         free(body);
-        return 0;
+        return SK_ASK_PATH;
     }
-    rc = sk_client_answer_verify(v, &info, body, len, l->name, 0, m->key,
+    if (sk_nonce_verify(&alen, body, len, nonce, m->key, &e) != 0) {
+        free(body);
+        sk_lookup_log(res, p->base, "refused: not an answer to this query "
+            "(%s)", e.msg);
+        return SK_ASK_PATH;
+    }
+    /* The Nonce-Signature covers these bytes, its own Signature line
+     * included: checking that one too would add nothing. */
+    rc = sk_client_answer_verify(v, &info, body, alen, l->name, 0, NULL,
         l->t, l->now, &e);
     if (rc == 0 && strcmp(info.reneged_hash, st->reneged_hash) != 0) {
-        r = sk_lookup_reneged(l, res, m, st, info.reneged_hash);
+        r = sk_lookup_reneged(l, res, p, st, info.reneged_hash);
         if (r < 0) {
             sk_client_view_free(v);
             free(body);
@@ -269,24 +308,24 @@ sk_lookup_ask(sk_lookup_t *l, sk_client_result_t *res,
         if (r > 0) {
             /* Again without the timelines just distrusted. */
             sk_client_view_free(v);
-            rc = sk_client_answer_verify(v, &info, body, len, l->name, 0,
-                m->key, l->t, l->now, &e);
+            rc = sk_client_answer_verify(v, &info, body, alen, l->name, 0,
+                NULL, l->t, l->now, &e);
         }
     }
     free(body);
     if (rc != 0) {
         if (e.code == SK_ERR_NOMEM) {
             *err = e;
-            return -1;
+            return SK_ASK_FAIL;
         }
         sk_lookup_drop(l, res, st, &e);
-        return 0;
+        return SK_ASK_NONE;
     }
     for (i = 0; i < info.ntl; i++) {
         if (strcmp(info.state[i], "Corrupt") == 0
             && sk_client_trust_find(l->t, info.tid[i]) != NULL)
         {
-            sk_lookup_log(res, m->url, "reports timeline %" PRIu64
+            sk_lookup_log(res, p->base, "reports timeline %" PRIu64
                 " as reneged (Corrupt)", info.tid[i]);
         }
     }
@@ -295,14 +334,14 @@ sk_lookup_ask(sk_lookup_t *l, sk_client_result_t *res,
     {
         sk_client_view_free(v);
         sk_lookup_drop(l, res, st, &e);
-        return 0;
+        return SK_ASK_NONE;
     }
     /* Not held against the mirror (it may lag behind the one the cache
      * came from), but not believed either. */
     if (l->have_cached && sk_lookup_older(v, &l->cached, &e) != 0) {
         sk_client_view_free(v);
-        sk_lookup_log(res, m->url, "refused: the answer %s", e.msg);
-        return 0;
+        sk_lookup_log(res, p->base, "refused: the answer %s", e.msg);
+        return SK_ASK_NONE;
     }
     sk_cl_stops_answer(&l->stops, v, &info, m, l->t, l->now);
     sk_client_mstate_update(st, v);
@@ -310,13 +349,49 @@ sk_lookup_ask(sk_lookup_t *l, sk_client_result_t *res,
         && sk_client_cache_put_mirror(l->cache, st, err) != 0)
     {
         sk_client_view_free(v);
-        return -1;
+        return SK_ASK_FAIL;
     }
     if (l->have_cached && sk_lookup_merge(v, &l->cached, l->t, err) != 0) {
         sk_client_view_free(v);
-        return -1;
+        return SK_ASK_FAIL;
     }
-    return 1;
+    return SK_ASK_OK;
+}
+
+
+/* Ask mirror m on its paths in turn (mirror_tor), while one brings
+ * nothing signed for its nonce; *via: the URL of the path that answered. */
+static int
+sk_lookup_mirror(sk_lookup_t *l, sk_client_result_t *res,
+    const sk_client_mirror_t *m, sk_client_mstate_t *st,
+    sk_client_view_t *v, const char **via, sk_err_t *err)
+{
+    sk_path_t  paths[2];
+    size_t     i, n = 0;
+    int        r = SK_ASK_NONE;
+
+    if (l->t->mirror_tor != SK_MIRROR_TOR_ALWAYS) {
+        paths[n++] = (sk_path_t) { m->url, l->fetch, l->arg };
+    }
+    if (l->t->mirror_tor == SK_MIRROR_TOR_ALWAYS
+        || (l->t->mirror_tor == SK_MIRROR_TOR_FALLBACK && m->onion[0] != '\0'))
+    {
+        paths[n++] = (sk_path_t) { m->onion[0] != '\0' ? m->onion : m->url,
+            l->fetch_tor, l->tor_arg };
+    }
+    for (i = 0; i < n; i++) {
+        if (paths[i].fetch == NULL) {
+            sk_lookup_log(res, paths[i].base, "not asked: no way to Tor "
+                "here (the caller gave no Tor fetch)");
+            break;
+        }
+        *via = paths[i].base;
+        r = sk_lookup_ask(l, res, m, &paths[i], st, v, err);
+        if (r != SK_ASK_PATH) {
+            break;
+        }
+    }
+    return r == SK_ASK_PATH ? SK_ASK_NONE : r;
 }
 
 
@@ -394,6 +469,7 @@ sk_lookup_mirrors(sk_lookup_t *l, sk_client_result_t *res,
     sk_client_mstate_t         st;
     sk_client_view_t           v;
     sk_client_fresh_t          f;
+    const char                *via = NULL;
     size_t                     i, asked = 0;
     int                        r;
 
@@ -415,7 +491,7 @@ sk_lookup_mirrors(sk_lookup_t *l, sk_client_result_t *res,
             continue;
         }
         asked++;
-        r = sk_lookup_ask(l, res, m, &st, &v, err);
+        r = sk_lookup_mirror(l, res, m, &st, &v, &via, err);
         sk_client_mstate_free(&st);
         if (r <= 0) {
             if (r < 0) {
@@ -425,21 +501,21 @@ sk_lookup_mirrors(sk_lookup_t *l, sk_client_result_t *res,
         }
         sk_client_fresh_eval(&f, l->t, &v, l->now);
         if (sk_client_fresh_ok(&f, l->t)) {
-            sk_lookup_log(res, m->url, "fresh: %zu of %zu timelines within "
+            sk_lookup_log(res, via, "fresh: %zu of %zu timelines within "
                 "T2", f.fresh, f.ntl);
             sk_client_view_free(best);
             *best = v;
             *bestf = f;
-            snprintf(res->source, sizeof(res->source), "%s", m->url);
+            snprintf(res->source, sizeof(res->source), "%s", via);
             return 1;
         }
-        sk_lookup_log(res, m->url, "stale: %zu of %zu timelines within T2, "
+        sk_lookup_log(res, via, "stale: %zu of %zu timelines within T2, "
             "%zu beyond T3", f.fresh, f.ntl, f.stale);
         if (sk_lookup_better(&f, &v, bestf, best)) {
             sk_client_view_free(best);
             *best = v;
             *bestf = f;
-            snprintf(res->source, sizeof(res->source), "%s", m->url);
+            snprintf(res->source, sizeof(res->source), "%s", via);
         } else {
             sk_client_view_free(&v);
         }
@@ -450,10 +526,12 @@ sk_lookup_mirrors(sk_lookup_t *l, sk_client_result_t *res,
 
 static int
 sk_lookup_run(sk_client_result_t *res, const char *name,
-    const sk_client_trust_t *t, sk_client_cache_t *cache,
-    const sk_staple_t *staple, sk_client_fetch_fn fetch, void *arg,
-    int64_t now, sk_err_t *err)
+    const sk_client_ctx_t *ctx, sk_err_t *err)
 {
+    const sk_client_trust_t  *t = ctx->trust;
+    sk_client_cache_t        *cache = ctx->cache;
+    const sk_staple_t        *staple = ctx->staple;
+    int64_t                   now = ctx->now;
     sk_lookup_t        l;
     sk_client_view_t   best, kept;
     sk_client_fresh_t  bestf;
@@ -479,8 +557,10 @@ sk_lookup_run(sk_client_result_t *res, const char *name,
         sk_lookup_log(res, "cache", "%s", e.msg);
     }
     l.cache = cache;
-    l.fetch = fetch;
-    l.arg = arg;
+    l.fetch = ctx->fetch;
+    l.arg = ctx->arg;
+    l.fetch_tor = ctx->fetch_tor;
+    l.tor_arg = ctx->tor_arg;
     l.now = now;
     l.name = name;
     l.staple = staple;
@@ -567,7 +647,15 @@ sk_client_lookup(sk_client_result_t *res, const char *name,
     const sk_client_trust_t *t, sk_client_cache_t *cache,
     sk_client_fetch_fn fetch, void *arg, int64_t now, sk_err_t *err)
 {
-    return sk_lookup_run(res, name, t, cache, NULL, fetch, arg, now, err);
+    sk_client_ctx_t  ctx;
+
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.trust = t;
+    ctx.cache = cache;
+    ctx.fetch = fetch;
+    ctx.arg = arg;
+    ctx.now = now;
+    return sk_lookup_run(res, name, &ctx, err);
 }
 
 
@@ -575,8 +663,7 @@ int
 sk_client_lookup_ctx(sk_client_result_t *res, const char *name,
     const sk_client_ctx_t *ctx, sk_err_t *err)
 {
-    return sk_lookup_run(res, name, ctx->trust, ctx->cache, ctx->staple,
-        ctx->fetch, ctx->arg, ctx->now, err);
+    return sk_lookup_run(res, name, ctx, err);
 }
 
 

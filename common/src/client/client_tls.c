@@ -32,6 +32,8 @@ struct sk_tls_s {
     sk_client_cache_t       *cache;
     sk_client_fetch_fn       fetch;
     void                    *fetch_arg;
+    sk_client_fetch_fn       fetch_tor;
+    void                    *fetch_tor_arg;
     unsigned                 flags;
 
     char                     host[SK_NAME_MAX + 1];   /* "" before lookup */
@@ -97,6 +99,8 @@ sk_tls_new(sk_tls_t **out, const sk_tls_conf_t *conf, sk_err_t *err)
     t->trust = conf->trust != NULL ? conf->trust : &t->own;
     t->fetch = conf->fetch;
     t->fetch_arg = conf->fetch_arg;
+    t->fetch_tor = conf->fetch_tor;
+    t->fetch_tor_arg = conf->fetch_tor_arg;
     t->flags = conf->flags;
     if ((conf->trust_file != NULL
          && sk_client_trust_load(&t->own, conf->trust_file, err) != 0)
@@ -143,7 +147,7 @@ sk_tls_lookup(sk_tls_t *t, const char *host, const char *service,
     unsigned port, int64_t now, sk_err_t *err)
 {
     sk_client_ctx_t  ctx = { t->trust, t->cache, t->fetch, t->fetch_arg,
-                             now, 0, NULL };
+                             now, 0, NULL, t->fetch_tor, t->fetch_tor_arg };
 
     if (sk_tls_reset(t, host, service, port, err) != 0) {
         return -1;
@@ -196,7 +200,7 @@ sk_tls_prepare(sk_tls_t *t, const char *host, const char *service,
     unsigned port, int64_t now, sk_err_t *err)
 {
     sk_client_ctx_t  ctx = { t->trust, t->cache, sk_tls_nofetch, NULL, now,
-                             0, NULL };
+                             0, NULL, NULL, NULL };
     int              wanted = 0;
 
     if (t->flags & SK_TLS_NO_STAPLE) {
@@ -292,7 +296,8 @@ static int
 sk_tls_learn(sk_tls_t *t, STACK_OF(X509) *chain, int64_t now, sk_err_t *err)
 {
     sk_client_ctx_t   ctx = { t->trust, t->cache, t->fetch, t->fetch_arg,
-                              now, 0, NULL };
+                              now, 0, NULL, t->fetch_tor,
+                              t->fetch_tor_arg };
     sk_staple_t       s;
     unsigned char    *wrapped = NULL;
     size_t            wlen = 0;

@@ -1,7 +1,7 @@
 /*
  * client_trust.c -- the client's trust set: timelines (TID, key,
- * checkpoint origin), mirrors (URL, optional key), design 4.b's
- * thresholds; and the trust file that lists them.
+ * checkpoint origin), mirrors (URL, key, onion), design 4.b's
+ * thresholds, Tor; and the trust file that lists them.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -14,6 +14,7 @@
 #include <sk/client.h>
 #include <sk/dnssec.h>
 #include <sk/file.h>
+#include <sk/onion.h>
 
 #include "../internal.h"
 
@@ -39,6 +40,9 @@ sk_client_trust_init(sk_client_trust_t *t)
     snprintf(t->tor, sizeof(t->tor), "%s", SK_CLIENT_TOR_DEFAULT);
     snprintf(t->dnssec_anchors, sizeof(t->dnssec_anchors), "%s",
         SK_DNSSEC_ANCHORS);
+    t->mirror_tor = SK_MIRROR_TOR_FALLBACK;
+    t->mirror_timeout = SK_CLIENT_MIRROR_TIMEOUT;
+    t->tor_timeout = SK_CLIENT_TOR_TIMEOUT;
 }
 
 
@@ -111,15 +115,12 @@ sk_trust_mirror_find(const sk_client_trust_t *t, const char *url, size_t len)
 }
 
 
-/* 1 if a and b are the same public key, or both absent. */
+/* 1 if a and b are the same public key. */
 static int
 sk_trust_key_same(const sk_key_t *a, const sk_key_t *b)
 {
     char  fa[SK_FINGERPRINT_SIZE], fb[SK_FINGERPRINT_SIZE];
 
-    if (a == NULL || b == NULL) {
-        return a == b;
-    }
     sk_key_fingerprint(fa, a);
     sk_key_fingerprint(fb, b);
     return strcmp(fa, fb) == 0;
@@ -141,11 +142,17 @@ sk_client_trust_add_mirror(sk_client_trust_t *t, const char *url,
         return sk_err_set(err, SK_ERR_FORMAT, "mirror \"%.64s\": want an "
             "http:// or https:// URL", url);
     }
+    if (key == NULL) {
+        return sk_err_set(err, SK_ERR_USAGE, "mirror \"%.64s\": no key: "
+            "its answers are believed only with its signature over the "
+            "client's nonce (an old answer replayed on the path would "
+            "otherwise pass for a fresh one)", url);
+    }
     i = sk_trust_mirror_find(t, url, len);
     if (i >= 0) {
         /* The same mirror and key again: once is enough.  Another key
-         * (or a key and none) cannot both be right, and keeping either
-         * silently would check its answers under a key nobody chose. */
+         * cannot be right too, and keeping either silently would check
+         * its answers under a key nobody chose. */
         if (sk_trust_key_same(t->mirrors[i].key, key)) {
             return 0;
         }
@@ -157,13 +164,56 @@ sk_client_trust_add_mirror(sk_client_trust_t *t, const char *url,
             SK_CLIENT_MAX_MIRRORS);
     }
     m = &t->mirrors[t->nmirrors];
-    m->key = NULL;
-    if (key != NULL && sk_key_dup(&m->key, key, err) != 0) {
+    if (sk_key_dup(&m->key, key, err) != 0) {
         return -1;
     }
     memcpy(m->url, url, len);
     m->url[len] = '\0';
+    m->onion[0] = '\0';
     t->nmirrors++;
+    return 0;
+}
+
+
+int
+sk_client_trust_set_onion(sk_client_trust_t *t, const char *url,
+    const char *onion, sk_err_t *err)
+{
+    sk_client_mirror_t  *m;
+    char                 base[SK_CLIENT_URL_MAX];
+    const char          *colon = strchr(onion, ':');
+    size_t               alen = colon != NULL ? (size_t) (colon - onion)
+                                : strlen(onion);
+    unsigned long        port = 80;
+    char                *end;
+    long                 i;
+
+    i = sk_trust_mirror_find(t, url, sk_trust_url_len(url));
+    if (i < 0) {
+        return sk_err_set(err, SK_ERR_NOT_FOUND, "mirror \"%.64s\" is not "
+            "listed", url);
+    }
+    m = &t->mirrors[i];
+    if (colon != NULL) {
+        errno = 0;
+        port = strtoul(colon + 1, &end, 10);
+        if (colon[1] < '1' || colon[1] > '9' || *end != '\0' || errno != 0
+            || port > 65535)
+        {
+            return sk_err_set(err, SK_ERR_FORMAT, "mirror \"%.64s\": onion "
+                "\"%.80s\": bad port", m->url, onion);
+        }
+    }
+    if (sk_onion_address_check(onion, alen, err) != 0) {
+        return sk_err_prefix(err, "mirror \"%.64s\": onion", m->url);
+    }
+    snprintf(base, sizeof(base), "http://%.*s%s%.6s", (int) alen, onion,
+        port != 80 ? ":" : "", port != 80 ? colon + 1 : "");
+    if (m->onion[0] != '\0' && strcmp(m->onion, base) != 0) {
+        return sk_err_set(err, SK_ERR_EXISTS, "mirror \"%.64s\": another "
+            "onion than %s", m->url, m->onion);
+    }
+    snprintf(m->onion, sizeof(m->onion), "%s", base);
     return 0;
 }
 
@@ -234,6 +284,8 @@ static const struct {
     { "max_derelict", 0, offsetof(sk_client_trust_t, max_derelict) },
     { "retries", 0, offsetof(sk_client_trust_t, n_retries) },
     { "fresh_percent", 0, offsetof(sk_client_trust_t, fresh_percent) },
+    { "mirror_timeout", 1, offsetof(sk_client_trust_t, mirror_timeout) },
+    { "tor_timeout", 1, offsetof(sk_client_trust_t, tor_timeout) },
 };
 
 #define SK_TRUST_NNUMS  (sizeof(sk_trust_nums) / sizeof(sk_trust_nums[0]))
@@ -251,6 +303,7 @@ typedef struct {
     unsigned  tor_line;
     unsigned  fail_open_line;
     unsigned  anchors_line;
+    unsigned  mirror_tor_line;
     unsigned  tl_line[SK_CLIENT_MAX_TIMELINES];
     unsigned  mirror_line[SK_CLIENT_MAX_MIRRORS];
 } sk_trust_parse_t;
@@ -341,7 +394,7 @@ static int
 sk_trust_mirror(sk_client_trust_t *t, sk_trust_parse_t *st, char *v,
     sk_err_t *err)
 {
-    char      *url, *file, *extra, *save = NULL;
+    char      *url, *file, *onion, *extra, *save = NULL;
     sk_key_t  *key = NULL;
     size_t     n;
     long       i;
@@ -349,12 +402,15 @@ sk_trust_mirror(sk_client_trust_t *t, sk_trust_parse_t *st, char *v,
 
     url = strtok_r(v, " \t", &save);
     file = strtok_r(NULL, " \t", &save);
+    onion = strtok_r(NULL, " \t", &save);
     extra = strtok_r(NULL, " \t", &save);
-    if (url == NULL || extra != NULL) {
-        return sk_err_set(err, SK_ERR_FORMAT,
-            "\"mirror\": want URL [PUBKEY-FILE]");
+    if (url == NULL || file == NULL || extra != NULL
+        || (onion != NULL && strncmp(onion, "onion=", 6) != 0))
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"mirror\": want URL "
+            "PUBKEY-FILE [onion=ADDRESS[:PORT]]");
     }
-    if (file != NULL && sk_trust_load_key(&key, st->dir, file, err) != 0) {
+    if (sk_trust_load_key(&key, st->dir, file, err) != 0) {
         return -1;
     }
     /* sk_client_trust_add_mirror refuses another key too; here the
@@ -372,9 +428,36 @@ sk_trust_mirror(sk_client_trust_t *t, sk_trust_parse_t *st, char *v,
         if (rc == 0 && t->nmirrors > n) {
             st->mirror_line[n] = st->lineno;
         }
+        if (rc == 0 && onion != NULL) {
+            rc = sk_client_trust_set_onion(t, url, onion + 6, err);
+        }
     }
     sk_key_free(key);
     return rc;
+}
+
+
+static int
+sk_trust_mirror_tor(sk_client_trust_t *t, sk_trust_parse_t *st,
+    const char *v, sk_err_t *err)
+{
+    static const char *const  modes[] = { "fallback", "always", "never" };
+    size_t                    i;
+
+    if (st->mirror_tor_line != 0) {
+        return sk_err_set(err, SK_ERR_EXISTS,
+            "\"mirror_tor\" given twice (first at line %u)",
+            st->mirror_tor_line);
+    }
+    for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        if (strcmp(v, modes[i]) == 0) {
+            t->mirror_tor = (sk_mirror_tor_t) i;
+            st->mirror_tor_line = st->lineno;
+            return 0;
+        }
+    }
+    return sk_err_set(err, SK_ERR_FORMAT, "\"mirror_tor\": illegal value "
+        "\"%.32s\" (fallback, always or never)", v);
 }
 
 
@@ -472,7 +555,8 @@ sk_trust_number(sk_client_trust_t *t, sk_trust_parse_t *st, const char *k,
         }
         if (sk_trust_u64(&n, v, sk_trust_nums[i].seconds ? INT64_MAX
                 : 1000000) != 0
-            || (strcmp(k, "fresh_percent") == 0 && n > 100))
+            || (strcmp(k, "fresh_percent") == 0 && n > 100)
+            || (strstr(k, "_timeout") != NULL && (n == 0 || n > 86400)))
         {
             return sk_err_set(err, SK_ERR_FORMAT,
                 "\"%s\": illegal value \"%.32s\"", k, v);
@@ -529,6 +613,9 @@ sk_trust_line(sk_client_trust_t *t, sk_trust_parse_t *st, char *line,
     }
     if (strcmp(k, "fail_open") == 0) {
         return sk_trust_fail_open(t, st, v, err);
+    }
+    if (strcmp(k, "mirror_tor") == 0) {
+        return sk_trust_mirror_tor(t, st, v, err);
     }
     if (strcmp(k, "dnssec_anchors") == 0) {
         return sk_trust_anchors(t, st, v, err);
