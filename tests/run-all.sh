@@ -6,12 +6,14 @@
 set -u
 BUILD=${BUILD:-build}
 FUZZ_SMOKE=${FUZZ_SMOKE:-6}
-# Test files run two at a time: most of a file's time is spent waiting on
-# daemons (starts, polls, timeouts), so two share the 2-core CI machine
-# well; every file picks its own free ports and temp dir.  --timer prints
-# each file's time, to see where the run goes.
+# Integration files run two at a time: most of a file's time is spent
+# waiting on daemons (starts, polls, timeouts), so two share the 2-core CI
+# machine well; every file picks its own free ports and temp dir.  Fault
+# files run one at a time: they flood, kill and time daemons, and a second
+# file's load would turn their bounds into noise.  --timer prints each
+# file's time, to see where the run goes.
 TEST_JOBS=${TEST_JOBS:-2}
-PROVE="prove --timer -j$TEST_JOBS -I t/lib"
+PROVE="prove --timer -I t/lib"
 cd "$(dirname "$0")/.."
 
 pass=0 fail=0
@@ -26,7 +28,7 @@ stage() {   # name, then the command
 stage unit tests/run-unit.sh "$BUILD"
 stage fuzz env FUZZ_TIME="$FUZZ_SMOKE" tests/fuzz/run.sh build-fuzz
 stage integration env SK_BIN="$PWD/$BUILD/sk" BUILD="$BUILD" \
-    $PROVE t/
+    $PROVE -j"$TEST_JOBS" t/
 
 # Whatever BUILD the caller uses, faults run on build-san (made here if
 # need be; its own make, so a parent's variables do not leak in).

@@ -84,7 +84,9 @@ for my $round (1 .. $rounds) {
         }
         push @kids, $k;
     }
-    sleep 0.5;
+    # the stop must come while mail flows: wait until some has gone
+    # through (a loaded machine may take a while to start the clients)
+    wait_until(sub { (-s "$dir/done-$round" // 0) >= $clients }, 30);
     my $st = stop_daemon($pid, 30);
     kill 'KILL', @kids;
     waitpid($_, 0) for @kids;
