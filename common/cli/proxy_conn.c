@@ -32,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -858,10 +860,15 @@ cli_proxy_accept(struct evconnlistener *l, evutil_socket_t fd,
 {
     cli_proxy_t       *px = arg;
     cli_proxy_conn_t  *c;
+    int                one = 1;
 
     (void) l;
     (void) sa;
     (void) len;
+    /* Each write goes out at once, as the site's (curl sets it upstream):
+     * Nagle would hold a relayed record's tail until the browser's
+     * delayed ACK, 40 ms on loopback. */
+    (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (cli_proxy_room(px) != 0 || (c = calloc(1, sizeof(*c))) == NULL) {
         close(fd);
         return;
