@@ -43,6 +43,8 @@
 #define CLI_PROXY_WORKERS       8
 #define CLI_PROXY_QUEUE_MAX     512             /* checks waiting */
 #define CLI_PROXY_RELAY_MAX     (256 * 1024)    /* queued per direction */
+#define CLI_PROXY_PIPE_BIG      (1024 * 1024)   /* a busy tunnel's pipe */
+#define CLI_PROXY_PIPE_BUDGET   (16 * 1024 * 1024) /* all such pipes */
 #define CLI_PROXY_ALPN_MAX      256             /* wire form, offered */
 #define CLI_PROXY_WHY_MAX       (3 * SK_ERR_MSG_MAX)
 
@@ -121,6 +123,8 @@ struct cli_proxy_s {
     cli_proxy_conn_t     *conns;        /* all, newest first */
     size_t                nconns;
     unsigned long         next_id;
+    size_t                pipe_extra;   /* tunnels' pipes over the
+                                           default size, bytes */
     /* Workers. */
     cli_proxy_worker_t    workers[CLI_PROXY_WORKERS];
     size_t                nworkers;
@@ -167,7 +171,9 @@ SSL *cli_proxy_tls_server(cli_proxy_t *px, const char *name,
  * returns), why NULL for a clean end; done may free the tunnel.
  *
  * cli_proxy_tunnel: two sockets, a blind tunnel through splice(2) and a
- * pipe each way (the bytes never enter the proxy's memory); head[0..len)
+ * pipe each way (the bytes never enter the proxy's memory; a way that
+ * keeps its pipe full grows it to CLI_PROXY_PIPE_BIG while all grown
+ * pipes stay within CLI_PROXY_PIPE_BUDGET); head[0..len)
  * (at most 64 KiB), already read from a, goes to b first.  The tunnel
  * owns the sockets from the call on, and closes them when freed (also
  * when the call fails).
