@@ -95,7 +95,8 @@ sub pq {
 }
 pq('sk', 'web.example');                # NOTFOUND: its SK lacks smtp
 pq('sk', 'web.example');                # the same, from the answer cache
-like(pq('sk', 'nosk.example'), qr/sovereign key lookup/, 'policy: TEMP');
+like(pq('sk', 'example.com'), qr/sovereign key/, 'policy: TEMP (its SK\'s '
+    . 'key is to come from the KeyCache, which is down)');
 pq('other', 'example.com');            # PERM: not the PolicyMapName
 
 ok(wait_until(sub { slurp($log) =~ /probe starttls/ }, 10), 'probe ran')
