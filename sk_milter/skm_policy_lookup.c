@@ -602,8 +602,12 @@ skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
         || sk_name_check(lk.nh.host, strlen(lk.nh.host), NULL) != 0
         || inet_pton(AF_INET, lk.nh.host, &addr) == 1)
     {
-        skm_log(LOG_INFO, "policy %s: NOTFOUND: not a name a sovereign key "
-            "can bind (an address)", key);
+        /* Postfix asks ".parent" after a NOTFOUND for a domain (its
+         * parent domain matching): said already, for the domain. */
+        if (key[0] != '.') {
+            skm_log(LOG_INFO, "policy %s: NOTFOUND: not a name a sovereign "
+                "key can bind (an address)", key);
+        }
         snprintf(reply, replylen, "NOTFOUND ");
         *ttl = conf->policyttl;
         return;

@@ -18,8 +18,11 @@ package SKPostfix;
 #
 # Next hops need DNS names for 127.0.0.1 (sk-milter's PolicySocket looks
 # up the SK of the name):
-#   private_hosts_reexec()   re-runs the script in a private mount
-#                            namespace (unshare -m); the reason if it cannot
+#   private_hosts_reexec([net => 1])  re-runs the script in a private
+#                            mount namespace (unshare -m; with net, also a
+#                            private network with its own loopback, where
+#                            ports 25 and 53 are the test's); the reason if
+#                            it cannot
 #   private_hosts($dir, NAME...)  bind-mounts $dir/hosts with NAME... for
 #                            127.0.0.1 over /etc/hosts, and a resolv.conf
 #                            naming 127.0.0.1 (no DNS leaves the machine),
@@ -173,13 +176,19 @@ sub make_cert {
 }
 
 sub private_hosts_reexec {
+    my (%o) = @_;
     return 'needs root (mount namespace)' if $> != 0;
     return 'no unshare' unless has_cmd('unshare') && has_cmd('mount');
-    return undef if $ENV{SK_PRIVATE_HOSTS};
+    return 'no ip' if $o{net} && !has_cmd('ip');
+    if ($ENV{SK_PRIVATE_HOSTS}) {
+        return undef unless $o{net};
+        my $r = run_cmd(['ip', 'link', 'set', 'lo', 'up']);
+        return $r->{rc} == 0 ? undef : "ip link set lo up: $r->{err}";
+    }
     $ENV{SK_PRIVATE_HOSTS} = 1;
     no warnings 'exec';
-    exec('unshare', '-m', '--propagation', 'private', $^X,
-        map({ "-I$_" } @INC), $0, @ARGV);
+    exec('unshare', '-m', ($o{net} ? '-n' : ()), '--propagation', 'private',
+        $^X, map({ "-I$_" } @INC), $0, @ARGV);
     return "unshare: $!";
 }
 
