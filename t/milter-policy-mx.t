@@ -124,8 +124,10 @@ spew("$d/impostor.chain", slurp($ikey) . slurp($icert), 0600);
 # The real MX: a listener on each MX address.  mx.example.test's chain
 # is written by sk-milter (StapleProof): its carrier, and a staple of
 # mx.example.test's and example.test's answers.
-mkdir "$d/$_" for qw(real imp src);
+mkdir "$d/$_" for qw(real imp src kc);
+my $mxport = free_port();
 my $real = SKPostfix->new(dir => "$d/real",
+    milter => "inet:127.0.0.1:$mxport",
     main => { myhostname => 'real.mx.test' });
 my $imp = SKPostfix->new(dir => "$d/imp", main => {
     myhostname => 'impostor.mx.test',
@@ -144,9 +146,20 @@ for my $host (sort keys %ip) {
 # The attacker's own host, with its own valid carrier.
 listen_on($imp, $ip{'mx.attacker.test'}, $chain{'mx.attacker.test'});
 
+# The MX's sk-milter checks the mail it receives against the records in
+# its KeyCache, which `sk publish -r` writes from the mirror.
+my $r = sk('publish', '-r', 'example.test', '-r', 'nosk.test', '--trust',
+    $w->{trust}, '--cache', "$d/kc");
+is($r->{rc}, 0, 'sk publish -r: the records from the mirror')
+    or diag($r->{out} . $r->{err});
+like($r->{out}, qr/^sk:record:example\.test sha256:[0-9a-f]{64} services smtp \(3 entries, from mirror \Q$m->{url}\E\)$/m,
+    '... example.test\'s SK and services') or diag($r->{out});
+like($r->{out}, qr/^sk:record:nosk\.test removed: no SK$/m,
+    '... a name with no SK has none');
 my $mxlog = "$d/mx-milter.log";
 spew("$d/mx-milter.conf", join('', map { "$_\n" }
-    'Socket inet:' . free_port() . '@127.0.0.1', 'Name mx.example.test',
+    "Socket inet:$mxport\@127.0.0.1", 'Name mx.example.test',
+    "KeyCache $d/kc", 'AuthservID real.mx.test',
     'Syslog no', "CarrierFile $d/mx.example.test.carrier",
     "ChainFile $d/mx.example.test.source $served",
     "PostfixCommand postfix -c $real->{etc} reload", 'RefreshInterval 60',
@@ -228,9 +241,9 @@ sub restore {
 }
 
 sub send_to {
-    my ($rcpt, $subj) = @_;
+    my ($rcpt, $subj, $from) = @_;
     my $r = run_cmd(['swaks', '--server', '127.0.0.1', '--port',
-        $src->{smtp}, '--from', 'alice@src.test', '--to', $rcpt,
+        $src->{smtp}, '--from', $from // 'alice@src.test', '--to', $rcpt,
         '--header', "Subject: $subj", '--timeout', '10']);
     is($r->{rc}, 0, "queued: $subj") or diag($r->{out});
 }
@@ -369,6 +382,15 @@ attack_case(tag => 'mx-changed', rcpts => ['bob@example.test',
     log => qr/policy hosted1\.test: mx\.attacker\.test:25: .*matches none of hosted1\.test's mx= patterns/);
 like(slurp($slog), qr/policy example\.test: mx\.attacker\.test:25: example\.test has an SK \(sha256:\w+\) for smtp: carrier for mx\.attacker\.test: made for SK/,
     'mx-changed: example.test\'s SK does not vouch for the attacker\'s key');
+# The KeyCache record at work: mail from example.test came over TLS.
+send_to('bob@hosted2.test', 'from example.test', 'alice@example.test');
+ok(wait_until(sub { subjects($real, qr/from example\.test/) == 1 }, 20),
+    'mail from example.test delivered');
+my ($got) = grep { /^Subject: from example\.test\r?$/m } $real->messages;
+like($got // '', qr/^Authentication-Results: real\.mx\.test;\s+sk=pass \(TLSv1\.[23] for smtp service\)\s+smtp\.mailfrom=example\.test/m,
+    'the MX checked it against the record sk publish -r wrote: sk=pass')
+    or diag($got);
+
 # (but for the mirror-down case, until libsk stops failing open)
 is(subjects($imp, qr/(?!mirror-down).*/), 0, 'the impostor and the attacker '
     . 'received nothing at all');
