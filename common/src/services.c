@@ -479,12 +479,22 @@ sk_services_covers(const sk_services_t *svcs, const char *service,
 int
 sk_services_mx_match(const char *pattern, const char *host)
 {
-    const char  *dot;
+    const char  *dot, *p;
 
     if (pattern[0] == '*' && pattern[1] == '.') {
         dot = strchr(host, '.');
-        return dot != NULL && dot > host
-            && sk_name_covers(pattern + 2, 0, dot + 1);
+        if (dot == NULL || dot == host) {
+            return 0;
+        }
+        /* one label: letters, digits, '-' (a "*" is no host's label) */
+        for (p = host; p < dot; p++) {
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')
+                  || (*p >= '0' && *p <= '9') || *p == '-'))
+            {
+                return 0;
+            }
+        }
+        return sk_name_covers(pattern + 2, 0, dot + 1);
     }
     return sk_name_covers(pattern, 0, host);
 }

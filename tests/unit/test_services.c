@@ -432,6 +432,8 @@ test_mx(void **state)
     assert_false(sk_services_mx_match("*.example.net", ".example.net"));
     assert_false(sk_services_mx_match("*.example.net", "mxexample.net"));
     assert_false(sk_services_mx_match("*.example.net", "mx.example.org"));
+    assert_false(sk_services_mx_match("*.example.net", "*.example.net"));
+    assert_false(sk_services_mx_match("*.example.net", "a_b.example.net"));
 }
 
 
