@@ -436,7 +436,7 @@ skm_lk_host(skm_lk_t *lk, const sk_record_t *rec, size_t i)
     skm_host_t      *h = skm_lk_hello(lk, i);
     STACK_OF(X509)  *chain;
     const char      *offer[2];
-    char             why[128];
+    char             why[sizeof(lk->why)];
     size_t           k, n = 0;
     int              type;
 
