@@ -213,31 +213,29 @@ sub greeting {
     close $s;
     return $l;
 }
+# The MX address HOST moves from one Postfix to the other: its listener
+# goes, the address falls silent, the other listens there and greets.
+sub move {
+    my ($host, $from, $to, $chain, $banner, $what) = @_;
+    my $ip = $ip{$host};
+    $from->postconf('-MX', "$ip:25/inet");
+    $from->postfix('reload');
+    ok(wait_until(sub { greeting($ip) eq '' }, 15), "$host: $what: the "
+        . 'address is let go');
+    listen_on($to, $ip, $chain);
+    $to->postfix('reload');
+    ok(wait_until(sub { greeting($ip) =~ /$banner/ }, 15),
+        "$host: $what: $banner answers at $ip") or diag($to->log);
+}
 # The route to the MX address taken over: the impostor answers there.
 sub takeover {
     my ($host) = @_;
-    my $ip = $ip{$host};
-    $real->postconf('-MX', "$ip:25/inet");
-    $real->postfix('reload');
-    ok(wait_until(sub { greeting($ip) eq '' }, 15), "$host: the real MX "
-        . 'has let go of its address');
-    listen_on($imp, $ip);
-    $imp->postfix('reload');
-    ok(wait_until(sub { greeting($ip) =~ /impostor/ }, 15),
-        "$host: the impostor answers at $ip") or diag($imp->log);
+    move($host, $real, $imp, undef, 'impostor', 'route taken over');
 }
 sub restore {
     my ($host) = @_;
-    my $ip = $ip{$host};
-    $imp->postconf('-MX', "$ip:25/inet");
-    $imp->postfix('reload');
-    ok(wait_until(sub { greeting($ip) eq '' }, 15), "$host: the impostor "
-        . 'has let go');
-    listen_on($real, $ip, $host eq 'mx.example.test' ? $served
-        : $chain{$host});
-    $real->postfix('reload');
-    ok(wait_until(sub { greeting($ip) =~ /real/ }, 15),
-        "$host: the real MX answers again") or diag($real->log);
+    move($host, $imp, $real, $host eq 'mx.example.test' ? $served
+        : $chain{$host}, 'real', 'route back');
 }
 
 sub send_to {

@@ -275,26 +275,17 @@ bp_fixed_server(int port, const char *reply)
 }
 
 
+/* conns threads of fn, each counting in counts[i]: the answers/s since
+ * start, and the first reply. */
 static int
-bp_names_run(int port, int conns, const char *path)
+bp_threads(pthread_t *t, long *counts, int conns, void *(*fn)(void *),
+    double start)
 {
-    pthread_t  *t;
-    long       *counts, total;
-    double      start;
-    int         i;
+    long  total;
+    int   i;
 
-    if (conns < 1 || bp_read_keys(path) != 0) {
-        return 2;
-    }
-    t = calloc((size_t) conns, sizeof(*t));
-    counts = calloc((size_t) conns, sizeof(*counts));
-    if (t == NULL || counts == NULL) {
-        return 1;
-    }
-    bp_port = port;
-    start = bp_now();
     for (i = 0; i < conns; i++) {
-        if (pthread_create(&t[i], NULL, bp_names, &counts[i]) != 0) {
+        if (pthread_create(&t[i], NULL, fn, &counts[i]) != 0) {
             return 1;
         }
     }
@@ -309,14 +300,33 @@ bp_names_run(int port, int conns, const char *path)
 }
 
 
+static int
+bp_names_run(int port, int conns, const char *path)
+{
+    pthread_t  *t;
+    long       *counts;
+
+    if (conns < 1 || bp_read_keys(path) != 0) {
+        return 2;
+    }
+    t = calloc((size_t) conns, sizeof(*t));
+    counts = calloc((size_t) conns, sizeof(*counts));
+    if (t == NULL || counts == NULL) {
+        return 1;
+    }
+    bp_port = port;
+    return bp_threads(t, counts, conns, bp_names, bp_now());
+}
+
+
 int
 main(int argc, char **argv)
 {
     pthread_t  *t;
-    long       *counts, total;
+    long       *counts;
     char       *req;
     double      start, secs;
-    int         conns, i;
+    int         conns;
     const char *build;
 
     if (argc == 1) {
@@ -355,17 +365,5 @@ main(int argc, char **argv)
     bp_first = &counts[0];
     start = bp_now();
     bp_end = start + secs;
-    for (i = 0; i < conns; i++) {
-        if (pthread_create(&t[i], NULL, bp_load, &counts[i]) != 0) {
-            return 1;
-        }
-    }
-    total = 0;
-    for (i = 0; i < conns; i++) {
-        pthread_join(t[i], NULL);
-        total += counts[i];
-    }
-    printf("answers/s %.0f reply %s\n", total / (bp_now() - start),
-        bp_reply);
-    return 0;
+    return bp_threads(t, counts, conns, bp_load, start);
 }

@@ -92,13 +92,17 @@ my $sk = milter('cached', 3600);
 my $uncached = milter('uncached', 0);
 my $next = "[mx.bench.example]:$dst->{smtp}";
 
+# bench_policy MODE ARGS...: its answers per second and first reply.
+sub bench {
+    my ($mode, @args) = @_;
+    my $r = run_cmd([$bin, $mode, @args]);
+    my ($rate, $reply) = $r->{out} =~ /^answers\/s ([\d.]+) reply (.*)$/m;
+    die "bench_policy $mode: $r->{out}$r->{err}" if $r->{rc} || !$reply;
+    return ($rate, $reply);
+}
 sub load {
     my ($port, $c, $s) = @_;
-    my $r = run_cmd([$bin, 'load', $port, $next, $c, $s]);
-    die "bench_policy load: $r->{err}" if $r->{rc};
-    my ($rate, $reply) = $r->{out} =~ /^answers\/s (\d+) reply (.*)$/m
-        or die "bench_policy load: $r->{out}";
-    return ($rate, $reply);
+    return bench('load', $port, $next, $c, $s);
 }
 
 my (undef, $reply) = load($sk, 1, 0.2);         # verify once, then cached
@@ -159,9 +163,8 @@ sub verify_all {
 my %fbest = (policy => 0, verify => 0);
 for my $round (1 .. $rfirst) {
     run_cmd(['rm', '-rf', "$dir/pcache", "$dir/vcache"]);
-    my $r = run_cmd([$bin, 'names', $first, $cfirst, "$dir/first.keys"]);
-    my ($rate, $reply) = $r->{out} =~ /^answers\/s ([\d.]+) reply (.*)$/m
-        or die "bench_policy names: $r->{out}$r->{err}";
+    my ($rate, $reply) = bench('names', $first, $cfirst,
+        "$dir/first.keys");
     $reply =~ /OK fingerprint match=/
         or die "sk-milter did not pin a first contact: $reply\n"
             . slurp("$dir/first.log");

@@ -121,15 +121,11 @@ served(const sk_key_t *by, const sk_key_t *certified, const char *name,
 }
 
 
+/* d is want/check with why in its reason; chain freed. */
 static void
-decide(sk_decide_t *d, const sk_record_t *rec, const char *host,
-    const char *service, unsigned port, STACK_OF(X509) *chain,
-    sk_decision_t want, const char *check, const char *why)
+decided(const sk_decide_t *d, STACK_OF(X509) *chain, sk_decision_t want,
+    const char *check, const char *why)
 {
-    sk_err_t  err;
-
-    tu_assert_ok(sk_client_decide(d, rec, host, service, port, chain, FX_NOW,
-        &err), &err);
     if (d->decision != want || strcmp(d->check, check) != 0
         || strstr(d->reason, why) == NULL)
     {
@@ -140,6 +136,19 @@ decide(sk_decide_t *d, const sk_record_t *rec, const char *host,
     if (chain != NULL) {
         sk_X509_pop_free(chain, X509_free);
     }
+}
+
+
+static void
+decide(sk_decide_t *d, const sk_record_t *rec, const char *host,
+    const char *service, unsigned port, STACK_OF(X509) *chain,
+    sk_decision_t want, const char *check, const char *why)
+{
+    sk_err_t  err;
+
+    tu_assert_ok(sk_client_decide(d, rec, host, service, port, chain, FX_NOW,
+        &err), &err);
+    decided(d, chain, want, check, why);
 }
 
 
@@ -311,16 +320,7 @@ decide_mx(sk_decide_t *d, const sk_record_t *rec, const char *host,
 
     tu_assert_ok(sk_client_decide_mx(d, rec, NAME, host, 25, hostrec, chain,
         FX_NOW, &err), &err);
-    if (d->decision != want || strcmp(d->check, check) != 0
-        || strstr(d->reason, why) == NULL)
-    {
-        fail_msg("want %s/%s \"%s\", got %s/%s \"%s\"",
-            sk_decision_name(want), check, why,
-            sk_decision_name(d->decision), d->check, d->reason);
-    }
-    if (chain != NULL) {
-        sk_X509_pop_free(chain, X509_free);
-    }
+    decided(d, chain, want, check, why);
 }
 
 
