@@ -290,7 +290,8 @@ skm_lk_tries(char *out, size_t len, const sk_client_found_t *f)
 
 
 /* chain, or a copy with the KeyCache's carrier for the leaf's key when
- * the host serves none (*copy to free). */
+ * the host serves none (*copy: the chain's certificates borrowed, the
+ * last, the carrier, owned). */
 static STACK_OF(X509) *
 skm_lk_kc_carrier(skm_lk_t *lk, STACK_OF(X509) *chain,
     STACK_OF(X509) **copy, const unsigned char h[SK_SHA256_BYTES])
@@ -390,7 +391,10 @@ skm_lk_chain(skm_lk_t *lk, const sk_record_t *rec, size_t i,
     rc = sk_client_decide_mx(&d, rec, lk->nh.host, h->name,
         (unsigned) lk->nh.port, hf != NULL ? &hf->rec : NULL, use,
         time(NULL), &err);
-    sk_X509_free(copy);
+    if (copy != NULL) {
+        X509_free(sk_X509_pop(copy));       /* the carrier's reference */
+        sk_X509_free(copy);                 /* the rest are chain's */
+    }
     if (rc != 0) {
         snprintf(line, sizeof(line), "%s:%s: %s", h->name, lk->port,
             err.msg);
