@@ -80,7 +80,12 @@ typedef struct {
     char               from[SK_CLIENT_URL_MAX + SKM_DOMAIN_MAX + 80];
     char               match[SKM_MATCH_MAX];
     time_t             first;       /* earliest carrier expiry pinned */
-    int                undecided;   /* a host's own lookup failed closed */
+    const sk_client_found_t *found; /* the domain's lookup; NULL: the
+                                       TrustFile's */
+    int                undecided;   /* a key not pinned for want of a
+                                       fresh enough view */
+    int                rejected;    /* a key refused */
+    char               uwhy[SK_ERR_MSG_MAX];   /* the first undecided */
     char               why[1024];   /* the first refusal */
 } skm_lk_t;
 
@@ -356,6 +361,7 @@ skm_lk_chain(skm_lk_t *lk, const sk_record_t *rec, size_t i,
     STACK_OF(X509)           *copy, *use;
     unsigned char            *spki = NULL, fp[SK_SHA256_BYTES];
     char                      fpr[3 * SK_SHA256_BYTES], line[sizeof(lk->why)];
+    char                      dfp[SK_FINGERPRINT_SIZE];
     sk_decide_t               d;
     sk_err_t                  err;
     size_t                    off;
@@ -378,10 +384,13 @@ skm_lk_chain(skm_lk_t *lk, const sk_record_t *rec, size_t i,
             rc = skm_lk_finish(h->tls, h, h->hwhy, sizeof(h->hwhy));
         }
         if (rc != 0) {
-            lk->undecided |= rc == -1;
             skm_log(LOG_WARNING, "policy %s: %s:%s: its own SK: %s%s",
                 lk->key, h->name, lk->port, rc == -1 ? "undecided: " : "",
                 h->hwhy);
+        }
+        if (rc == -1 && !lk->undecided) {
+            lk->undecided = 1;
+            snprintf(lk->uwhy, sizeof(lk->uwhy), "%s", h->hwhy);
         }
     }
     if (h->looked && h->hwhy[0] == '\0') {
@@ -394,6 +403,23 @@ skm_lk_chain(skm_lk_t *lk, const sk_record_t *rec, size_t i,
     if (copy != NULL) {
         X509_free(sk_X509_pop(copy));       /* the carrier's reference */
         sk_X509_free(copy);                 /* the rest are chain's */
+    }
+    /* An old view only refuses: the domain's, or (the host's own SK
+     * vouching) the host's. */
+    sk_key_fingerprint(dfp, rec->key);
+    if (rc == 0 && d.decision == SK_DECIDE_ACCEPT
+        && ((lk->found != NULL
+             && sk_client_found_decision_ok(lk->found, &d, &err) != 0)
+            || (hf != NULL && strcmp(d.sk, dfp) != 0
+                && sk_client_found_decision_ok(hf, &d, &err) != 0)))
+    {
+        skm_log(LOG_WARNING, "policy %s: %s:%s: not pinned: %s", lk->key,
+            h->name, lk->port, err.msg);
+        if (!lk->undecided) {
+            lk->undecided = 1;
+            snprintf(lk->uwhy, sizeof(lk->uwhy), "%s", err.msg);
+        }
+        return;
     }
     if (rc != 0) {
         snprintf(line, sizeof(line), "%s:%s: %s", h->name, lk->port,
@@ -419,6 +445,7 @@ skm_lk_chain(skm_lk_t *lk, const sk_record_t *rec, size_t i,
         return;
     }
     skm_log(LOG_WARNING, "policy %s: %s", lk->key, line);
+    lk->rejected = 1;
     if (lk->why[0] == '\0') {
         snprintf(lk->why, sizeof(lk->why), "%s", line);
     }
@@ -453,6 +480,7 @@ skm_lk_host(skm_lk_t *lk, const sk_record_t *rec, size_t i)
             snprintf(why, sizeof(why), "%s:%s: offers no STARTTLS: %s's SK "
                 "covers smtp, so its mail goes over TLS only", h->name,
                 lk->port, lk->nh.host);
+            lk->rejected = 1;
         }
         skm_log(LOG_WARNING, "policy %s: %s", lk->key, why);
         if (lk->why[0] == '\0') {
@@ -485,6 +513,30 @@ skm_lk_host(skm_lk_t *lk, const sk_record_t *rec, size_t i)
 }
 
 
+/* Undecided (why; f: what the lookup heard, or NULL): TEMP, or NOTFOUND
+ * with PolicyUndecided notfound, never cached.  1. */
+static int
+skm_lk_undecided(skm_lk_t *lk, const char *why, const sk_client_found_t *f,
+    char *reply, size_t replylen)
+{
+    char  tries[1024];
+
+    skm_lk_tries(tries, sizeof(tries), f);
+    if (lk->conf->policyundecided) {
+        skm_log(LOG_WARNING, "policy %s: NOTFOUND (PolicyUndecided "
+            "notfound): undecided: %s%s%s", lk->key, why,
+            tries[0] != '\0' ? "; " : "", tries);
+        snprintf(reply, replylen, "NOTFOUND ");
+        return 1;
+    }
+    skm_log(LOG_WARNING, "policy %s: deferring: undecided: %s%s%s", lk->key,
+        why, tries[0] != '\0' ? "; " : "", tries);
+    snprintf(reply, replylen, "TEMP sk-milter: undecided for %s: no mirror "
+        "gave a fresh enough answer", lk->nh.host);
+    return 1;
+}
+
+
 /* The domain's record from libsk: 0 with *rec and lk->from; 1 when the
  * answer is already in reply (NOTFOUND, TEMP). */
 static int
@@ -493,7 +545,9 @@ skm_lk_domain(skm_lk_t *lk, const sk_record_t **rec, char *reply,
 {
     const sk_client_found_t  *f;
     skm_host_t               *h = NULL;
-    char                      why[SK_ERR_MSG_MAX], tries[1024];
+    sk_decide_t               d;
+    sk_err_t                  err;
+    char                      why[SK_ERR_MSG_MAX];
     char                      src[sizeof(lk->from) - 8];
     size_t                    i;
     int                       rc;
@@ -526,29 +580,24 @@ skm_lk_domain(skm_lk_t *lk, const sk_record_t **rec, char *reply,
         return 1;
     }
     if (rc == -1) {
-        skm_lk_tries(tries, sizeof(tries), f);
-        if (lk->conf->policyundecided) {
-            skm_log(LOG_WARNING, "policy %s: NOTFOUND (PolicyUndecided "
-                "notfound): undecided: %s%s%s", lk->key, why,
-                tries[0] != '\0' ? "; " : "", tries);
-            snprintf(reply, replylen, "NOTFOUND ");
-            return 1;
-        }
-        skm_log(LOG_WARNING, "policy %s: deferring: undecided: %s%s%s",
-            lk->key, why, tries[0] != '\0' ? "; " : "", tries);
-        snprintf(reply, replylen, "TEMP sk-milter: undecided for %s: no "
-            "mirror gave a fresh enough answer", lk->nh.host);
-        return 1;
+        return skm_lk_undecided(lk, why, f, reply, replylen);
     }
     skm_lk_source(src, sizeof(src), f, h != NULL ? h->name : lk->nh.host);
     snprintf(lk->from, sizeof(lk->from), "from %s", src);
     *rec = &f->rec;
+    lk->found = f;
     if (f->rec.state == SK_RECORD_BOUND
         && sk_name_covers(f->name, f->rec.include_subdomains, lk->nh.host)
         && sk_services_covers(&f->rec.services, "smtp",
                (unsigned) lk->nh.port))
     {
         return 0;
+    }
+    /* No SK for smtp, said by a view too old to say so: undecided. */
+    memset(&d, 0, sizeof(d));
+    d.decision = SK_DECIDE_NONE;
+    if (sk_client_found_decision_ok(f, &d, &err) != 0) {
+        return skm_lk_undecided(lk, err.msg, f, reply, replylen);
     }
     skm_log(LOG_INFO, "policy %s: NOTFOUND: %s (%s)", lk->key,
         f->rec.state == SK_RECORD_NONE ? "no SK"
@@ -664,11 +713,15 @@ skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
             goto over;
         }
     }
+    if (lk.match[0] == '\0' && lk.undecided && !lk.rejected) {
+        /* keys an old view would have let through, and none refused */
+        skm_lk_undecided(&lk, lk.uwhy, lk.found, reply, replylen);
+        goto done;
+    }
     if (lk.match[0] == '\0') {
         skm_log(LOG_WARNING, "policy %s: deferring: %s's SK covers smtp "
             "(%s), and no MX host presents a key it vouches for%s", key,
-            lk.nh.host, lk.from, lk.undecided ? " (a host's own SK is "
-            "undecided)" : "");
+            lk.nh.host, lk.from, lk.undecided ? " (some undecided)" : "");
         snprintf(reply, replylen, "TEMP sk-milter: no MX host of %s "
             "presents a key its sovereign key vouches for (%.200s)",
             lk.nh.host, lk.why);
