@@ -155,7 +155,7 @@ sub pending {
         . 'alertstate="pending"})', sub { $_[0] == 1 }, 15);
 }
 # (Those before the first scrape are no rate: one more of each.)
-like(pq('sk', 'nosk.example'), qr/sovereign key lookup/, 'policy: TEMP again');
+like(pq('sk', 'example.com'), qr/sovereign key/, 'policy: TEMP again');
 ok(pending('SKMilterKeyCacheErrors', ''), 'KeyCache down: '
     . 'SKMilterKeyCacheErrors');
 ok(pending('SKMilterPolicyLookupsFailing', ''), 'a TEMP policy answer: '
