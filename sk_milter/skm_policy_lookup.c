@@ -4,7 +4,8 @@
  * (docs/postfix.md, "Outbound"; docs/protocol.md, "Mail: a domain's MX
  * hosts").
  *
- *   1. The domain's record: its TrustFile line, else libsk's lookup
+ *   1. The domain's record: its TrustFile line (without StapleTrust, or
+ *      its KeyCache record: the admin's own entries), else libsk's lookup
  *      with StapleTrust, the code `sk verify` runs (sk/tls.h): the client
  *      cache (PolicyCache) while it is fresh, else the staple the first
  *      MX host that answers serves, else the mirrors.  Undecided (nothing
@@ -609,6 +610,15 @@ skm_lk_domain(skm_lk_t *lk, const sk_record_t **rec, char *reply,
 }
 
 
+/* Where the admin's own entry for a domain came from. */
+static const char *
+skm_lk_admin(const skm_sk_t *sk)
+{
+    return strcmp(sk->source, "keycache") == 0 ? "the KeyCache record"
+        : "the TrustFile";
+}
+
+
 /* The TrustFile's SK as a record (keys and services borrowed from sk). */
 static const sk_record_t *
 skm_lk_trusted(skm_lk_t *lk, sk_record_t *tr, const skm_sk_t *sk,
@@ -624,7 +634,8 @@ skm_lk_trusted(skm_lk_t *lk, sk_record_t *tr, const skm_sk_t *sk,
     tr->state = SK_RECORD_BOUND;
     tr->key = (sk_key_t *) key;
     tr->services = sk->services;
-    snprintf(lk->from, sizeof(lk->from), "from the TrustFile");
+    snprintf(lk->from, sizeof(lk->from), "from %s",
+        skm_lk_admin(sk));
     return tr;
 }
 
@@ -638,11 +649,11 @@ skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
     sk_record_t         tr;
     const sk_record_t  *rec = NULL;
     struct in_addr      addr;
-    sk_err_t            err;
+    sk_err_t            err, kcerr;
     char                why[128];
     size_t              i;
     time_t              now;
-    int                 rc;
+    int                 rc, kcfail;
 
     *ttl = 0;
     memset(&lk, 0, sizeof(lk));
@@ -666,13 +677,26 @@ skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
         return;
     }
     snprintf(lk.port, sizeof(lk.port), "%d", lk.nh.port);
-    if (skm_cache_get(&lk.kc, conf, &err) != 0) {
+    kcfail = skm_cache_get(&lk.kc, conf, &kcerr) != 0;
+    if (kcfail) {
         lk.kc = NULL;           /* carriers from the KeyCache: none */
-        skm_log(LOG_WARNING, "policy %s: KeyCache: %s", key, err.msg);
+        skm_log(LOG_WARNING, "policy %s: KeyCache: %s", key, kcerr.msg);
     }
-    if (skm_sk_lookup(&sk, conf, NULL, lk.nh.host, &err) != 0) {
-        skm_log(LOG_ERR, "policy %s: TrustFile: %s", key, err.msg);
-        snprintf(reply, replylen, "TEMP sk-milter: TrustFile lookup failed");
+    /* The admin's own entries: the TrustFile, and without StapleTrust
+     * (no mirror to ask) the KeyCache records sk publish -r writes. */
+    rc = skm_sk_lookup(&sk, conf, conf->stapletrust == NULL ? lk.kc : NULL,
+        lk.nh.host, &err);
+    if (rc == 0 && kcfail && sk.state != SKM_SK_FOUND
+        && conf->stapletrust == NULL)
+    {
+        rc = -1;                /* its record may be there */
+        err = kcerr;
+    }
+    if (rc != 0) {
+        skm_log(LOG_ERR, "policy %s: deferring: the lookup of %s failed: "
+            "%s", key, lk.nh.host, err.msg);
+        snprintf(reply, replylen, "TEMP sk-milter: the sovereign key lookup "
+            "of %s failed", lk.nh.host);
         goto done;
     }
     if (sk.state == SKM_SK_FOUND) {
@@ -680,7 +704,7 @@ skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
                 (unsigned) lk.nh.port))
         {
             skm_log(LOG_INFO, "policy %s: NOTFOUND: its SK does not cover "
-                "smtp (from the TrustFile)", key);
+                "smtp (from %s)", key, skm_lk_admin(&sk));
             snprintf(reply, replylen, "NOTFOUND ");
             *ttl = conf->policyttl;
             goto done;
@@ -692,8 +716,9 @@ skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
             goto done;
         }
     } else if (conf->stapletrust == NULL) {
-        skm_log(LOG_INFO, "policy %s: NOTFOUND: not in the TrustFile, and "
-            "no StapleTrust to look it up with", key);
+        skm_log(LOG_INFO, "policy %s: NOTFOUND: not in the TrustFile%s, "
+            "and no StapleTrust to look it up with", key,
+            lk.kc != NULL ? " nor the KeyCache" : "");
         snprintf(reply, replylen, "NOTFOUND ");
         *ttl = conf->policyttl;
         goto done;

@@ -21,6 +21,8 @@
 #   hosted1.test, hosted2.test  hosted at mx.provider.test: their records
 #                  say "smtp;mx=*.provider.test", and provider.test's SK
 #                  (Includes-Subdomains) cross-signs the provider's host
+#                  and a policy with no StapleTrust takes example.test's
+#                  SK from the KeyCache record sk publish -r wrote
 #   first.test     again, the mirror down and nothing cached (the cache
 #                  emptied): undecided, TEMP (PolicyUndecided defer)
 #   MX records of example.test and hosted1.test changed to
@@ -191,6 +193,17 @@ sub milter {
         or diag(slurp($slog));
 }
 milter();
+# A sender's policy with no StapleTrust (no mirror to ask): its admin's
+# own entries are the TrustFile and the KeyCache records sk publish -r
+# wrote.
+my ($kport, $kmport) = (free_port(), free_port());
+my $klog = "$d/kc-milter.log";
+spew("$d/kc-milter.conf", join('', map { "$_\n" }
+    "Socket inet:$kmport\@127.0.0.1", 'Name mx.src.test', 'Syslog no',
+    "KeyCache $d/kc", "PolicySocket inet:$kport\@127.0.0.1", 'PolicyTTL 0'));
+my $kpid = run_daemon([$skm, '-f', '-c', "$d/kc-milter.conf"], $klog);
+ok(wait_for_port($kport), 'the KeyCache-only policy listens')
+    or diag(slurp($klog));
 my $src = SKPostfix->new(dir => "$d/src", main => {
     myhostname => 'mx.src.test',
     relayhost => '',
@@ -203,6 +216,15 @@ my $src = SKPostfix->new(dir => "$d/src", main => {
     # every delivery makes its own connection, after its own lookup
     smtp_connection_cache_on_demand => 'no',
 })->start;
+
+# The KeyCache-only policy's answer for a next hop: [rc, value].
+sub kq {
+    my ($k) = @_;
+    my $r = run_cmd(['postmap', '-c', $src->{etc}, '-q', $k,
+        "socketmap:inet:127.0.0.1:$kport:sk"]);
+    chomp(my $v = $r->{out});
+    return [$r->{rc}, $v . $r->{err}];
+}
 
 # Who answers on an MX address: the first line it sends.
 sub greeting {
@@ -317,8 +339,25 @@ like(slurp($slog), qr/policy example\.test: mx\.example\.test:25: carrier for mx
 sleep $TTL;
 attack_case(tag => 'mirror-gone', rcpts => ['bob@first.test',
     'carol@first.test', 'bob@example.test', 'carol@example.test'],
-    attack => sub { takeover('mx.first.test', 'mx.example.test') },
-    undo => sub { restore('mx.first.test', 'mx.example.test') },
+    attack => sub {
+        takeover('mx.first.test', 'mx.example.test');
+        my $a = kq('example.test');
+        isnt($a->[0], 0, 'KeyCache record, no StapleTrust: TEMP for the '
+            . 'impostor') or diag("@$a");
+        like(slurp($klog), qr/policy example\.test: deferring: example\.test's SK covers smtp \(from the KeyCache record\)/,
+            '... the KeyCache record decided it') or diag(slurp($klog));
+    },
+    undo => sub {
+        restore('mx.first.test', 'mx.example.test');
+        like(kq('example.test')->[1], qr/^fingerprint match=/,
+            'KeyCache record: pinned to the real MX once the route is back')
+            or diag(slurp($klog));
+        my $a = kq('first.test');
+        is($a->[0], 1, 'no KeyCache record, no StapleTrust: NOTFOUND')
+            or diag("@$a");
+        like(slurp($klog), qr/policy first\.test: NOTFOUND: not in the TrustFile nor the KeyCache, and no StapleTrust/,
+            '... logged');
+    },
     logs => [qr/policy first\.test: deferring: first\.test's SK covers smtp \(from the cache\)/,
         qr/policy example\.test: deferring: example\.test's SK covers smtp \(from the cache\)/]);
 
@@ -373,6 +412,7 @@ is(subjects($imp, qr/.*/), 0, 'the impostor and the attacker received '
     . 'nothing at all');
 
 is(stop_daemon($spid), 0, 'sk-milter: clean exit');
+is(stop_daemon($kpid), 0, 'the KeyCache-only sk-milter: clean exit');
 is(stop_daemon($mxpid), 0, 'the MX\'s sk-milter: clean exit');
 $src->stop;
 $real->stop;
