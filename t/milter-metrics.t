@@ -155,7 +155,9 @@ sub pending {
         . 'alertstate="pending"})', sub { $_[0] == 1 }, 15);
 }
 # (Those before the first scrape are no rate: one more of each.)
-like(pq('sk', 'example.com'), qr/sovereign key/, 'policy: TEMP again');
+like(pq('sk', 'nosk.example'), qr/sovereign key lookup of nosk\.example/,
+    'policy: TEMP again (no StapleTrust: its KeyCache record may be there, '
+    . 'and the KeyCache is down)');
 ok(pending('SKMilterKeyCacheErrors', ''), 'KeyCache down: '
     . 'SKMilterKeyCacheErrors');
 ok(pending('SKMilterPolicyLookupsFailing', ''), 'a TEMP policy answer: '

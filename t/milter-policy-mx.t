@@ -328,6 +328,14 @@ like(slurp($slog), qr/policy hosted1\.test: mx\.provider\.test:25: mx\.provider\
 # PolicyTTL; example.test, a first contact, from its own MX's staple.
 is(stop_daemon($spid), 0, 'the sender\'s sk-milter stops');
 stop_daemon($m->{pid});
+# sk publish -r from a timer changes nothing while no mirror answers.
+my $rec0 = slurp("$d/kc/record/example.test");
+$r = sk('publish', '-r', 'example.test', '--trust', $w->{trust}, '--cache',
+    "$d/kc");
+is($r->{rc}, 5, 'sk publish -r, the mirror down: undecided (exit 5)')
+    or diag($r->{out} . $r->{err});
+is(slurp("$d/kc/record/example.test"), $rec0, '... the record left as it '
+    . 'was');
 milter();
 send_to('eve@example.test', 'staple first');
 ok(wait_until(sub { subjects($real, qr/staple first/) == 1 }, 20),

@@ -145,6 +145,9 @@ like(slurp($log), qr/mxless\.example:\d+: carrier is for mx\.dest\.example, not 
     '... the log names the carrier\'s host');
 ($rc, $v, $e) = pq("dest.example:$port{good}");
 is($rc, 1, 'a domain with no SK: NOTFOUND') or diag("$v $e");
+pq("dest.example:$port{good}");
+is(scalar(() = slurp($log) =~ /policy dest\.example:\d+: NOTFOUND: /g), 1,
+    '... logged once per PolicyTTL: its cached answer is not logged again');
 ($rc, $v, $e) = pq("[127.0.0.1]:$port{good}");
 is($rc, 1, 'an IP literal: NOTFOUND');
 ($rc, $v, $e) = pq("[web.dest.example]:$port{good}");

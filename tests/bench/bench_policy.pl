@@ -17,7 +17,9 @@
 # n1.bench.test, n2.bench.test, ..., under bench.test's SK
 # (Includes-Subdomains, smtp), whose carrier the destination serves; each
 # name's own lookup goes to the mirror, the parent's to the cache after
-# the first.
+# the first.  Run on its own: `make bench B=policy-first-contact`
+# (bench_policy-first-contact.sh); `make bench B=policy` runs the first
+# part.
 use strict;
 use warnings;
 use Time::HiRes qw(time);
@@ -27,12 +29,15 @@ use SKPostfix qw(make_cert private_hosts_reexec private_hosts);
 use SKSite;
 
 my $build = $ARGV[0] // 'build';     # kept in @ARGV for the re-exec
+my $part = $ARGV[1] // 'cached';    # or first-contact
+die "bench_policy.pl: no part $part\n" if $part !~ /^(cached|first-contact)$/;
+my $fc = $part eq 'first-contact';
 # BENCH_POLICY="connections seconds rounds" overrides the defaults.
 my ($conns, $secs, $rounds) = split ' ', ($ENV{BENCH_POLICY} // '8 2 3');
 # BENCH_POLICY_FIRST="names at-a-time rounds" for policy-first-contact.
 my ($nfirst, $cfirst, $rfirst) = split ' ',
     ($ENV{BENCH_POLICY_FIRST} // '30 4 3');
-my @first = map { "n$_.bench.test" } 1 .. $nfirst;
+my @first = $fc ? map { "n$_.bench.test" } 1 .. $nfirst : ();
 my $bin = "$build/bench/bench_policy";
 system('make', '-s', "BUILD=$build", "$build/sk-milter", "$build/sk",
     "$build/sk-timeline", "$build/sk-mirror") == 0
@@ -55,23 +60,28 @@ die "sk carrier: $r->{err}" if $r->{rc};
 spew("$dir/chain.pem", slurp($key) . slurp($crt) . slurp("$dir/carrier.pem"),
     0600);
 # bench.test's SK on three timelines, a mirror that caches no answer.
-mkdir "$dir/w";
-my $w = world("$dir/w", names => { 'bench.test' => 'smtp' },
-    subdomains => ['bench.test'], mirror => { query_cache => 0 });
-mkdir "$dir/wild";
-my ($wkey, $wcrt) = make_cert("$dir/wild", 'bench.test');
-$r = sk('carrier', '-k', $w->{sk}{'bench.test'}, '-c', $wcrt, '-n',
-    'bench.test', '-s', 'smtp', '-o', "$dir/wild/carrier.pem");
-die "sk carrier: $r->{err}" if $r->{rc};
-spew("$dir/wild/chain.pem", slurp($wkey) . slurp($wcrt)
-    . slurp("$dir/wild/carrier.pem"), 0600);
+my ($w, $wport);
+if ($fc) {
+    mkdir "$dir/w";
+    $w = world("$dir/w", names => { 'bench.test' => 'smtp' },
+        subdomains => ['bench.test'], mirror => { query_cache => 0 });
+    mkdir "$dir/wild";
+    my ($wkey, $wcrt) = make_cert("$dir/wild", 'bench.test');
+    $r = sk('carrier', '-k', $w->{sk}{'bench.test'}, '-c', $wcrt, '-n',
+        'bench.test', '-s', 'smtp', '-o', "$dir/wild/carrier.pem");
+    die "sk carrier: $r->{err}" if $r->{rc};
+    spew("$dir/wild/chain.pem", slurp($wkey) . slurp($wcrt)
+        . slurp("$dir/wild/carrier.pem"), 0600);
+}
 
 mkdir "$dir/dst";
 my $dst = SKPostfix->new(dir => "$dir/dst", chain => "$dir/chain.pem",
     nodump => 1);
-my $wport = free_port();
-$dst->postconf('-M', "127.0.0.1:$wport/inet=127.0.0.1:$wport inet n - n - - "
-    . "smtpd -o smtpd_tls_chain_files=$dir/wild/chain.pem");
+if ($fc) {
+    $wport = free_port();
+    $dst->postconf('-M', "127.0.0.1:$wport/inet=127.0.0.1:$wport inet n - "
+        . "n - - smtpd -o smtpd_tls_chain_files=$dir/wild/chain.pem");
+}
 $dst->start;
 spew("$dir/trust", "mx.bench.example smtp $dir/sk.key.pub\n");
 
@@ -88,8 +98,6 @@ sub milter {
     wait_for_port($pport) or die "sk-milter $name: " . slurp("$dir/$name.log");
     return $pport;
 }
-my $sk = milter('cached', 3600);
-my $uncached = milter('uncached', 0);
 my $next = "[mx.bench.example]:$dst->{smtp}";
 
 # bench_policy MODE ARGS...: its answers per second and first reply.
@@ -105,35 +113,36 @@ sub load {
     return bench('load', $port, $next, $c, $s);
 }
 
-my (undef, $reply) = load($sk, 1, 0.2);         # verify once, then cached
-$reply =~ /^\d+:(OK fingerprint match=[0-9a-f:]+),$/
-    or die "sk-milter did not pin: $reply\n" . slurp("$dir/cached.log");
-my $answer = $1;
-my $ref = free_port();
-push @pids, run_daemon([$bin, 'fixed', $ref, $answer], "$dir/fixed.log");
-wait_for_port($ref) or die 'fixed server did not start';
+if (!$fc) {
+    my $sk = milter('cached', 3600);
+    my $uncached = milter('uncached', 0);
+    my (undef, $reply) = load($sk, 1, 0.2);         # verify once, then cached
+    $reply =~ /^\d+:(OK fingerprint match=[0-9a-f:]+),$/
+        or die "sk-milter did not pin: $reply\n" . slurp("$dir/cached.log");
+    my $answer = $1;
+    my $ref = free_port();
+    push @pids, run_daemon([$bin, 'fixed', $ref, $answer], "$dir/fixed.log");
+    wait_for_port($ref) or die 'fixed server did not start';
 
-my %best = (sk => 0, fixed => 0);
-for (1 .. $rounds) {
-    for my $t (['sk', $sk], ['fixed', $ref]) {
-        my ($rate, $got) = load($t->[1], $conns, $secs);
-        die "different replies: $got" if $got !~ /\Q$answer\E/;
-        $best{ $t->[0] } = $rate if $rate > $best{ $t->[0] };
+    my %best = (sk => 0, fixed => 0);
+    for (1 .. $rounds) {
+        for my $t (['sk', $sk], ['fixed', $ref]) {
+            my ($rate, $got) = load($t->[1], $conns, $secs);
+            die "different replies: $got" if $got !~ /\Q$answer\E/;
+            $best{ $t->[0] } = $rate if $rate > $best{ $t->[0] };
+        }
     }
+    my ($slow) = load($uncached, 1, $secs);
+    printf "policy answers/s, %d connections: sk-milter cached %d, "
+        . "fixed-reply server %d; uncached (STARTTLS + carrier check "
+        . "each) %d\n",
+        $conns, $best{sk}, $best{fixed}, $slow;
+    printf "BENCH policy-cached-vs-fixed %d answers/s ref=%d ratio=%.2f "
+        . "target=0.80\n", $best{sk}, $best{fixed},
+        $best{fixed} ? $best{sk} / $best{fixed} : 0;
 }
-my ($slow) = load($uncached, 1, $secs);
-printf "policy answers/s, %d connections: sk-milter cached %d, fixed-reply "
-    . "server %d; uncached (STARTTLS + carrier check each) %d\n",
-    $conns, $best{sk}, $best{fixed}, $slow;
-printf "BENCH policy-cached-vs-fixed %d answers/s ref=%d ratio=%.2f "
-    . "target=0.80\n", $best{sk}, $best{fixed},
-    $best{fixed} ? $best{sk} / $best{fixed} : 0;
 
-# First contact: the policy against sk verify, fresh caches each round,
-# taking turns.
-my $first = milter('first', 0, "StapleTrust $w->{trust}",
-    "PolicyCache $dir/pcache");
-spew("$dir/first.keys", join('', map { "[$_]:$wport\n" } @first));
+# sk verify of every first-contact name, $cfirst at a time: per second.
 sub verify_all {
     my ($cache) = @_;
     my $t0 = time;
@@ -146,7 +155,8 @@ sub verify_all {
                     $w->{trust}, '--cache', $cache,
                     "smtp://$first[$i]:$wport"]);
                 if ($r->{rc} != 0) {
-                    print STDERR "sk verify $first[$i]: $r->{out}$r->{err}";
+                    print STDERR "sk verify $first[$i]: "
+                    . "$r->{out}$r->{err}";
                     POSIX::_exit(1);
                 }
             }
@@ -160,26 +170,34 @@ sub verify_all {
     }
     return @first / (time - $t0);
 }
-my %fbest = (policy => 0, verify => 0);
-for my $round (1 .. $rfirst) {
-    run_cmd(['rm', '-rf', "$dir/pcache", "$dir/vcache"]);
-    my ($rate, $reply) = bench('names', $first, $cfirst,
-        "$dir/first.keys");
-    $reply =~ /OK fingerprint match=/
-        or die "sk-milter did not pin a first contact: $reply\n"
-            . slurp("$dir/first.log");
-    $fbest{policy} = $rate if $rate > $fbest{policy};
-    $rate = verify_all("$dir/vcache");
-    $fbest{verify} = $rate if $rate > $fbest{verify};
+
+# First contact: the policy against sk verify, fresh caches each round,
+# taking turns.
+if ($fc) {
+    my $first = milter('first', 0, "StapleTrust $w->{trust}",
+        "PolicyCache $dir/pcache");
+    spew("$dir/first.keys", join('', map { "[$_]:$wport\n" } @first));
+    my %fbest = (policy => 0, verify => 0);
+    for my $round (1 .. $rfirst) {
+        run_cmd(['rm', '-rf', "$dir/pcache", "$dir/vcache"]);
+        my ($rate, $reply) = bench('names', $first, $cfirst,
+            "$dir/first.keys");
+        $reply =~ /OK fingerprint match=/
+            or die "sk-milter did not pin a first contact: $reply\n"
+                . slurp("$dir/first.log");
+        $fbest{policy} = $rate if $rate > $fbest{policy};
+        $rate = verify_all("$dir/vcache");
+        $fbest{verify} = $rate if $rate > $fbest{verify};
+    }
+    printf "first contact, %d names, %d at a time: sk-milter policy %.1f "
+        . "answers/s, sk verify %.1f/s\n", $nfirst, $cfirst, $fbest{policy},
+        $fbest{verify};
+    printf "BENCH policy-first-contact %.1f answers/s ref=%.1f ratio=%.2f "
+        . "target=0.80\n", $fbest{policy}, $fbest{verify},
+        $fbest{verify} ? $fbest{policy} / $fbest{verify} : 0;
 }
-printf "first contact, %d names, %d at a time: sk-milter policy %.1f "
-    . "answers/s, sk verify %.1f/s\n", $nfirst, $cfirst, $fbest{policy},
-    $fbest{verify};
-printf "BENCH policy-first-contact %.1f answers/s ref=%.1f ratio=%.2f "
-    . "target=0.80\n", $fbest{policy}, $fbest{verify},
-    $fbest{verify} ? $fbest{policy} / $fbest{verify} : 0;
 
 stop_daemon($_) for @pids;
-stop_world($w);
+stop_world($w) if $w;
 $dst->stop;
 run_cmd(['umount', $_]) for '/etc/hosts', '/etc/resolv.conf';
