@@ -8,7 +8,8 @@
  *      its KeyCache record: the admin's own entries), else libsk's lookup
  *      with StapleTrust, the code `sk verify` runs (sk/tls.h): the client
  *      cache (PolicyCache) while it is fresh, else the staple the first
- *      MX host that answers serves, else the mirrors.  Undecided (nothing
+ *      MX host that answers serves, else the mirrors (over Tor too, as
+ *      StapleTrust's mirror_tor says).  Undecided (nothing
  *      fresh enough known, no mirror answered): TEMP, or NOTFOUND with
  *      PolicyUndecided notfound.
  *   2. No SK covering smtp for the domain: NOTFOUND.
@@ -91,15 +92,16 @@ typedef struct {
 } skm_lk_t;
 
 
-/* Mirror queries within what is left of the bound. */
+/* Mirror queries within what is left of the bound: directly (each also
+ * within 10 x LookupTimeout, its connect LookupTimeout), or through
+ * StapleTrust's Tor (its onions: within tor_timeout). */
 static int
-skm_lk_fetch(char **body, size_t *len, int *status, const char *url,
-    void *arg, sk_err_t *err)
+skm_lk_query(char **body, size_t *len, int *status, const char *url,
+    skm_lk_t *lk, int viator, sk_err_t *err)
 {
-    skm_lk_t          *lk = arg;
-    sk_client_curl_t   curl;
+    sk_client_curl_t   curl, tor;
     struct timespec    now;
-    long               left;
+    long               left, cap, conn;
     char               why[64];
 
     if (skm_bound_over(lk->b)) {
@@ -109,15 +111,37 @@ skm_lk_fetch(char **body, size_t *len, int *status, const char *url,
     clock_gettime(CLOCK_MONOTONIC, &now);
     left = (long) (lk->b->deadline.tv_sec - now.tv_sec) * 1000
            + (lk->b->deadline.tv_nsec - now.tv_nsec) / 1000000;
-    curl.timeout_ms = left < 10 * lk->conf->lookupms ? left
-        : 10 * lk->conf->lookupms;
-    curl.connect_timeout_ms = left < lk->conf->lookupms ? left
-        : lk->conf->lookupms;
+    sk_client_curl_init(&curl, &tor, lk->conf->stapletrust);
+    if (viator) {
+        curl = tor;
+        cap = conn = tor.timeout_ms;
+    } else {
+        cap = 10 * lk->conf->lookupms;
+        conn = lk->conf->lookupms;
+    }
+    curl.timeout_ms = left < cap ? left : cap;
+    curl.connect_timeout_ms = left < conn ? left : conn;
     if (curl.timeout_ms < 1) {
         curl.timeout_ms = 1;
         curl.connect_timeout_ms = 1;
     }
     return sk_client_fetch_curl(body, len, status, url, &curl, err);
+}
+
+
+static int
+skm_lk_fetch(char **body, size_t *len, int *status, const char *url,
+    void *arg, sk_err_t *err)
+{
+    return skm_lk_query(body, len, status, url, arg, 0, err);
+}
+
+
+static int
+skm_lk_fetch_tor(char **body, size_t *len, int *status, const char *url,
+    void *arg, sk_err_t *err)
+{
+    return skm_lk_query(body, len, status, url, arg, 1, err);
 }
 
 
@@ -221,6 +245,8 @@ skm_lk_prepare(skm_lk_t *lk, sk_tls_t **t, const char *name, char *why,
     tc.cache_dir = lk->conf->policycache;
     tc.fetch = skm_lk_fetch;
     tc.fetch_arg = lk;
+    tc.fetch_tor = skm_lk_fetch_tor;
+    tc.fetch_tor_arg = lk;
     if (sk_tls_new(t, &tc, &err) != 0
         || sk_tls_prepare(*t, name, "smtp", (unsigned) lk->nh.port,
                time(NULL), &err) != 0)

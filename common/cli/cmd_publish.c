@@ -93,9 +93,10 @@ static int
 sk_publish_record(sk_cache_t *cache, const char *name,
     const sk_client_trust_t *t, int json)
 {
-    sk_client_curl_t    curl = { 10000, 0 };
+    sk_client_curl_t    curl, tor;
     sk_client_ctx_t     ctx = { t, NULL, sk_client_fetch_curl, &curl,
-                                (int64_t) time(NULL), 0, NULL };
+                                (int64_t) time(NULL), 0, NULL,
+                                sk_client_fetch_curl, &tor };
     sk_client_found_t   f;
     char                key[SK_CACHE_KEY_MAX + 1], fp[SK_FINGERPRINT_SIZE];
     char               *svc = NULL, *val = NULL;
@@ -106,8 +107,8 @@ sk_publish_record(sk_cache_t *cache, const char *name,
     memset(&f, 0, sizeof(f));
     snprintf(f.name, sizeof(f.name), "%s", name);
     snprintf(key, sizeof(key), "sk:record:%s", name);
-    if (sk_client_lookup(&f.res, name, t, NULL, sk_client_fetch_curl, &curl,
-            ctx.now, &err) != 0
+    sk_client_curl_init(&curl, &tor, t);       /* mirror onions too */
+    if (sk_client_lookup_ctx(&f.res, name, &ctx, &err) != 0
         || sk_client_view_record(&f.rec, &f.res.view, sk_client_rebinder_key,
                &ctx, &err) != 0)
     {
