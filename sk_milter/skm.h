@@ -11,6 +11,7 @@
  * skm_chain.c   the chain files Postfix serves, reload, self-probe
  * skm_staple.c  StapleProof: the stapled proof in the chain files
  * skm_policy.c  the smtp_tls_policy_maps socketmap server (outbound)
+ * skm_policy_lookup.c  one outbound lookup: a next hop's answer
  * skm_bound.c   a deadline on a whole lookup, and its client's hang-up
  * skm_netstring.c  the socketmap wire format, no I/O (fuzzed)
  * skm_ar.c      Authentication-Results values, no I/O (fuzzed)
@@ -91,6 +92,9 @@ typedef struct {
     long         policyttl;             /* PolicyTTL, seconds */
     long         policyconns;           /* PolicyMaxConnections */
     long         policytimeout;         /* PolicyTimeout, seconds */
+    char        *policycache;           /* PolicyCache: the client cache */
+    char        *policyundecidedstr;    /* PolicyUndecided */
+    int          policyundecided;       /* 1: "notfound", 0: "defer" */
     long         maxconns;              /* MaxConnections (milter Socket) */
     long         packettimeout;         /* PacketTimeout, seconds */
     char        *ccertsocket;           /* ClientPolicySocket */
@@ -238,7 +242,8 @@ const char *skm_bound_why(const skm_bound_t *b, char *buf, size_t len);
  * chain up-referenced in *chain; with staple not NULL, asking for the
  * stapled proof (extension 0xFF53), whose bytes come back in *staple
  * (malloc()ed; NULL if none came); every step within the bound b; -1
- * with res saying why. */
+ * with res saying why, -2 when the server refused STARTTLS (it offers
+ * SMTP without TLS). */
 struct stack_st_X509;
 int skm_tls_chain(struct stack_st_X509 **chain, const char *host,
     const char *port, int starttls, const char *sigalgs,
@@ -282,6 +287,13 @@ void skm_sockmap_conn(int fd);
  * first. */
 int skm_policy_answer(char *reply, size_t replylen, const skm_conf_t *conf,
     const char *key, int client);
+/* Before the privilege drop: PolicyCache made, owned by UserID (with
+ * PolicySocket and StapleTrust); -1 logged. */
+int skm_policy_setup(const skm_conf_t *conf);
+/* One lookup (skm_policy_lookup.c): the reply for key and how long it
+ * may be cached (0: not), within the bound b; logged. */
+void skm_policy_compute(char *reply, size_t replylen, time_t *ttl,
+    const skm_conf_t *conf, const char *key, skm_bound_t *b);
 
 /* The SK's public key for checking carriers: the TrustFile's, the
  * record's, or (TrustFile without a key) the KeyCache record's, which

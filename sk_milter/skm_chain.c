@@ -501,11 +501,12 @@ skm_tls_chain(STACK_OF(X509) **out, const char *host, const char *port,
     SSL_CTX           *ctx;
     SSL               *ssl;
     STACK_OF(X509)    *chain;
-    int                fd, i;
+    int                fd, i, plain;
 
     *out = NULL;
     ctx = NULL;
     ssl = NULL;
+    plain = 0;
     fd = skm_tcp_connect(host, port, b);
     if (fd < 0) {
         snprintf(res, reslen, "cannot connect");
@@ -515,10 +516,14 @@ skm_tls_chain(STACK_OF(X509) **out, const char *host, const char *port,
         && (skm_smtp_reply(fd, "220", b) != 0
             || skm_smtp_send(fd, "EHLO sk-milter.probe\r\n", b) != 0
             || skm_smtp_reply(fd, "250", b) != 0
-            || skm_smtp_send(fd, "STARTTLS\r\n", b) != 0
-            || skm_smtp_reply(fd, "220", b) != 0))
+            || skm_smtp_send(fd, "STARTTLS\r\n", b) != 0))
     {
+        snprintf(res, reslen, "no SMTP greeting");
+        goto done;
+    }
+    if (starttls && skm_smtp_reply(fd, "220", b) != 0) {
         snprintf(res, reslen, "STARTTLS refused");
+        plain = !skm_bound_over(b);
         goto done;
     }
     ctx = SSL_CTX_new(TLS_client_method());
@@ -580,7 +585,7 @@ done:
     if (fd >= 0) {
         close(fd);
     }
-    return *out != NULL ? 0 : -1;
+    return *out != NULL ? 0 : plain ? -2 : -1;
 }
 
 

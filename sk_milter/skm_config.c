@@ -71,6 +71,8 @@ static const skm_confdef_t  skm_confdefs[] = {
     { "PolicyTTL",       SKM_INTEGER,  0, offsetof(skm_conf_t, policyttl),  "300" },
     { "PolicyMaxConnections", SKM_INTEGER, 0, offsetof(skm_conf_t, policyconns), "256" },
     { "PolicyTimeout",   SKM_INTEGER,  0, offsetof(skm_conf_t, policytimeout), "20" },
+    { "PolicyCache",     SKM_STRING,   0, offsetof(skm_conf_t, policycache), "/var/cache/sk-milter" },
+    { "PolicyUndecided", SKM_STRING,   0, offsetof(skm_conf_t, policyundecidedstr), "defer" },
     { "ClientPolicySocket", SKM_STRING, 0, offsetof(skm_conf_t, ccertsocket), NULL },
     { "StapleProof",     SKM_BOOLEAN,  0, offsetof(skm_conf_t, stapleproof), "no" },
     { "StapleTrust",     SKM_STRING,   0, offsetof(skm_conf_t, stapletrustfile), NULL },
@@ -449,6 +451,19 @@ skm_conf_check(skm_loader_t *ld, sk_err_t *err)
         return skm_conf_where(ld, "PolicyTimeout", err, "illegal value "
             "\"%ld\" for \"PolicyTimeout\" (1 to 3600 seconds)",
             c->policytimeout);
+    }
+    if (strcmp(c->policyundecidedstr, "defer") != 0
+        && strcmp(c->policyundecidedstr, "notfound") != 0)
+    {
+        return skm_conf_where(ld, "PolicyUndecided", err, "illegal value "
+            "\"%.64s\" for \"PolicyUndecided\" (defer or notfound)",
+            c->policyundecidedstr);
+    }
+    c->policyundecided = c->policyundecidedstr[0] == 'n';
+    if (c->policycache[0] != '/') {
+        return skm_conf_where(ld, "PolicyCache", err, "illegal value "
+            "\"%.64s\" for \"PolicyCache\" (an absolute path)",
+            c->policycache);
     }
     if (c->metricslisten != NULL && sk_addr_parse(&ss, c->metricslisten, &e)
         != 0)

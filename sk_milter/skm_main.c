@@ -116,6 +116,9 @@ main(int argc, char **argv)
     if (conf->pidfile != NULL && skm_pidfile_write(conf->pidfile) != 0) {
         return EX_CANTCREAT;
     }
+    if (skm_policy_setup(conf) != 0) {
+        return EX_CANTCREAT;
+    }
     if (skm_privdrop(conf) != 0) {
         return EX_NOPERM;
     }

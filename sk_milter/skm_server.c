@@ -59,6 +59,16 @@ static skm_sconn_t     *skm_sconns;
 static int              skm_srv_threads;
 static int              skm_srv_stopping;
 
+/* Threads that counted themselves gone, to be joined: only then have
+ * glibc (the resolver), OpenSSL and the KeyCache handle freed what they
+ * keep per thread, and a stop that exited before would leave it held
+ * (LeakSanitizer's reports). */
+typedef struct skm_zombie_s {
+    pthread_t             t;
+    struct skm_zombie_s  *next;
+} skm_zombie_t;
+static skm_zombie_t    *skm_zombies;
+
 static skm_server_t  skm_servers[] = {
     { .name = "Socket", .spec = offsetof(skm_conf_t, socket),
       .maxkey = "MaxConnections", .max = offsetof(skm_conf_t, maxconns),
@@ -218,8 +228,8 @@ skm_servers_start(void)
 }
 
 
-/* A detached thread, counted until it ends (skm_srv_lock held); -1 if
- * it cannot start. */
+/* A thread, counted until it ends (skm_srv_lock held), then joined
+ * (skm_server_reap); -1 if it cannot start. */
 static int
 skm_server_start(void *(*run)(void *), void *arg)
 {
@@ -228,9 +238,26 @@ skm_server_start(void *(*run)(void *), void *arg)
     if (pthread_create(&t, NULL, run, arg) != 0) {
         return -1;
     }
-    pthread_detach(t);
     skm_srv_threads++;
     return 0;
+}
+
+
+/* Join the threads that ended (skm_srv_lock not held). */
+static void
+skm_server_reap(void)
+{
+    skm_zombie_t  *z, *next;
+
+    pthread_mutex_lock(&skm_srv_lock);
+    z = skm_zombies;
+    skm_zombies = NULL;
+    pthread_mutex_unlock(&skm_srv_lock);
+    for (; z != NULL; z = next) {
+        next = z->next;
+        (void) pthread_join(z->t, NULL);
+        free(z);
+    }
 }
 
 
@@ -273,6 +300,9 @@ skm_servers_end(int secs)
     }
     n = skm_srv_threads;
     pthread_mutex_unlock(&skm_srv_lock);
+    if (n == 0) {
+        skm_server_reap();
+    }
     return n;
 }
 
@@ -288,6 +318,7 @@ skm_server_listen(void *arg)
 
     for (;;) {
         fd = accept(sv->fd, NULL, NULL);
+        skm_server_reap();
         if (fd < 0) {
             if (__atomic_load_n(&skm_srv_stopping, __ATOMIC_SEQ_CST)) {
                 break;
@@ -350,8 +381,17 @@ static void
 skm_server_done(skm_sconn_t *sc)
 {
     skm_sconn_t  **pp;
+    skm_zombie_t  *z = malloc(sizeof(*z));
 
+    if (z == NULL) {
+        (void) pthread_detach(pthread_self());  /* nobody will join it */
+    }
     pthread_mutex_lock(&skm_srv_lock);
+    if (z != NULL) {
+        z->t = pthread_self();
+        z->next = skm_zombies;
+        skm_zombies = z;
+    }
     if (sc != NULL) {
         for (pp = &skm_sconns; *pp != NULL; pp = &(*pp)->next) {
             if (*pp == sc) {

@@ -32,11 +32,20 @@ static skm_staple_t  skm_staples[SKM_STAPLE_NAMES];
 static size_t        skm_nstaples;
 
 
+/*
+ * The staple for a carrier's name answers for that name and for each
+ * parent of it of two labels or more (at most SK_STAPLE_MAX_ANSWERS):
+ * what a client looks up for the host (a wildcard SK on a parent), and
+ * the recipient domain whose SK cross-signs its own MX host
+ * (mx.example.org's staple holds example.org's answer), which a sending
+ * MTA's policy looks up (docs/protocol.md, "Mail: a domain's MX hosts").
+ */
 static skm_staple_t *
 skm_staple_get(const char *name)
 {
     skm_staple_t  *st;
-    size_t         i;
+    const char    *names[SK_STAPLE_MAX_ANSWERS], *p;
+    size_t         i, n;
     sk_err_t       err;
 
     for (i = 0; i < skm_nstaples; i++) {
@@ -50,7 +59,14 @@ skm_staple_get(const char *name)
         return NULL;
     }
     st = &skm_staples[skm_nstaples];
-    if (sk_staple_set_init(&st->set, &name, 1, &err) != 0) {
+    names[0] = name;
+    n = 1;
+    for (p = strchr(name, '.'); p != NULL && strchr(p + 1, '.') != NULL
+         && n < SK_STAPLE_MAX_ANSWERS; p = strchr(p + 1, '.'))
+    {
+        names[n++] = p + 1;
+    }
+    if (sk_staple_set_init(&st->set, names, n, &err) != 0) {
         skm_log(LOG_ERR, "staple %s: %s", name, err.msg);
         return NULL;
     }
@@ -67,6 +83,7 @@ skm_staple_refresh(skm_staple_t *st, const skm_conf_t *conf, time_t now)
     sk_client_curl_t   curl = { 0, 0, NULL };
     sk_cache_t        *cache = NULL;
     sk_err_t           err;
+    size_t             i;
 
     if (st->gen == conf->gen && now < st->set.next) {
         return;
@@ -84,11 +101,17 @@ skm_staple_refresh(skm_staple_t *st, const skm_conf_t *conf, time_t now)
     {
         skm_metrics_staple_refreshed(-1);
         skm_log(LOG_ERR, "staple %s: %s", nm->name, err.msg);
-    } else if (nm->tried == now) {
-        skm_metrics_staple_refreshed((int) nm->cause);
-        skm_log(nm->failed ? LOG_WARNING : LOG_INFO, "staple %s: %s%s",
-            nm->name, nm->why, st->set.buf == NULL
-            ? "; the chain files get no staple" : "");
+    } else {
+        for (i = 0; i < st->set.n; i++) {
+            nm = &st->set.names[i];
+            if (nm->tried != now) {
+                continue;
+            }
+            skm_metrics_staple_refreshed((int) nm->cause);
+            skm_log(nm->failed ? LOG_WARNING : LOG_INFO, "staple %s: %s%s",
+                nm->name, nm->why, st->set.buf == NULL
+                ? "; the chain files get no staple" : "");
+        }
     }
     sk_cache_close(cache);
     st->gen = conf->gen;

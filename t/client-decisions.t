@@ -354,28 +354,35 @@ my $spki = run_cmd(['sh', '-c', "openssl x509 -in $cert -pubkey -noout"
     . " | openssl pkey -pubin -outform DER"])->{out};
 (my $fp = sha256_hex($spki)) =~ s/(..)(?!$)/$1:/g;
 
-# sk-milter's answer for the next hop [NAME]:PORT, StapleTrust TRUST:
-# match (the real site's key), TEMP or NOTFOUND.  One milter; each row's
-# trust file is loaded by a reload (which empties the policy cache).
-my ($mlog, $mpid, $pport) = ("$d/milter.log");
+# sk-milter's answer for the next hop [NAME]:PORT, StapleTrust TRUST and
+# PolicyCache CACHE (a copy of the row's): match (the real site's key),
+# TEMP or NOTFOUND.  One milter; each row's trust file and cache are
+# loaded by a reload (which empties the policy's answer cache).
+my ($mlog, $mpid, $pport, $sport) = ("$d/milter.log");
 my $ptrust = "$d/policy-trust.conf";
 sub reloads { return -e $mlog ? scalar(() = slurp($mlog) =~ /reloaded /g) : 0 }
 if ($pf) {
     mkdir "$d/kc";
-    $pport = free_port();
+    ($pport, $sport) = (free_port(), free_port());
     spew($ptrust, slurp($w->{trust}));
-    spew("$d/sk-milter.conf", join('', map { "$_\n" }
-        'Socket inet:' . free_port() . '@127.0.0.1', 'Name mx.src.example',
-        'Syslog no', "KeyCache $d/kc", "PolicySocket inet:$pport\@127.0.0.1",
-        "StapleTrust $ptrust"));
+    milter_conf("$d/pc");
     $mpid = run_daemon([$SKM, '-f', '-c', "$d/sk-milter.conf"], $mlog);
     ok(wait_for_port($pport), 'sk-milter\'s policy socket listens')
         or diag(slurp($mlog));
 }
+sub milter_conf {
+    my ($cache) = @_;
+    spew("$d/sk-milter.conf", join('', map { "$_\n" }
+        "Socket inet:$sport\@127.0.0.1",
+        'Name mx.src.example', 'Syslog no', "KeyCache $d/kc",
+        "PolicySocket inet:$pport\@127.0.0.1", "StapleTrust $ptrust",
+        "PolicyCache $cache"));
+}
 sub policy {
-    my ($trust, $name, $port) = @_;
+    my ($trust, $name, $port, $cache) = @_;
     my $n = reloads();
     spew($ptrust, slurp($trust));
+    milter_conf($cache);
     kill 'HUP', $mpid;
     wait_until(sub { reloads() > $n }, 10)
         or return 'not reloaded: ' . slurp($mlog);
@@ -546,7 +553,8 @@ for my $row (@rows) {
     # sk-milter's outbound policy.
     SKIP: {
         skip "policy: $nopolicy", 1 if $nopolicy;
-        is(policy($trust, $name, $smtp{$srv}), $row->{policy},
+        $fresh_cache->();
+        is(policy($trust, $name, $smtp{$srv}, $cache), $row->{policy},
             "$what: outbound policy: $row->{policy}")
             or diag(slurp($mlog));
     }

@@ -95,7 +95,8 @@ sub pq {
 }
 pq('sk', 'web.example');                # NOTFOUND: its SK lacks smtp
 pq('sk', 'web.example');                # the same, from the answer cache
-like(pq('sk', 'nosk.example'), qr/sovereign key lookup/, 'policy: TEMP');
+like(pq('sk', 'example.com'), qr/sovereign key/, 'policy: TEMP (its SK\'s '
+    . 'key is to come from the KeyCache, which is down)');
 pq('other', 'example.com');            # PERM: not the PolicyMapName
 
 ok(wait_until(sub { slurp($log) =~ /probe starttls/ }, 10), 'probe ran')
@@ -154,7 +155,9 @@ sub pending {
         . 'alertstate="pending"})', sub { $_[0] == 1 }, 15);
 }
 # (Those before the first scrape are no rate: one more of each.)
-like(pq('sk', 'nosk.example'), qr/sovereign key lookup/, 'policy: TEMP again');
+like(pq('sk', 'nosk.example'), qr/sovereign key lookup of nosk\.example/,
+    'policy: TEMP again (no StapleTrust: its KeyCache record may be there, '
+    . 'and the KeyCache is down)');
 ok(pending('SKMilterKeyCacheErrors', ''), 'KeyCache down: '
     . 'SKMilterKeyCacheErrors');
 ok(pending('SKMilterPolicyLookupsFailing', ''), 'a TEMP policy answer: '

@@ -7,7 +7,8 @@
 # as soon as their clients are gone, not when the lookups give up.  With
 # StapleTrust any next hop is asked for its staple, so any domain (a
 # bounce to a forged sender's) can drip: that lookup is bound too, and
-# undecided is TEMP, not NOTFOUND ("no SK").
+# undecided is TEMP, not NOTFOUND ("no SK"); so is one that learns
+# nothing (no mirror, no staple), unless PolicyUndecided says notfound.
 #
 # drip.example resolves to 127.0.0.1 in a private mount namespace
 # (unshare -m) with its own /etc/hosts.
@@ -70,6 +71,7 @@ spew("$dir/staple-trust.conf", "timeline = 7 $dir/sk.key.pub\n"
 spew("$dir/sk-milter.conf", join('', map { "$_\n" }
     "Socket inet:$mport\@127.0.0.1", 'Name mx.src.example', 'Syslog no',
     "TrustFile $dir/trust", "StapleTrust $dir/staple-trust.conf",
+    "PolicyCache $dir/pcache",
     "PolicySocket inet:$pport\@127.0.0.1",
     'PolicyMaxConnections 6', "PolicyTimeout $timeout"));
 my $log = "$dir/milter.log";
@@ -150,9 +152,27 @@ my $served = wait_until(sub {
     return (answer($c, 0.5) // '') eq 'NOTFOUND ';
 }, 1.5);
 ok($served, 'once the six hung up, a new lookup is served within 1.5 s, '
-    . 'well before their lookups would have timed out');
+    . 'well before their lookups would have timed out') or diag(slurp($log));
 like(slurp($log), qr/deferring: the policy client hung up/,
     'the abandoned lookups are logged as such');
+
+# Undecided without a drip: no mirror answers, nothing is cached, the
+# next hop serves no staple.  TEMP; NOTFOUND with PolicyUndecided
+# notfound, said in the log.
+my $closed = free_port();
+my $v = answer(ask("[forged.example]:$closed"), $timeout + 3) // '(none)';
+like($v, qr/^TEMP sk-milter: undecided for forged\.example/,
+    'undecided: TEMP') or diag(slurp($log));
+my $n = () = slurp($log) =~ /reloaded /g;
+spew("$dir/sk-milter.conf", slurp("$dir/sk-milter.conf")
+    . "PolicyUndecided notfound\n");
+kill 'HUP', $mpid;
+ok(wait_until(sub { (() = slurp($log) =~ /reloaded /g) > $n }, 10),
+    'PolicyUndecided notfound: reloaded');
+$v = answer(ask("[forged.example]:$closed"), $timeout + 3) // '(none)';
+is($v, 'NOTFOUND ', 'PolicyUndecided notfound: NOTFOUND');
+like(slurp($log), qr/policy \[forged\.example\]:$closed: NOTFOUND \(PolicyUndecided notfound\): undecided: no mirror gave a fresh enough answer/,
+    '... logged as such');
 
 ok(daemon_alive($mpid), 'sk-milter still running');
 is(stop_daemon($mpid), 0, 'clean exit');

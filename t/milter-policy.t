@@ -141,10 +141,13 @@ is($v, "fingerprint match=$fp",
 # mxless.example's.
 ($rc, $v, $e) = pq("mxless.example:$port{good}");
 isnt($v, "fingerprint match=$fp", 'a carrier for another host: not pinned');
-like(slurp($log), qr/carrier \(served chain\) is for mx\.dest\.example, not this host/,
+like(slurp($log), qr/mxless\.example:\d+: carrier is for mx\.dest\.example, not mxless\.example/,
     '... the log names the carrier\'s host');
 ($rc, $v, $e) = pq("dest.example:$port{good}");
 is($rc, 1, 'a domain with no SK: NOTFOUND') or diag("$v $e");
+pq("dest.example:$port{good}");
+is(scalar(() = slurp($log) =~ /policy dest\.example:\d+: NOTFOUND: /g), 1,
+    '... logged once per PolicyTTL: its cached answer is not logged again');
 ($rc, $v, $e) = pq("[127.0.0.1]:$port{good}");
 is($rc, 1, 'an IP literal: NOTFOUND');
 ($rc, $v, $e) = pq("[web.dest.example]:$port{good}");
@@ -155,9 +158,10 @@ for my $c (qw(none otherkey wrongsk nosmtp)) {
     like($e, qr/temporary|TEMP|lookup error|problem/i,
         "carrier $c: a temporary lookup failure") or diag("$rc $v $e");
 }
-like(slurp($log), qr/carrier \(served chain\): carrier for mx\.dest\.example: certifies key sha256:/,
+like(slurp($log), qr/for smtp: carrier for mx\.dest\.example: certifies key sha256:/,
     'log names the carrier for another key');
-like(slurp($log), qr/no carrier for its key/, 'log names the missing carrier');
+like(slurp($log), qr/the server presented no carrier/,
+    'log names the missing carrier');
 
 # A sending Postfix pinned through the map.
 my $src = SKPostfix->new(dir => "$dir/src", main => {

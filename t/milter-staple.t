@@ -65,7 +65,7 @@ $pf->start;
 my ($mport, $pport, $xport) = (free_port(), free_port(), free_port());
 my $conf = join('', map { "$_\n" } "MetricsListen 127.0.0.1:$xport",
     "Socket inet:$mport\@127.0.0.1", 'Name example.com', 'Syslog no',
-    "PolicySocket inet:$pport\@127.0.0.1",
+    "PolicySocket inet:$pport\@127.0.0.1", "PolicyCache $dir/pcache",
     "KeyCache $cache", "CarrierFile $dir/carrier.pem",
     "ChainFile $dir/source.pem $dir/served.pem",
     "PostfixCommand postfix -c $pf->{etc} reload",
@@ -169,7 +169,7 @@ SKIP: {
     chomp(my $v = $r->{out});
     is($v, "fingerprint match=$fp", 'policy: the SK learnt from the staple '
         . 'pins delivery') or diag($r->{err} . mlog());
-    like(mlog(), qr/policy \[example\.com\]:\d+: the SK of example\.com from example\.com's staple \(answer of \Q$m->{url}\E\)/,
+    like(mlog(), qr/policy \[example\.com\]:\d+: pinned match=\S+ \(example\.com's SK from example\.com's staple \(answer of \Q$m->{url}\E\)\)/,
         '... saying where it came from') or diag(mlog());
     my %mv = metrics();
     cmp_ok($mv{sk_milter_staples_requested_total} // 0, '>=', 1,

@@ -100,6 +100,23 @@ is($r->{rc}, 2, 'a Change-Services names no key: -p is required');
 $r = sk('entry', 'verify', '-i', "$d/cs.txt", '-p', "$d/sk.key.pub");
 is($r->{rc}, 0, '... and verifies with the SK') or diag($r->{err});
 
+# A provider's MX hosts named for the domain's mail (mx=), strictly.
+$r = sk('entry', 'change-services', '-k', "$d/sk.key", '-n', 'example.com',
+    '-s', 'https,smtp;mx=*.mail.provider.example;mx=mx.example.net', '-o',
+    "$d/cs-mx.txt");
+is($r->{rc}, 0, 'entry change-services with mx= patterns') or diag($r->{err});
+like(slurp("$d/cs-mx.txt"), qr/^Services: https,smtp;mx=\*\.mail\.provider\.example;mx=mx\.example\.net$/m,
+    '... written as given');
+for my $bad (['https;mx=mx.example.net', 'mx= patterns are for smtp, not https'],
+    ['smtp;mx=a.example;10.0.0.1:25', 'route 1 after an mx= pattern'],
+    ['smtp;mx=*.com', 'mx= pattern 1: name:'])
+{
+    $r = sk('entry', 'change-services', '-k', "$d/sk.key", '-n',
+        'example.com', '-s', $bad->[0], '-o', "$d/bad.txt");
+    isnt($r->{rc}, 0, "services $bad->[0]: refused");
+    like($r->{err}, qr/\Q$bad->[1]\E/, '... saying why') or diag($r->{err});
+}
+
 $r = sk('entry', 'unbind', '-k', "$d/sk.key", '-n', 'example.com',
     '-l', '1700000000', '-o', "$d/unbind.txt");
 is($r->{rc}, 0, 'entry unbind') or diag($r->{err});

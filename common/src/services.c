@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sk/name.h>
 #include <sk/services.h>
 
 #define SK_SERVICES_PORT_MAX 65535
@@ -177,6 +178,37 @@ sk_services_parse_route(sk_service_t *sv, const char *s, size_t len,
 }
 
 
+/* "mx=" pattern mi (from 1) of element idx: after "mx=", s[0..len). */
+static int
+sk_services_parse_mx(sk_service_t *sv, const char *s, size_t len,
+    size_t idx, size_t mi, sk_err_t *err)
+{
+    sk_err_t  e;
+    size_t    i, skip;
+
+    if (strcmp(sv->name, "smtp") != 0) {
+        return sk_services_fail(err, idx, "mx= patterns are for smtp, not "
+            "%s", sv->name);
+    }
+    skip = len >= 2 && s[0] == '*' && s[1] == '.' ? 2 : 0;
+    if (sk_name_check(s + skip, len - skip, &e) != 0) {
+        return sk_services_fail(err, idx, "mx= pattern %zu: %s", mi, e.msg);
+    }
+    for (i = 0; i < sv->nmx; i++) {
+        if (strlen(sv->mx[i]) == len && memcmp(sv->mx[i], s, len) == 0) {
+            return sk_services_fail(err, idx, "mx= pattern %zu repeats "
+                "pattern %zu (\"%s\")", mi, i + 1, sv->mx[i]);
+        }
+    }
+    sv->mx[sv->nmx] = strndup(s, len);
+    if (sv->mx[sv->nmx] == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "services: out of memory");
+    }
+    sv->nmx++;
+    return 0;
+}
+
+
 static size_t
 sk_services_count(const char *s, size_t len, char c)
 {
@@ -194,8 +226,8 @@ static int
 sk_services_parse_one(sk_service_t *sv, const char *s, size_t len,
     size_t idx, size_t off, sk_err_t *err)
 {
-    const char  *semi, *colon;
-    size_t       head, name, next, ri;
+    const char  *semi, *colon, *part;
+    size_t       head, name, next, ri, n, plen;
 
     if (len == 0) {
         return sk_services_fail(err, idx, "empty (character %zu)", off + 1);
@@ -221,15 +253,31 @@ sk_services_parse_one(sk_service_t *sv, const char *s, size_t len,
         return 0;
     }
 
-    sv->routes = calloc(sk_services_count(s, len, ';') + 1, sizeof(char *));
-    if (sv->routes == NULL) {
+    n = sk_services_count(s, len, ';') + 1;
+    sv->routes = calloc(n, sizeof(char *));
+    sv->mx = calloc(n, sizeof(char *));
+    if (sv->routes == NULL || sv->mx == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "services: out of memory");
     }
     for (ri = 1; head < len; ri++, head = next) {
         semi = memchr(s + head + 1, ';', len - head - 1);
         next = semi == NULL ? len : (size_t) (semi - s);
-        if (sk_services_parse_route(sv, s + head + 1, next - head - 1, idx,
-                ri, off + head + 1, err) != 0)
+        part = s + head + 1;
+        plen = next - head - 1;
+        if (plen >= 3 && memcmp(part, "mx=", 3) == 0) {
+            if (sk_services_parse_mx(sv, part + 3, plen - 3, idx,
+                    sv->nmx + 1, err) != 0)
+            {
+                return -1;
+            }
+            continue;
+        }
+        if (sv->nmx > 0) {
+            return sk_services_fail(err, idx, "route %zu after an mx= "
+                "pattern (routes come first)", sv->nroutes + 1);
+        }
+        if (sk_services_parse_route(sv, part, plen, idx, sv->nroutes + 1,
+                off + head + 1, err) != 0)
         {
             return -1;
         }
@@ -324,6 +372,9 @@ sk_services_format(char **out, const sk_services_t *svcs, sk_err_t *err)
         for (j = 0; j < sv->nroutes; j++) {
             size += strlen(sv->routes[j]) + 1;
         }
+        for (j = 0; j < sv->nmx; j++) {
+            size += strlen(sv->mx[j]) + 4;
+        }
     }
     buf = malloc(size);
     if (buf == NULL) {
@@ -345,6 +396,10 @@ sk_services_format(char **out, const sk_services_t *svcs, sk_err_t *err)
         for (j = 0; j < sv->nroutes; j++) {
             *p++ = ';';
             p = sk_services_put(p, sv->routes[j]);
+        }
+        for (j = 0; j < sv->nmx; j++) {
+            p = sk_services_put(p, ";mx=");
+            p = sk_services_put(p, sv->mx[j]);
         }
     }
     *p = '\0';
@@ -422,6 +477,30 @@ sk_services_covers(const sk_services_t *svcs, const char *service,
 
 
 int
+sk_services_mx_match(const char *pattern, const char *host)
+{
+    const char  *dot, *p;
+
+    if (pattern[0] == '*' && pattern[1] == '.') {
+        dot = strchr(host, '.');
+        if (dot == NULL || dot == host) {
+            return 0;
+        }
+        /* one label: letters, digits, '-' (a "*" is no host's label) */
+        for (p = host; p < dot; p++) {
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')
+                  || (*p >= '0' && *p <= '9') || *p == '-'))
+            {
+                return 0;
+            }
+        }
+        return sk_name_covers(pattern + 2, 0, dot + 1);
+    }
+    return sk_name_covers(pattern, 0, host);
+}
+
+
+int
 sk_services_equal(const sk_services_t *a, const sk_services_t *b)
 {
     const sk_service_t  *x, *y;
@@ -437,12 +516,18 @@ sk_services_equal(const sk_services_t *a, const sk_services_t *b)
         x = &a->v[i];
         y = &b->v[i];
         if (strncmp(x->name, y->name, sizeof(x->name)) != 0
-            || x->port != y->port || x->nroutes != y->nroutes)
+            || x->port != y->port || x->nroutes != y->nroutes
+            || x->nmx != y->nmx)
         {
             return 0;
         }
         for (j = 0; j < x->nroutes; j++) {
             if (strcmp(x->routes[j], y->routes[j]) != 0) {
+                return 0;
+            }
+        }
+        for (j = 0; j < x->nmx; j++) {
+            if (strcmp(x->mx[j], y->mx[j]) != 0) {
                 return 0;
             }
         }
@@ -464,6 +549,10 @@ sk_services_free(sk_services_t *svcs)
             free(svcs->v[i].routes[j]);
         }
         free(svcs->v[i].routes);
+        for (j = 0; j < svcs->v[i].nmx; j++) {
+            free(svcs->v[i].mx[j]);
+        }
+        free(svcs->v[i].mx);
     }
     free(svcs->v);
     svcs->v = NULL;

@@ -6,6 +6,7 @@
  * very same bytes, and parse again to an equal set.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,11 +14,31 @@
 
 
 static void
+fuzz_mx(const char *p)
+{
+    char  host[SK_NAME_MAX + 8];
+
+    if (p[0] != '*') {
+        if (!sk_services_mx_match(p, p)) {
+            abort();
+        }
+        return;
+    }
+    snprintf(host, sizeof(host), "a%s", p + 1);
+    if (!sk_services_mx_match(p, host) || sk_services_mx_match(p, p + 2)
+        || sk_services_mx_match(p, p))
+    {
+        abort();
+    }
+}
+
+
+static void
 fuzz_services(const char *s, size_t len)
 {
     sk_services_t  a, b;
     char          *out;
-    size_t         i;
+    size_t         i, j;
     sk_err_t       err;
 
     if (sk_services_parse(&a, s, len, &err) != 0) {
@@ -43,6 +64,13 @@ fuzz_services(const char *s, size_t len)
             || sk_services_find(&a, a.v[i].name, a.v[i].port) == NULL)
         {
             abort();
+        }
+    }
+    /* An "mx=" pattern matches what it spells: itself, or for "*.NAME"
+     * one label under NAME and never NAME itself. */
+    for (i = 0; i < a.n; i++) {
+        for (j = 0; j < a.v[i].nmx; j++) {
+            fuzz_mx(a.v[i].mx[j]);
         }
     }
     (void) sk_services_covers(&a, "https", 0);

@@ -41,9 +41,10 @@ teardown(void **state)
 }
 
 
-/* The record of n entries (stamped here on one timeline, in order). */
+/* The record of name from n entries (stamped here on one timeline, in
+ * order). */
 static void
-record(sk_record_t *rec, sk_entry_t **es, size_t n)
+record_of(sk_record_t *rec, const char *name, sk_entry_t **es, size_t n)
 {
     sk_err_t  err;
     size_t    i;
@@ -52,8 +53,15 @@ record(sk_record_t *rec, sk_entry_t **es, size_t n)
         tu_assert_ok(sk_entry_stamp(es[i], 1, i, FX_NOW - 1000 + (int64_t) i,
             tlk, &err), &err);
     }
-    tu_assert_ok(sk_record_combine(rec, NAME, (const sk_entry_t *const *) es,
+    tu_assert_ok(sk_record_combine(rec, name, (const sk_entry_t *const *) es,
         n, NULL, NULL, &err), &err);
+}
+
+
+static void
+record(sk_record_t *rec, sk_entry_t **es, size_t n)
+{
+    record_of(rec, NAME, es, n);
 }
 
 
@@ -113,15 +121,11 @@ served(const sk_key_t *by, const sk_key_t *certified, const char *name,
 }
 
 
+/* d is want/check with why in its reason; chain freed. */
 static void
-decide(sk_decide_t *d, const sk_record_t *rec, const char *host,
-    const char *service, unsigned port, STACK_OF(X509) *chain,
-    sk_decision_t want, const char *check, const char *why)
+decided(const sk_decide_t *d, STACK_OF(X509) *chain, sk_decision_t want,
+    const char *check, const char *why)
 {
-    sk_err_t  err;
-
-    tu_assert_ok(sk_client_decide(d, rec, host, service, port, chain, FX_NOW,
-        &err), &err);
     if (d->decision != want || strcmp(d->check, check) != 0
         || strstr(d->reason, why) == NULL)
     {
@@ -132,6 +136,19 @@ decide(sk_decide_t *d, const sk_record_t *rec, const char *host,
     if (chain != NULL) {
         sk_X509_pop_free(chain, X509_free);
     }
+}
+
+
+static void
+decide(sk_decide_t *d, const sk_record_t *rec, const char *host,
+    const char *service, unsigned port, STACK_OF(X509) *chain,
+    sk_decision_t want, const char *check, const char *why)
+{
+    sk_err_t  err;
+
+    tu_assert_ok(sk_client_decide(d, rec, host, service, port, chain, FX_NOW,
+        &err), &err);
+    decided(d, chain, want, check, why);
 }
 
 
@@ -284,6 +301,157 @@ test_delegation(void **state)
 }
 
 
+/* What a host presents: a leaf for op's key (named host) and a carrier. */
+static STACK_OF(X509) *
+mx_served(const char *host, const sk_key_t *by, const char *name,
+    time_t na)
+{
+    return chain_of(cert_of(op, host), carrier_x509(by, op, name, "smtp",
+        FX_NOW - 60, na), NULL);
+}
+
+
+static void
+decide_mx(sk_decide_t *d, const sk_record_t *rec, const char *host,
+    const sk_record_t *hostrec, STACK_OF(X509) *chain, sk_decision_t want,
+    const char *check, const char *why)
+{
+    sk_err_t  err;
+
+    tu_assert_ok(sk_client_decide_mx(d, rec, NAME, host, 25, hostrec, chain,
+        FX_NOW, &err), &err);
+    decided(d, chain, want, check, why);
+}
+
+
+/* The domain runs its own MX: its SK cross-signs the MX host's key. */
+static void
+test_mx_own(void **state)
+{
+    sk_entry_t   *es[1] = { fx_bind(NAME, sk, "https,smtp", 0) };
+    sk_entry_t   *ws[1] = { fx_bind(NAME, sk, "smtp", 1) };
+    sk_entry_t   *hs[1] = { fx_bind(NAME, sk, "https", 0) };
+    sk_record_t   rec, wild, web;
+    sk_decide_t   d;
+    char          fp[SK_FINGERPRINT_SIZE];
+
+    (void) state;
+    record(&rec, es, 1);
+    record(&wild, ws, 1);
+    record(&web, hs, 1);
+    sk_key_fingerprint(fp, sk);
+
+    decide_mx(&d, &rec, "mx.example.com", NULL, mx_served("mx.example.com",
+        sk, "mx.example.com", FX_NOW + 3600), SK_DECIDE_ACCEPT, "carrier",
+        "carrier for mx.example.com by the SK in force");
+    assert_string_equal(d.sk, fp);
+    assert_int_equal(d.not_after, FX_NOW + 3600);
+    /* A host outside the domain: its SK names it all the same. */
+    decide_mx(&d, &rec, "mail.example.net", NULL, mx_served(
+        "mail.example.net", sk, "mail.example.net", FX_NOW + 3600),
+        SK_DECIDE_ACCEPT, "carrier", "carrier for mail.example.net");
+    /* The domain's carrier covers its MX host only with the wildcard. */
+    decide_mx(&d, &rec, "mx.example.com", NULL, mx_served("mx.example.com",
+        sk, NAME, FX_NOW + 3600), SK_DECIDE_REJECT, "carrier-name",
+        "carrier is for example.com, not mx.example.com");
+    decide_mx(&d, &wild, "mx.example.com", NULL, mx_served("mx.example.com",
+        sk, NAME, FX_NOW + 3600), SK_DECIDE_ACCEPT, "carrier",
+        "carrier for example.com");
+    /* The MX records changed to a host with a carrier of its own SK. */
+    decide_mx(&d, &rec, "mx.attacker.example", NULL, mx_served(
+        "mx.attacker.example", sk2, "mx.attacker.example", FX_NOW + 3600),
+        SK_DECIDE_REJECT, "wrong-sk", "example.com has an SK");
+    decide_mx(&d, &rec, "mx.example.com", NULL, chain_of(cert_of(op,
+        "mx.example.com"), NULL, NULL), SK_DECIDE_REJECT, "no-carrier",
+        "example.com has an SK (sha256:");
+    decide_mx(&d, &rec, "mx.example.com", NULL, mx_served("mx.example.com",
+        sk, "mx.example.com", FX_NOW - 1), SK_DECIDE_REJECT, "expired",
+        "expired");
+    decide_mx(&d, &rec, "mx.example.com", NULL, NULL, SK_DECIDE_INSECURE,
+        "plaintext", "mx.example.com must not receive its mail without "
+        "TLS");
+    /* An SK for the web only says nothing about mail. */
+    decide_mx(&d, &web, "mx.example.com", NULL, mx_served("mx.example.com",
+        sk2, "mx.example.com", FX_NOW + 3600), SK_DECIDE_NONE,
+        "not-covered", "does not cover smtp");
+    decide_mx(&d, NULL, "mx.example.com", NULL, NULL, SK_DECIDE_NONE,
+        "no-sk", "no SK is known for example.com");
+    sk_record_free(&rec);
+    sk_record_free(&wild);
+    sk_record_free(&web);
+    sk_entry_free(es[0]);
+    sk_entry_free(ws[0]);
+    sk_entry_free(hs[0]);
+}
+
+
+/* A hosted domain: its record names the provider's hosts, whose own SK
+ * cross-signs them. */
+static void
+test_mx_hosted(void **state)
+{
+    sk_entry_t   *es[1] = { fx_bind(NAME, sk,
+                                "smtp;mx=*.provider.example;mx=mail.example.org",
+                                0) };
+    sk_entry_t   *ps[1] = { fx_bind("provider.example", sk2, "smtp", 1) };
+    sk_entry_t   *ws[1] = { fx_bind("provider.example", sk2, "https", 1) };
+    sk_record_t   rec, prov, provweb;
+    sk_decide_t   d;
+    char          fp2[SK_FINGERPRINT_SIZE];
+
+    (void) state;
+    record(&rec, es, 1);
+    record_of(&prov, "provider.example", ps, 1);
+    record_of(&provweb, "provider.example", ws, 1);
+    sk_key_fingerprint(fp2, sk2);
+    assert_string_equal(sk_client_mx_pattern(&rec, "MX1.provider.example",
+        25), "*.provider.example");
+    assert_string_equal(sk_client_mx_pattern(&rec, "mail.example.org", 0),
+        "mail.example.org");
+    assert_null(sk_client_mx_pattern(&rec, "provider.example", 25));
+    assert_null(sk_client_mx_pattern(&prov, "mx1.provider.example", 25));
+
+    decide_mx(&d, &rec, "mx1.provider.example", &prov, mx_served(
+        "mx1.provider.example", sk2, "provider.example", FX_NOW + 3600),
+        SK_DECIDE_ACCEPT, "carrier", "mx1.provider.example matches "
+        "example.com's mx=*.provider.example: carrier for provider.example");
+    assert_string_equal(d.sk, fp2);
+    assert_int_equal(d.not_after, FX_NOW + 3600);
+    /* The pattern lets the host in; only its own SK vouches for it. */
+    decide_mx(&d, &rec, "mx1.provider.example", NULL, mx_served(
+        "mx1.provider.example", sk2, "provider.example", FX_NOW + 3600),
+        SK_DECIDE_REJECT, "mx-no-sk", "matches example.com's "
+        "mx=*.provider.example, but no SK vouches for its key: no SK is "
+        "known for mx1.provider.example");
+    decide_mx(&d, &rec, "mx1.provider.example", &provweb, mx_served(
+        "mx1.provider.example", sk2, "provider.example", FX_NOW + 3600),
+        SK_DECIDE_REJECT, "mx-no-sk", "does not cover smtp");
+    decide_mx(&d, &rec, "mx1.provider.example", &prov, mx_served(
+        "mx1.provider.example", sk, "provider.example", FX_NOW + 3600),
+        SK_DECIDE_REJECT, "wrong-sk", "mx1.provider.example matches "
+        "example.com's mx=*.provider.example: mx1.provider.example has an "
+        "SK");
+    /* A host no pattern names, even with a valid carrier of its own. */
+    decide_mx(&d, &rec, "mx.attacker.example", &prov, mx_served(
+        "mx.attacker.example", sk2, "mx.attacker.example", FX_NOW + 3600),
+        SK_DECIDE_REJECT, "wrong-sk", "; and mx.attacker.example matches "
+        "none of example.com's mx= patterns");
+    decide_mx(&d, &rec, "a.b.provider.example", &prov, mx_served(
+        "a.b.provider.example", sk2, "provider.example", FX_NOW + 3600),
+        SK_DECIDE_REJECT, "wrong-sk", "matches none");
+    /* The domain's own SK still cross-signs directly. */
+    decide_mx(&d, &rec, "mx.example.com", NULL, mx_served("mx.example.com",
+        sk, "mx.example.com", FX_NOW + 3600), SK_DECIDE_ACCEPT, "carrier",
+        "carrier for mx.example.com");
+    sk_record_free(&rec);
+    sk_record_free(&prov);
+    sk_record_free(&provweb);
+    sk_entry_free(es[0]);
+    sk_entry_free(ps[0]);
+    sk_entry_free(ws[0]);
+}
+
+
 int
 main(void)
 {
@@ -291,6 +459,8 @@ main(void)
         cmocka_unit_test(test_accept_reject),
         cmocka_unit_test(test_none),
         cmocka_unit_test(test_delegation),
+        cmocka_unit_test(test_mx_own),
+        cmocka_unit_test(test_mx_hosted),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -448,6 +448,33 @@ test_cache(void **state)
     assert_int_equal(back.size[0], 99);
     assert_int_equal(back.ts[0], FX_NOW);
     sk_client_mstate_free(&back);
+    /* A lookup that read the state before the drop writes later: the
+     * drop stays, and each timeline keeps the freshest seen. */
+    st.dropped = 0;
+    st.ntl = 2;
+    st.size[0] = 98;
+    st.ts[0] = FX_NOW - 60;
+    st.tid[1] = 8;
+    st.size[1] = 5;
+    st.ts[1] = FX_NOW - 5;
+    tu_assert_ok(sk_client_cache_put_mirror(c, &st, &err), &err);
+    tu_assert_ok(sk_client_cache_get_mirror(c, &back, st.url, &err), &err);
+    assert_int_equal(back.dropped, 1);
+    assert_string_equal(back.why, "omits an entry really");
+    assert_int_equal(back.ntl, 2);
+    assert_int_equal(back.size[0], 99);
+    assert_int_equal(back.ts[0], FX_NOW);
+    assert_int_equal(back.tid[1], 8);
+    assert_int_equal(back.ts[1], FX_NOW - 5);
+    st.ntl = 1;
+    st.ts[0] = FX_NOW + 1;
+    st.size[0] = 100;
+    tu_assert_ok(sk_client_cache_put_mirror(c, &st, &err), &err);
+    tu_assert_ok(sk_client_cache_get_mirror(c, &back, st.url, &err), &err);
+    assert_int_equal(back.ntl, 2);
+    assert_int_equal(back.size[0], 100);
+    assert_int_equal(back.ts[0], FX_NOW + 1);
+    sk_client_mstate_free(&back);
     mstate_strict(c, sub, st.url);
 
     sk_client_cache_close(c);

@@ -300,8 +300,8 @@ test_format_hand_built(void **state)
 {
     char          *routes[] = { "a.onion", "10.0.0.1:443", NULL };
     sk_service_t   v[2] = {
-        { "https", 8443, routes, 2 },
-        { "imaps", 0, NULL, 0 },
+        { "https", 8443, routes, 2, NULL, 0 },
+        { "imaps", 0, NULL, 0, NULL, 0 },
     };
     sk_services_t  s = { v, 2 }, empty = { NULL, 0 };
     char          *out;
@@ -380,6 +380,77 @@ test_equal_and_free(void **state)
 }
 
 
+/* "mx=" patterns: smtp only, after the routes, names or "*." names. */
+static void
+test_mx(void **state)
+{
+    static const struct {
+        const char  *pattern, *host;
+        int          want;
+    } match[] = {
+        { "mx.example.net", "mx.example.net", 1 },
+        { "mx.example.net", "MX.Example.NET", 1 },
+        { "mx.example.net", "a.mx.example.net", 0 },
+        { "*.example.net", "mx.example.net", 1 },
+        { "*.example.net", "MX1.EXAMPLE.NET", 1 },
+        { "*.example.net", "example.net", 0 },
+        { "*.example.net", "a.b.example.net", 0 },
+        { "*.example.net", ".example.net", 0 },
+        { "*.example.net", "mxexample.net", 0 },
+        { "*.example.net", "mx.example.org", 0 },
+        { "*.example.net", "*.example.net", 0 },
+        { "*.example.net", "a_b.example.net", 0 },
+    };
+    sk_services_t        s;
+    const sk_service_t  *sv;
+    size_t               i;
+
+    (void) state;
+    parse_ok(&s, "https,smtp;10.0.0.1:25;mx=mx1.provider.example;"
+        "mx=*.mail.provider.example");
+    sv = sk_services_find(&s, "smtp", 25);
+    assert_non_null(sv);
+    assert_int_equal(sv->nroutes, 1);
+    assert_string_equal(sv->routes[0], "10.0.0.1:25");
+    assert_int_equal(sv->nmx, 2);
+    assert_string_equal(sv->mx[0], "mx1.provider.example");
+    assert_string_equal(sv->mx[1], "*.mail.provider.example");
+    assert_int_equal(s.v[0].nmx, 0);
+    sk_services_free(&s);
+
+    check_round_trip("smtp;mx=mx.example.net");
+    check_round_trip("smtp:2525;x.onion;mx=*.example.net;mx=example.org,"
+        "https");
+    check_round_trip("smtp;a=b;mx.x");      /* routes, not patterns */
+
+    check_bad("https;mx=mx.example.net", "element 1: mx= patterns are for "
+        "smtp, not https");
+    check_bad("smtps;mx=mx.example.net", "for smtp, not smtps");
+    check_bad("smtp;mx=a.example;10.0.0.1:25", "element 1: route 1 after "
+        "an mx= pattern (routes come first)");
+    check_bad("smtp;mx=a.example;mx=b.example;mx=a.example",
+        "element 1: mx= pattern 3 repeats pattern 1 (\"a.example\")");
+    check_bad("smtp;mx=", "element 1: mx= pattern 1: name: empty");
+    check_bad("smtp;mx=*", "element 1: mx= pattern 1: name: label 1, "
+        "character 1: '*'");
+    check_bad("smtp;mx=*.com", "mx= pattern 1: name: ");
+    check_bad("smtp;mx=a.*.example", "'*' is not part of a name");
+    check_bad("smtp;mx=MX.example", "uppercase");
+    check_bad("smtp;mx=mx.example.", "trailing dot");
+    check_bad("all;mx=mx.example", "\"all\" takes no routes");
+
+    /* MTA-STS's matching: one label under a wildcard, any case. */
+    for (i = 0; i < sizeof(match) / sizeof(match[0]); i++) {
+        if (sk_services_mx_match(match[i].pattern, match[i].host)
+            != match[i].want)
+        {
+            fail_msg("mx=%s, host %s: want %d", match[i].pattern,
+                match[i].host, match[i].want);
+        }
+    }
+}
+
+
 int
 main(void)
 {
@@ -392,6 +463,7 @@ main(void)
         cmocka_unit_test(test_covers),
         cmocka_unit_test(test_format_hand_built),
         cmocka_unit_test(test_equal_and_free),
+        cmocka_unit_test(test_mx),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -600,7 +600,8 @@ typedef struct {
     sk_decision_t  decision;
     /* accept: "carrier"; reject: "no-carrier", "malformed-carrier",
      * "wrong-sk", "signature", "key-mismatch", "expired",
-     * "not-yet-valid", "carrier-name", "carrier-services"; none:
+     * "not-yet-valid", "carrier-name", "carrier-services", "mx-no-sk"
+     * (sk_client_decide_mx); none:
      * "no-sk", "unbound", "not-covered"; insecure: "plaintext". */
     const char    *check;
     char           reason[2 * SK_ERR_MSG_MAX];
@@ -638,5 +639,34 @@ int sk_client_decide(sk_decide_t *d, const sk_record_t *rec,
  */
 int sk_client_found_decision_ok(const sk_client_found_t *f,
     const sk_decide_t *d, sk_err_t *err) SK_WUR;
+
+/*
+ * Mail (docs/protocol.md, "Mail: a domain's MX hosts"): the decision for
+ * mail to domain handed to host, one of domain's MX hosts (or domain
+ * itself when it has none), on port (0: 25), with the chain host
+ * presented after STARTTLS (NULL: it offered no TLS).  rec is domain's
+ * record (sk_client_find of domain).
+ *   none      rec binds no SK covering domain and smtp:port
+ *   insecure  it does, and host offered no TLS
+ *   accept    host's chain has a carrier by domain's SK that covers host
+ *             (its name, with rec's Includes-Subdomains) and smtp, valid
+ *             now for host's key; or host matches an "mx=" pattern of
+ *             domain's smtp element (sk_client_mx_pattern) and host's own
+ *             record, hostrec (sk_client_find of host; NULL: none),
+ *             accepts the chain for smtp (sk_client_decide)
+ *   reject    otherwise ("mx-no-sk": host matches a pattern but no SK
+ *             covers smtp at host): the MX records, which anyone on the
+ *             path can change, never pick a host domain's record does not
+ *             vouch for.
+ * -1 only for memory/crypto failures.
+ */
+int sk_client_decide_mx(sk_decide_t *d, const sk_record_t *rec,
+    const char *domain, const char *host, unsigned port,
+    const sk_record_t *hostrec, STACK_OF(X509) *chain, time_t now,
+    sk_err_t *err) SK_WUR;
+/* The first "mx=" pattern of rec's element covering smtp:port that host
+ * matches (borrowed from rec); NULL if none does. */
+const char *sk_client_mx_pattern(const sk_record_t *rec, const char *host,
+    unsigned port);
 
 #endif

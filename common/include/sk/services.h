@@ -2,16 +2,25 @@
  * sk/services.h -- the Services field (draft 1.3.1).
  *
  *   services = "none" | service *("," service)
- *   service  = "all" | name [":" port] *(";" route)
+ *   service  = "all" | name [":" port] *(";" route) *(";mx=" pattern)
  *   name     = lowercase letter *(lowercase letter | digit | "-")
  *   port     = 1..65535, decimal, no leading zero
- *   route    = 1*printable ASCII other than ";" "," and space
+ *   route    = 1*printable ASCII other than ";" "," and space, not
+ *              starting with "mx="
+ *   pattern  = dns-name | "*." dns-name      (a name as sk/name.h)
  *
  * "all" covers every service and carries neither port nor routes.  Routes
  * are alternates in decreasing preference: "IP:port", "[IPv6]:port",
  * "x.onion[:port]", "x.exit".  A service+port appears at most once.
  * "none" is the empty set (an SK pre-claimed with no services) and
  * stands alone.
+ *
+ * "mx=" patterns (docs/protocol.md, "Mail: a domain's MX hosts") say
+ * which hosts may receive the name's mail besides those its own SK
+ * cross-signs: each a host name, or "*." and a name of two labels or more
+ * (one more label, as MTA-STS's mx: patterns), on an "smtp" element
+ * only, after its routes, none twice.  A host matching one is
+ * authenticated by its own SK (sk_client_decide_mx).
  *
  * A port-less element ("https") covers that service on every port; one
  * with a port ("https:8443") covers only that port, and wins over a
@@ -34,6 +43,9 @@ typedef struct {
     unsigned  port;                           /* 0: no port given */
     char    **routes;                         /* nroutes strings, NULL */
     size_t    nroutes;
+    char    **mx;                             /* nmx "mx=" patterns
+                                                 (without "mx="), NULL */
+    size_t    nmx;
 } sk_service_t;
 
 typedef struct {
@@ -61,6 +73,10 @@ int sk_services_covers(const sk_services_t *svcs, const char *service,
  * (an "all" match returns the "all" element). */
 const sk_service_t *sk_services_find(const sk_services_t *svcs,
     const char *service, unsigned port);
+
+/* 1 if host (a DNS name, any case) matches an "mx=" pattern: equal, or
+ * the pattern is "*.NAME" and host is one label more than NAME. */
+int sk_services_mx_match(const char *pattern, const char *host);
 
 /* 1 if a and b hold the same elements in the same order, 0 otherwise. */
 int sk_services_equal(const sk_services_t *a, const sk_services_t *b);

@@ -126,6 +126,19 @@ int sk_tls_attach(sk_tls_t *t, SSL *ssl, sk_err_t *err) SK_WUR;
 int sk_tls_attach_ctx(sk_tls_t *t, SSL_CTX *ctx, sk_err_t *err) SK_WUR;
 
 /*
+ * What sk_tls_decide learns before deciding, for a caller that decides
+ * itself (sk-milter's outbound policy decides for a domain's MX hosts,
+ * sk_client_decide_mx): after sk_tls_prepare, the record from the
+ * staple of sk_tls_set_staple, else one in chain (may be NULL), else the
+ * mirrors; after sk_tls_lookup, or a cache that decided, nothing more.
+ * 0 when sk_tls_get0_found may decide; -1 with SK_ERR_UNAVAILABLE when
+ * the lookup fails closed (sk_tls_get0_found then says what was learnt,
+ * if anything), other codes for local failures.
+ */
+int sk_tls_learn(sk_tls_t *t, STACK_OF(X509) *chain, int64_t now,
+    sk_err_t *err) SK_WUR;
+
+/*
  * The decision for a chain (leaf first, as the server sent it; NULL for
  * the service offered without TLS, which is SK_DECIDE_INSECURE when the
  * SK covers it), remembered as sk_tls_decision.  The callback calls this;

@@ -13,14 +13,19 @@
  *   DIR/reneged/<tid>       renegation evidence the client verified: that
  *                           timeline is distrusted for good
  *
- * Every write is atomic (temp, fsync, rename, fsync the directory).
+ * Every write is atomic (temp, fsync, rename, fsync the directory).  A
+ * mirror's state is merged with the stored one under a lock on mirrors/,
+ * so lookups side by side (threads, processes) never undo a drop.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 
@@ -341,16 +346,71 @@ sk_client_cache_get_mirror(sk_client_cache_t *c, sk_client_mstate_t *st,
 }
 
 
+/*
+ * What another lookup wrote since st was read stays: a drop is for good,
+ * and each timeline keeps the freshest checkpoint either saw.  (Lookups
+ * run side by side: sk-milter's threads, several `sk verify`.)
+ */
+static void
+sk_ccache_mstate_merge(sk_client_mstate_t *st, const sk_client_mstate_t *old)
+{
+    size_t  i, j;
+
+    if (old->dropped && !st->dropped) {
+        st->dropped = 1;
+        memcpy(st->why, old->why, sizeof(st->why));
+    }
+    if (st->reneged_hash[0] == '\0') {
+        memcpy(st->reneged_hash, old->reneged_hash, sizeof(st->reneged_hash));
+    }
+    for (i = 0; i < old->ntl; i++) {
+        for (j = 0; j < st->ntl && st->tid[j] != old->tid[i]; j++) {
+        }
+        if (j == st->ntl) {
+            if (st->ntl == SK_CLIENT_MAX_TIMELINES) {
+                continue;
+            }
+            st->tid[st->ntl++] = old->tid[i];
+        } else if (st->ts[j] > old->ts[i]
+                   || (st->ts[j] == old->ts[i] && st->size[j] >= old->size[i]))
+        {
+            continue;
+        }
+        st->size[j] = old->size[i];
+        st->ts[j] = old->ts[i];
+    }
+}
+
+
 int
 sk_client_cache_put_mirror(sk_client_cache_t *c,
-    const sk_client_mstate_t *st, sk_err_t *err)
+    const sk_client_mstate_t *in, sk_err_t *err)
 {
-    char    path[4096], buf[SK_CCACHE_MIRROR_MAX], why[SK_ERR_MSG_MAX];
-    size_t  len, i;
-    char   *p;
+    char                 path[4096], buf[SK_CCACHE_MIRROR_MAX];
+    char                 why[SK_ERR_MSG_MAX];
+    sk_client_mstate_t   merged, old, *st = &merged;
+    size_t               len, i;
+    char                *p;
+    int                  dfd, rc;
 
-    if (sk_ccache_mirror_path(path, sizeof(path), c, st->url, err) != 0) {
+    if (sk_ccache_mirror_path(path, sizeof(path), c, in->url, err) != 0) {
         return -1;
+    }
+    /* Read, merge and replace under the directory's lock. */
+    p = strrchr(path, '/');
+    *p = '\0';
+    dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || flock(dfd, LOCK_EX) != 0) {
+        rc = sk_err_sys(err, "%s: cannot lock", path);
+        if (dfd >= 0) {
+            close(dfd);
+        }
+        return rc;
+    }
+    *p = '/';
+    merged = *in;
+    if (sk_client_cache_get_mirror(c, &old, in->url, NULL) == 0) {
+        sk_ccache_mstate_merge(&merged, &old);
     }
     len = (size_t) snprintf(buf, sizeof(buf), "%sURL: %s\n",
         SK_CCACHE_MAGIC, st->url);
@@ -373,10 +433,11 @@ sk_client_cache_put_mirror(sk_client_cache_t *c,
             "Timeline: %" PRIu64 " %" PRIu64 " %" PRId64 "\n", st->tid[i],
             st->size[i], st->ts[i]);
     }
-    if (len >= sizeof(buf)) {
-        return sk_err_set(err, SK_ERR_USAGE, "mirror state too large");
-    }
-    return sk_file_write_atomic(path, buf, len, 0600, err);
+    rc = len >= sizeof(buf)
+        ? sk_err_set(err, SK_ERR_USAGE, "mirror state too large")
+        : sk_file_write_atomic(path, buf, len, 0600, err);
+    close(dfd);                 /* and its lock */
+    return rc;
 }
 
 

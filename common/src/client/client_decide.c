@@ -13,6 +13,10 @@
  * Delegation: a carrier may certify the key of a CA certificate in the
  * chain instead of the leaf's; the chain from the leaf up to that
  * certificate must then hold (each signed by the next, a CA).
+ *
+ * Mail (sk_client_decide_mx): the name is the recipient domain, the host
+ * one of its MX hosts; the domain's SK cross-signs the host, or the
+ * domain's "mx=" patterns name it and the host's own SK does.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -196,10 +200,12 @@ sk_decide_scope(sk_decide_t *d, const sk_carrier_t *c,
 }
 
 
+/* The carrier checks (rows 5 to 10) for host's chain under rec, whose
+ * SK owner holds ("OWNER has an SK ..." in reasons). */
 static int
-sk_decide_chain(sk_decide_t *d, const sk_record_t *rec, const char *host,
-    const char *service, unsigned port, STACK_OF(X509) *chain, time_t now,
-    sk_err_t *err)
+sk_decide_chain(sk_decide_t *d, const sk_record_t *rec, const char *owner,
+    const char *host, const char *service, unsigned port,
+    STACK_OF(X509) *chain, time_t now, sk_err_t *err)
 {
     sk_carrier_t   *c;
     unsigned char  *spki;
@@ -211,7 +217,7 @@ sk_decide_chain(sk_decide_t *d, const sk_record_t *rec, const char *host,
 
     if (sk_carrier_find(&c, chain, &e) != 0) {
         sk_decide_set(d, SK_DECIDE_REJECT, sk_client_check_name(e.code),
-            "%s has an SK (%s) for %s, but %s", host, d->sk, service,
+            "%s has an SK (%s) for %s, but %s", owner, d->sk, service,
             e.code == SK_ERR_NOT_FOUND ? "the server presented no carrier "
             "(no cross-signature in the chain)" : e.msg);
         return 0;
@@ -235,7 +241,7 @@ sk_decide_chain(sk_decide_t *d, const sk_record_t *rec, const char *host,
     }
     if (rc != 0) {
         sk_decide_set(d, SK_DECIDE_REJECT, sk_client_check_name(e.code),
-            "%s has an SK (%s) for %s: %s", host, d->sk, service, e.msg);
+            "%s has an SK (%s) for %s: %s", owner, d->sk, service, e.msg);
     } else if (sk_decide_scope(d, c, rec, host, service, port) == 0) {
         d->not_after = sk_carrier_not_after(c);
         gmtime_r(&d->not_after, &tm);
@@ -291,5 +297,110 @@ sk_client_decide(sk_decide_t *d, const sk_record_t *rec, const char *host,
     if (sk_X509_num(chain) == 0) {
         return sk_err_set(err, SK_ERR_USAGE, "empty chain");
     }
-    return sk_decide_chain(d, rec, host, service, port, chain, now, err);
+    return sk_decide_chain(d, rec, host, host, service, port, chain, now,
+        err);
+}
+
+
+const char *
+sk_client_mx_pattern(const sk_record_t *rec, const char *host,
+    unsigned port)
+{
+    const sk_service_t  *sv;
+    size_t               i;
+
+    if (rec == NULL || rec->state != SK_RECORD_BOUND) {
+        return NULL;
+    }
+    sv = sk_services_find(&rec->services, "smtp", port);
+    for (i = 0; sv != NULL && i < sv->nmx; i++) {
+        if (sk_services_mx_match(sv->mx[i], host)) {
+            return sv->mx[i];
+        }
+    }
+    return NULL;
+}
+
+
+/* host matches domain's pattern: its own SK must vouch for its key. */
+static int
+sk_decide_mx_host(sk_decide_t *d, const char *domain, const char *pattern,
+    const char *host, unsigned port, const sk_record_t *hostrec,
+    STACK_OF(X509) *chain, time_t now, sk_err_t *err)
+{
+    sk_decide_t  h;
+
+    if (sk_client_decide(&h, hostrec, host, "smtp", port, chain, now, err)
+        != 0)
+    {
+        return -1;
+    }
+    memcpy(d->sk, h.sk, sizeof(d->sk));
+    if (h.decision == SK_DECIDE_NONE) {
+        sk_decide_set(d, SK_DECIDE_REJECT, "mx-no-sk", "%s matches %s's "
+            "mx=%s, but no SK vouches for its key: %s", host, domain,
+            pattern, h.reason);
+        return 0;
+    }
+    d->not_after = h.not_after;
+    sk_decide_set(d, h.decision, h.check, "%s matches %s's mx=%s: %s",
+        host, domain, pattern, h.reason);
+    return 0;
+}
+
+
+int
+sk_client_decide_mx(sk_decide_t *d, const sk_record_t *rec,
+    const char *domain, const char *host, unsigned port,
+    const sk_record_t *hostrec, STACK_OF(X509) *chain, time_t now,
+    sk_err_t *err)
+{
+    const sk_service_t  *sv;
+    const char          *bound, *pattern;
+    char                 why[sizeof(d->reason)];
+
+    if (rec == NULL || rec->state != SK_RECORD_BOUND) {
+        return sk_client_decide(d, rec, domain, "smtp", port, chain, now,
+            err);
+    }
+    memset(d, 0, sizeof(*d));
+    sk_key_fingerprint(d->sk, rec->key);
+    bound = rec->entry != NULL ? sk_entry_name(rec->entry) : NULL;
+    if ((bound != NULL
+         && !sk_name_covers(bound, rec->include_subdomains, domain))
+        || !sk_services_covers(&rec->services, "smtp", port))
+    {
+        return sk_client_decide(d, rec, domain, "smtp", port, chain, now,
+            err);
+    }
+    if (chain == NULL) {
+        sk_decide_set(d, SK_DECIDE_INSECURE, "plaintext", "%s has an SK "
+            "(%s) for smtp: %s must not receive its mail without TLS",
+            domain, d->sk, host);
+        return 0;
+    }
+    if (sk_X509_num(chain) == 0) {
+        return sk_err_set(err, SK_ERR_USAGE, "empty chain");
+    }
+    /* The domain's own SK cross-signs its MX host. */
+    if (sk_decide_chain(d, rec, domain, host, "smtp", port, chain, now, err)
+        != 0)
+    {
+        return -1;
+    }
+    if (d->decision == SK_DECIDE_ACCEPT) {
+        return 0;
+    }
+    pattern = sk_client_mx_pattern(rec, host, port);
+    if (pattern != NULL) {
+        return sk_decide_mx_host(d, domain, pattern, host, port, hostrec,
+            chain, now, err);
+    }
+    sv = sk_services_find(&rec->services, "smtp", port);
+    if (sv != NULL && sv->nmx > 0) {
+        snprintf(why, sizeof(why), "%s", d->reason);
+        snprintf(d->reason, sizeof(d->reason), "%.400s; and %s matches none "
+            "of %s's mx= patterns", why, host, domain);
+    }
+    return 0;
 }

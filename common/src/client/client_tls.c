@@ -293,7 +293,8 @@ sk_tls_note(sk_tls_t *t, const char *why)
 /* The pending lookup, with the staple the server sent: the extension's
  * bytes (sk_tls_set_staple), else the certificate form in chain. */
 static int
-sk_tls_learn(sk_tls_t *t, STACK_OF(X509) *chain, int64_t now, sk_err_t *err)
+sk_tls_learn_pending(sk_tls_t *t, STACK_OF(X509) *chain, int64_t now,
+    sk_err_t *err)
 {
     sk_client_ctx_t   ctx = { t->trust, t->cache, t->fetch, t->fetch_arg,
                               now, 0, NULL, t->fetch_tor,
@@ -346,11 +347,10 @@ sk_tls_learn(sk_tls_t *t, STACK_OF(X509) *chain, int64_t now, sk_err_t *err)
 
 
 int
-sk_tls_decide(sk_tls_t *t, STACK_OF(X509) *chain, time_t now, sk_err_t *err)
+sk_tls_learn(sk_tls_t *t, STACK_OF(X509) *chain, int64_t now, sk_err_t *err)
 {
-    t->decided = 0;
     t->undecided = 0;
-    if (t->pending && sk_tls_learn(t, chain, now, err) != 0) {
+    if (t->pending && sk_tls_learn_pending(t, chain, now, err) != 0) {
         t->undecided = t->closed.code == SK_ERR_UNAVAILABLE;
         return -1;
     }
@@ -361,6 +361,17 @@ sk_tls_decide(sk_tls_t *t, STACK_OF(X509) *chain, time_t now, sk_err_t *err)
         }
         t->undecided = 1;
         return sk_err_set(err, SK_ERR_UNAVAILABLE, "%s", t->closed.msg);
+    }
+    return 0;
+}
+
+
+int
+sk_tls_decide(sk_tls_t *t, STACK_OF(X509) *chain, time_t now, sk_err_t *err)
+{
+    t->decided = 0;
+    if (sk_tls_learn(t, chain, now, err) != 0) {
+        return -1;
     }
     if (sk_client_decide(&t->d, &t->found.rec, t->host, t->service, t->port,
             chain, now, err) != 0)
