@@ -174,25 +174,35 @@ typedef struct {
 /* mr_lru.c: answers in memory, least recently used out first. */
 typedef struct mr_ans_s mr_ans_t;
 typedef struct {
+    pthread_mutex_t  lock;      /* everything here; taken last */
     mr_ans_t  **bucket;
     size_t      nbuckets;
-    mr_ans_t   *head, *tail;    /* newest use first */
+    mr_ans_t   *head[2], *tail[2];  /* by class (1: an absent name's),
+                                   newest use first */
     size_t      n;              /* answers held */
     uint64_t    bytes, max;     /* their cost; query_cache_size */
+    uint64_t    absent_bytes;   /* of class 1: at most max / 4 */
     uint64_t    hits, absent_hits, evictions;
 } mr_lru_t;
 
+typedef struct {
+    size_t      n;
+    uint64_t    bytes, max, hits, absent_hits, evictions;
+} mr_lru_stats_t;
+
 void mr_lru_init(mr_lru_t *c, uint64_t max);
-/* 0 and a copy of the answer for name built for since at gen no earlier
+/* 0 and a copy of the answer for (name, since) built at gen no earlier
  * than min_at; -1 if none (a stale one is dropped). */
 int mr_lru_get(mr_lru_t *c, const char *name, int64_t since, uint64_t gen,
     int64_t min_at, char **out, size_t *len);
-/* Keep an answer (absent: the name had no entries); the least recently
- * used go while the cost passes the limit. */
+/* Keep an answer (absent: the name had no entries, or name is a range of
+ * absent names); the least recently used go while the cost passes the
+ * limit, absent names' while theirs passes a quarter of it. */
 void mr_lru_put(mr_lru_t *c, const char *name, int64_t since, uint64_t gen,
     int64_t at, int absent, const char *ans, size_t len);
-/* A new entry for name: its answer goes, absent or not. */
+/* A new entry for name: its answers go, absent or not, whatever since. */
 void mr_lru_drop(mr_lru_t *c, const char *name);
+void mr_lru_stats(mr_lru_t *c, mr_lru_stats_t *st);
 void mr_lru_free(mr_lru_t *c);
 
 /* mr_metrics.c: the series /metrics shows, by timeline index; all NULL
@@ -253,6 +263,8 @@ struct mr_mirror_s {
     atomic_int         halt;        /* stopping, read by fetches under way
                                        (without the lock): they give up */
     uint64_t           gen;         /* bumped when servability changes */
+    uint64_t           absent_gen;  /* bumped when a name gets an entry:
+                                       range answers older are stale */
     sk_db_t           *db;          /* the index (mr_index.c) */
     sk_db_table_t      ix_entries, ix_names, ix_buckets, ix_roots;
     sk_map_t          *map;         /* the timelines' maps (mr_map.c) */
@@ -355,6 +367,12 @@ int mr_map_feed(mr_mirror_t *m, const mr_tl_t *t, sk_db_txn_t *txn,
 int mr_map_publish(mr_mirror_t *m, mr_tl_t *t, char *last, size_t len,
     sk_err_t *err) SK_WUR;
 void mr_map_unpublish(mr_tl_t *t);
+/* Under the lock (or the view), t->mapped: the name key's value through
+ * the snapshot, hash-linked to t->map_hash, and its proof: 0 present, 1
+ * absent (count 0), -1 (damage: SK_ERR_FORMAT). */
+int mr_map_prove(mr_mirror_t *m, const mr_tl_t *t,
+    const unsigned char key[SK_MAP_KEY_BYTES], sk_map_value_t *v,
+    sk_map_proof_t *p, sk_err_t *err) SK_WUR;
 /* Under the lock, t->mapped: name's value through the snapshot,
  * hash-linked to t->map_hash (count 0 if absent; damage: -1 with
  * SK_ERR_FORMAT), and its map proof as text (malloc()ed). */

@@ -35,6 +35,8 @@ static const sk_conf_def_t  mr_confdefs[] = {
       NULL },
     { "metrics_listen", SK_CONF_STR, 0, 0,
       offsetof(mr_conf_t, metrics_listen), NULL },
+    { "trusted_proxies", SK_CONF_STR, 0, 0,
+      offsetof(mr_conf_t, http.proxies), NULL },
     { "dnssec_anchors", SK_CONF_STR, 0, 0,
       offsetof(mr_conf_t, dnssec_anchors), SK_DNSSEC_ANCHORS },
     { "onion_dir", SK_CONF_STR, 0, 0, offsetof(mr_conf_t, onion_dir), NULL },
@@ -59,6 +61,8 @@ static const sk_conf_def_t  mr_confdefs[] = {
     MR_U("request_timeout", http.request_timeout, "10"),
     MR_U("idle_timeout", http.idle_timeout, "30"),
     MR_U("onion_port", onion_port, "80"),
+    MR_U("rate_per_client", http.rate, "100"),
+    MR_U("rate_burst", http.burst, "200"),
     { NULL, SK_CONF_STR, 0, 0, 0, NULL }
 };
 

@@ -227,6 +227,16 @@ mr_http_handler(void *cls, struct MHD_Connection *c, const char *url,
 }
 
 
+/* What takes a token of its client's (rate_per_client): a query. */
+static int
+mr_http_costly(void *cls, const char *method, const char *url)
+{
+    (void) cls;
+    (void) method;
+    return strncmp(url, "/query/", 7) == 0;
+}
+
+
 int
 mr_http_start(mr_mirror_t *m, sk_httpd_t **h, sk_err_t *err)
 {
@@ -242,5 +252,6 @@ mr_http_start(mr_mirror_t *m, sk_httpd_t **h, sk_err_t *err)
     hc.handler = mr_http_handler;
     hc.cls = m;
     hc.metrics = mr_metrics_http(m);
+    hc.costly = mr_http_costly;
     return sk_httpd_start(h, &hc, err);
 }

@@ -200,25 +200,37 @@ mr_map_publish(mr_mirror_t *m, mr_tl_t *t, char *last, size_t len,
 
 
 int
-mr_map_answer(mr_mirror_t *m, const mr_tl_t *t, const char *name,
-    sk_map_value_t *v, char **proof, size_t *plen, sk_err_t *err)
+mr_map_prove(mr_mirror_t *m, const mr_tl_t *t,
+    const unsigned char key[SK_MAP_KEY_BYTES], sk_map_value_t *v,
+    sk_map_proof_t *p, sk_err_t *err)
 {
-    unsigned char    key[SK_MAP_KEY_BYTES];
-    sk_map_proof_t   p;
-    int              rc;
+    int  rc;
 
-    if (sk_map_key(key, name, err) != 0) {
-        return -1;
-    }
     pthread_mutex_lock(&m->snap_lock[t->index]);
     rc = sk_map_get_proof(t->snap, m->map, t->conf->tid, key, t->map_hash,
-        v, &p, err);
+        v, p, err);
     pthread_mutex_unlock(&m->snap_lock[t->index]);
     if (rc == -1) {
         return sk_err_prefix(err, "map: timeline %" PRIu64, t->conf->tid);
     }
     if (rc == 1) {
         sk_map_value_init(v);
+    }
+    return rc;
+}
+
+
+int
+mr_map_answer(mr_mirror_t *m, const mr_tl_t *t, const char *name,
+    sk_map_value_t *v, char **proof, size_t *plen, sk_err_t *err)
+{
+    unsigned char    key[SK_MAP_KEY_BYTES];
+    sk_map_proof_t   p;
+
+    if (sk_map_key(key, name, err) != 0 || mr_map_prove(m, t, key, v, &p, err)
+        < 0)
+    {
+        return -1;
     }
     return sk_map_proof_format(proof, plen, &p, err);
 }

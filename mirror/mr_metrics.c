@@ -139,12 +139,13 @@ mr_metrics_endpoint(const char *url, const char *method)
 static void
 mr_metrics_collect(sk_metrics_t *reg, void *cls)
 {
-    mr_mirror_t   *m = cls;
-    mr_metrics_t  *mt = &m->metrics;
-    mr_tl_t       *t;
-    uint64_t       seen;
-    int64_t        now = mr_now();
-    size_t         i, s;
+    mr_mirror_t     *m = cls;
+    mr_metrics_t    *mt = &m->metrics;
+    mr_lru_stats_t   st;
+    mr_tl_t         *t;
+    uint64_t         seen;
+    int64_t          now = mr_now();
+    size_t           i, s;
 
     (void) reg;
     pthread_mutex_lock(&m->lock);
@@ -163,11 +164,12 @@ mr_metrics_collect(sk_metrics_t *reg, void *cls)
     }
     sk_metric_set(mt->cache[0], (double) m->cache_hits);
     sk_metric_set(mt->cache[1], (double) m->cache_misses);
-    sk_metric_set(mt->cache_bytes, (double) m->answers.bytes);
-    sk_metric_set(mt->cache_answers, (double) m->answers.n);
-    sk_metric_set(mt->cache_evictions, (double) m->answers.evictions);
     sk_metric_set(mt->servable, (double) mr_state_servable(m));
     pthread_mutex_unlock(&m->lock);
+    mr_lru_stats(&m->answers, &st);     /* its own lock */
+    sk_metric_set(mt->cache_bytes, (double) st.bytes);
+    sk_metric_set(mt->cache_answers, (double) st.n);
+    sk_metric_set(mt->cache_evictions, (double) st.evictions);
 }
 
 

@@ -21,6 +21,8 @@
 
 #include "mr.h"
 
+/* "*" "/256/" and 64 hex digits. */
+#define MR_QUERY_RANGE_NAME  80
 
 /* Proof: lines for leaf sn in the checkpoint's tree. */
 static int
@@ -42,14 +44,29 @@ mr_query_proof(mr_buf_t *b, const mr_tl_t *t, uint64_t sn, sk_err_t *err)
 }
 
 
+/* A range answer (docs/protocol.md, "Range answers"): for a name no
+ * timeline has, when every timeline served is mapped, the answer is made
+ * for the deepest of the name's absence proofs' subtrees, the same proofs
+ * for every name whose key starts with those bits; signed and cached once
+ * for all of them. */
+typedef struct {
+    int              on;
+    char             name[MR_QUERY_RANGE_NAME];  /* "*" "/<depth>/<hex>" */
+    sk_map_proof_t  *proof;         /* by timeline index, for those with a
+                                       map proof; malloc()ed */
+} mr_range_t;
+
+
 /* The checkpoint's last entry with its proof and, when it is a Map-Root
- * entry, the name's map proof (*v: the name's value there). */
+ * entry, the name's map proof (*v: the name's value there; a range
+ * answer's proof, r, made already). */
 static int
 mr_query_last(mr_mirror_t *m, mr_buf_t *b, const mr_tl_t *t,
-    const char *name, sk_map_value_t *v, sk_err_t *err)
+    const char *name, const mr_range_t *r, sk_map_value_t *v, sk_err_t *err)
 {
     size_t   plen;
     char    *ptext;
+    int      rc;
 
     if (t->last == NULL) {
         return 0;
@@ -62,7 +79,13 @@ mr_query_last(mr_mirror_t *m, mr_buf_t *b, const mr_tl_t *t,
     if (!t->mapped) {
         return 0;
     }
-    if (mr_map_answer(m, t, name, v, &ptext, &plen, err) != 0) {
+    if (r->on) {
+        sk_map_value_init(v);
+        rc = sk_map_proof_format(&ptext, &plen, &r->proof[t->index], err);
+    } else {
+        rc = mr_map_answer(m, t, name, v, &ptext, &plen, err);
+    }
+    if (rc != 0) {
         /* a stored map row that does not lead to the signed root */
         return err->code == SK_ERR_FORMAT
             ? mr_state_damaged(m, err, "%s", err->msg) : -1;
@@ -102,18 +125,24 @@ mr_query_check(mr_mirror_t *m, const mr_tl_t *t, const mr_ref_t *refs,
  * checkpoint, whatever since says: a history with a hole cannot be
  * checked against the map. */
 static int
+mr_query_served(const mr_tl_t *t)
+{
+    return (t->state == MR_IDLE || t->state == MR_SYNCING
+            || t->state == MR_STUCK) && t->cp != NULL;
+}
+
+
+static int
 mr_query_timeline(mr_mirror_t *m, mr_buf_t *b, mr_tl_t *t, const char *name,
-    const mr_ref_t *refs, size_t nrefs, int64_t since, int64_t now,
-    sk_err_t *err)
+    const mr_range_t *range, const mr_ref_t *refs, size_t nrefs,
+    int64_t since, int64_t now, sk_err_t *err)
 {
     sk_map_value_t     v;
     const mr_ref_t    *r;
     size_t             i, cnt = 0, elen;
     char              *text;
-    int                serve;
+    int                serve = mr_query_served(t);
 
-    serve = (t->state == MR_IDLE || t->state == MR_SYNCING
-             || t->state == MR_STUCK) && t->cp != NULL;
     mr_buf_printf(b, "Timeline: %" PRIu64 " %s\nCheckpoint: %zu\n",
         t->conf->tid, mr_state_name(t->state), serve ? t->cplen : 0);
     if (!serve) {
@@ -125,7 +154,7 @@ mr_query_timeline(mr_mirror_t *m, mr_buf_t *b, mr_tl_t *t, const char *name,
         mr_buf_printf(b, "Checkpoint-Age: %" PRId64 "\n",
             now > t->cp_ts ? now - t->cp_ts : 0);
     }
-    if (mr_query_last(m, b, t, name, &v, err) != 0
+    if (mr_query_last(m, b, t, name, range, &v, err) != 0
         || (t->mapped && mr_query_check(m, t, refs, nrefs, name, &v, err)
                          != 0))
     {
@@ -173,38 +202,84 @@ mr_query_held(const mr_mirror_t *m, const mr_ref_t *refs, size_t n)
 }
 
 
-/* The unsigned body, under the view; *held: mr_query_count's figure, from
- * the same read of the index. */
+/* Under the view: whether name's answer can be a range answer (r->on),
+ * its proofs made: no entry for it anywhere (nrefs 0), every timeline
+ * served mapped (or empty) and its map proving the name absent. */
 static int
-mr_query_body(mr_mirror_t *m, mr_buf_t *b, const char *name, int64_t since,
-    size_t *held, sk_err_t *err)
+mr_query_range(mr_mirror_t *m, const char *name, mr_range_t *r,
+    sk_err_t *err)
 {
-    mr_ref_t  *refs;
-    size_t     i, hlen, nrefs;
+    unsigned char    key[SK_MAP_KEY_BYTES];
+    sk_map_value_t   v;
+    const mr_tl_t   *t;
+    unsigned         depth = 0, i, n;
+    size_t           off;
+    int              rc;
+
+    r->on = 0;
+    r->proof = malloc(m->ntl * sizeof(*r->proof));
+    if (r->proof == NULL) {
+        return sk_err_set(err, SK_ERR_NOMEM, "answer");
+    }
+    if (sk_map_key(key, name, err) != 0) {
+        return -1;
+    }
+    for (i = 0; i < m->ntl; i++) {
+        t = &m->tl[i];
+        if (!mr_query_served(t) || t->last == NULL) {
+            continue;           /* no checkpoint, or an empty tree */
+        }
+        if (!t->mapped) {
+            return 0;           /* its absence is the mirror's word */
+        }
+        rc = mr_map_prove(m, t, key, &v, &r->proof[i], err);
+        if (rc != 1) {
+            return rc < 0 ? -1 : 0;     /* present: the whole answer's
+                                           checks will say what is wrong */
+        }
+        depth = r->proof[i].depth > depth ? r->proof[i].depth : depth;
+    }
+    off = (size_t) snprintf(r->name, sizeof(r->name), "*/%u/", depth);
+    n = (depth + 7) / 8;
+    if (n == 0) {
+        r->name[off++] = '-';
+    }
+    for (i = 0; i < n; i++) {
+        off += (size_t) snprintf(r->name + off, sizeof(r->name) - off,
+            "%02x", key[i] & (i + 1 < n || depth % 8 == 0
+                              ? 0xff : 0xff << (8 - depth % 8)));
+    }
+    r->name[off] = '\0';
+    r->on = 1;
+    return 0;
+}
+
+
+/* The unsigned body, under the view, of name's answer (or of its range
+ * answer, r->on), refs its index rows. */
+static int
+mr_query_body(mr_mirror_t *m, mr_buf_t *b, const char *name,
+    const mr_range_t *r, const mr_ref_t *refs, size_t nrefs, int64_t since,
+    sk_err_t *err)
+{
+    size_t     i, hlen;
     int64_t    now = mr_now();
     char       hash[9], *list;
 
-    if (mr_index_refs(m, name, &refs, &nrefs, err) != 0) {
-        return -1;
-    }
-    *held = mr_query_held(m, refs, nrefs);
     if (mr_track_list(m, &list, &hlen, hash, err) != 0) {
-        free(refs);
         return -1;
     }
     free(list);
     mr_buf_printf(b, "SK-Mirror-Answer: 1\nName: %s\nSince: %" PRId64
-        "\nTimestamp: %" PRId64 "\nReneged-Hash: %s\nTimelines: %zu\n", name,
-        since, now, hash, m->ntl);
+        "\nTimestamp: %" PRId64 "\nReneged-Hash: %s\nTimelines: %zu\n",
+        r->on ? r->name : name, since, now, hash, m->ntl);
     for (i = 0; i < m->ntl; i++) {
-        if (mr_query_timeline(m, b, &m->tl[m->order[i]], name, refs, nrefs,
-                since, now, err) != 0)
+        if (mr_query_timeline(m, b, &m->tl[m->order[i]], name, r, refs,
+                nrefs, since, now, err) != 0)
         {
-            free(refs);
             return -1;
         }
     }
-    free(refs);
     return 0;
 }
 
@@ -274,22 +349,62 @@ mr_query_servable(const mr_mirror_t *m, char *out, size_t cap)
 }
 
 
+/* A range answer's generation: servability and the names with entries,
+ * as of the view. */
+static uint64_t
+mr_query_rgen(const mr_mirror_t *m)
+{
+    return m->gen << 32 ^ m->absent_gen;
+}
+
+
 /* A new answer for name: the body under the view only, so that answers
  * are built in parallel, then signed.  *gen, fp (the servable TIDs) and
- * *nrefs are those of the view it was built under. */
+ * *held (mr_query_count's figure) are those of the view it was built
+ * under.  A name that can have a range answer gets the cached one if
+ * there is (*cached 1), else a new one, r->name saying which to cache it
+ * as. */
 static int
 mr_query_build(mr_mirror_t *m, char **out, size_t *len, const char *name,
-    int64_t since, uint64_t *gen, char *fp, size_t fpcap, size_t *nrefs,
-    sk_err_t *err)
+    int64_t since, uint64_t *gen, char *fp, size_t fpcap, size_t *held,
+    mr_range_t *r, int *cached, sk_err_t *err)
 {
-    mr_buf_t  b = { 0 };
-    int       rc;
+    mr_buf_t   b = { 0 };
+    mr_ref_t  *refs = NULL;
+    size_t     nrefs = 0;
+    int        rc;
 
+    *cached = 0;
+    r->on = 0;
+    r->proof = NULL;
     pthread_rwlock_rdlock(&m->view);
     *gen = m->gen;
     mr_query_servable(m, fp, fpcap);
-    rc = mr_query_body(m, &b, name, since, nrefs, err);
+    rc = mr_index_refs(m, name, &refs, &nrefs, err);
+    if (rc == 0) {
+        *held = mr_query_held(m, refs, nrefs);
+    }
+    if (rc == 0 && nrefs == 0 && m->conf.query_cache > 0) {
+        rc = mr_query_range(m, name, r, err);
+    }
+    if (rc == 0 && r->on
+        && mr_lru_get(&m->answers, r->name, since, mr_query_rgen(m),
+               mr_now() - (int64_t) m->conf.query_cache + 1, out, len) == 0)
+    {
+        *cached = 1;
+        *gen = mr_query_rgen(m);
+        pthread_rwlock_unlock(&m->view);
+        free(refs);
+        return 0;
+    }
+    if (rc == 0) {
+        rc = mr_query_body(m, &b, name, r, refs, nrefs, since, err);
+    }
+    if (r->on) {
+        *gen = mr_query_rgen(m);
+    }
     pthread_rwlock_unlock(&m->view);
+    free(refs);
     if (rc != 0 || mr_query_sign(m, &b, err) != 0) {
         free(b.p);
         return -1;
@@ -302,11 +417,12 @@ int
 mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
     int64_t since, sk_err_t *err)
 {
+    mr_range_t  r;
     uint64_t    gen;
     size_t      servable, nrefs;
     int64_t     now = mr_now();
     char        fp[MR_MAX_TIMELINES * 22 + 1];
-    int         rc, shared, fresh;
+    int         rc, shared, fresh, cached;
 
     if (sk_name_check(name, strlen(name), err) != 0) {
         err->code = SK_ERR_USAGE;   /* the client's: any other is ours */
@@ -345,8 +461,17 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
         return 0;
     }
     rc = mr_query_build(m, out, len, name, since, &gen, fp, sizeof(fp),
-        &nrefs, err);
-    if (!shared && (rc != 0 || m->conf.query_cache == 0 || m->rcache != NULL))
+        &nrefs, &r, &cached, err);
+    free(r.proof);
+    if (cached) {
+        pthread_mutex_lock(&m->lock);
+        m->cache_hits += 1;
+        m->cache_misses -= !shared;
+        pthread_mutex_unlock(&m->lock);
+        return 0;
+    }
+    if (!r.on && !shared
+        && (rc != 0 || m->conf.query_cache == 0 || m->rcache != NULL))
     {
         return rc;
     }
@@ -355,12 +480,19 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
         m->cache_misses++;
     }
     /* Not if an entry for the name (or a state change) came in meanwhile:
-     * the sync thread drops the shared copy only after its commit. */
-    fresh = rc == 0 && nrefs != (size_t) -1
-        && mr_query_count(m, name) == nrefs && m->gen == gen;
-    if (fresh && !shared) {
-        mr_lru_put(&m->answers, name, since, gen, now, nrefs == 0, *out,
-            *len);
+     * the sync thread drops the shared copy only after its commit.  A
+     * range answer is cached for its range, in memory whatever
+     * answer_cache says. */
+    if (r.on) {
+        fresh = rc == 0 && mr_query_rgen(m) == gen;
+    } else {
+        fresh = rc == 0 && nrefs != (size_t) -1
+            && mr_query_count(m, name) == nrefs && m->gen == gen;
+    }
+    if (fresh && (r.on || !shared)) {
+        mr_lru_put(&m->answers, r.on ? r.name : name, since, gen, now,
+            r.on || nrefs == 0, *out, *len);
+        shared = 0;
     }
     pthread_mutex_unlock(&m->lock);
     /* Redis outside the lock: a slow one must not hold up the mirror. */
@@ -374,12 +506,14 @@ mr_query_answer(mr_mirror_t *m, char **out, size_t *len, const char *name,
 int
 mr_query_status(mr_mirror_t *m, char **out, size_t *len, sk_err_t *err)
 {
+    mr_lru_stats_t  st;
     mr_buf_t   b = { 0 };
     mr_tl_t   *t;
     size_t     i, hlen;
     char       fp[SK_FINGERPRINT_SIZE], hash[9], *list;
 
     sk_key_fingerprint(fp, m->key);
+    mr_lru_stats(&m->answers, &st);
     pthread_mutex_lock(&m->lock);
     if (mr_track_list(m, &list, &hlen, hash, err) != 0) {
         pthread_mutex_unlock(&m->lock);
@@ -397,8 +531,8 @@ mr_query_status(mr_mirror_t *m, char **out, size_t *len, sk_err_t *err)
         ",\"bytes\":%" PRIu64 ",\"limit\":%" PRIu64 ",\"evictions\":%"
         PRIu64 "},\"timelines\":[", hash, mr_state_servable(m),
         mr_state_servable(m) >= 2 ? "true" : "false", m->cache_hits,
-        m->cache_misses, m->answers.absent_hits, m->answers.n,
-        m->answers.bytes, m->answers.max, m->answers.evictions);
+        m->cache_misses, st.absent_hits, st.n, st.bytes, st.max,
+        st.evictions);
     for (i = 0; i < m->ntl; i++) {
         t = &m->tl[m->order[i]];
         mr_buf_printf(&b, "%s{\"tid\":%" PRIu64 ",\"url\":", i ? "," : "",

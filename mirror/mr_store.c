@@ -998,6 +998,7 @@ mr_store_commit(mr_mirror_t *m, mr_tl_t *t, const mr_batch_t *b,
          * Bind of a name answered as absent) voids its cached answer. */
         if (b->names[i] != NULL) {
             mr_lru_drop(&m->answers, b->names[i]);
+            m->absent_gen++;    /* and any range answer covering it */
         }
     }
     if (b->n > 0) {

@@ -78,7 +78,7 @@ ok($m->{up}, 'sk-mirror listens') or BAIL_OUT(slurp($m->{log}));
 my %keys = map { $_->[0] => [$_->[2], $_->[3]] } @tl;
 ok(wait_until(sub {
     my $q = query($m, $name);
-    my $a = check_answer($q->{body}, $m->{pub}, \%keys);
+    my $a = check_answer($q->{body}, $m->{pub}, \%keys, $name);
     return $q->{code} == 200 && $a->{ok} && 3 == grep {
         ($a->{timelines}{$_}{entries}[0]{text} // '') =~ /^DNSSEC-Chain: /m
     } 7, 8, 9;

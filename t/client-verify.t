@@ -74,7 +74,7 @@ my %keys = map { $_->[0] => [$_->[2], $_->[3]] } @tl;
 sub entries_seen {
     my ($name) = @_;
     my $r = query($m, $name);
-    my $a = check_answer($r->{body}, $m->{pub}, \%keys);
+    my $a = check_answer($r->{body}, $m->{pub}, \%keys, $name);
     return 0 unless $r->{code} == 200 && $a->{ok};
     return scalar grep { @{$a->{timelines}{$_}{entries} // []} } 7, 8, 9;
 }

@@ -1,8 +1,15 @@
 #!/usr/bin/perl
 # The answer cache in memory (query_cache_size): an LRU bounded in bytes
-# while many distinct names are asked for; answers for names with no
-# entries (a negative cache) are reused, and a Bind of such a name drops
-# its cached "no entries" answer once merged.
+# while many distinct names and since values are asked for; answers for
+# names with no entries (a negative cache) are reused, and a Bind of such
+# a name drops its cached "no entries" answer once merged.  Issue 40:
+#   - answers are kept by what they depend on, the since value too: one
+#     asked with ?since= does not push out the name's other answer
+#   - distinct absent names share one signed range answer per range of
+#     the maps (docs/protocol.md, "Range answers"): 60 of them cost a few
+#     answers built, not 60
+#   - answers of absent names take a quarter of the bytes at most: a flood
+#     of them does not push out the answers of names that exist
 
 use strict;
 use warnings;
@@ -39,8 +46,10 @@ for my $tid (1, 2) {
     push @tl, [$tid, $t{$tid}{url}, $keys{$tid}[0]];
 }
 
-# About 800 bytes an absent name's answer (two timelines): 8 kB holds ten.
-my $limit = 8000;
+# About 2 kB a.example's answer (two timelines, a Bind each), 1.7 kB an
+# absent name's: 32 kB holds about fifteen, its quarter (absent names')
+# four.
+my $limit = 32000;
 my $m = start_mirror("$d/m", \@tl, query_cache_size => $limit);
 ok($m->{up}, 'sk-mirror listens') or BAIL_OUT(slurp($m->{log}));
 ok(wait_until(sub { 2 == grep { tl_state($m, $_) eq 'Idle' } 1, 2 }, 20),
@@ -50,7 +59,8 @@ sub cache { return (mirror_status($m) // {})->{cache} // {} }
 
 my $r = query($m, 'a.example');
 is($r->{code}, 200, 'a.example answered');
-ok(check_answer($r->{body}, $m->{pub}, \%keys)->{ok}, '... validly');
+ok(check_answer($r->{body}, $m->{pub}, \%keys, 'a.example')->{ok},
+    '... validly');
 is(query($m, 'a.example')->{body}, $r->{body}, '... and then from the cache');
 is(cache()->{hits}, 1, 'one hit');
 
@@ -80,7 +90,7 @@ for my $bad ('short', $nonce . 'A', substr($nonce, 0, 42) . '=',
 # Negative cache: a name with no entries, asked twice.
 my $n1 = query($m, 'late.example');
 is($n1->{code}, 200, 'late.example (no entries) answered');
-my $a1 = check_answer($n1->{body}, $m->{pub}, \%keys);
+my $a1 = check_answer($n1->{body}, $m->{pub}, \%keys, 'late.example');
 ok($a1->{ok}, '... validly');
 is(scalar(map { @{$_->{entries}} } values %{$a1->{timelines}}), 0,
     '... with no entries');
@@ -102,28 +112,61 @@ ok(wait_until(sub {
         @{$s->{timelines}};
 }, 20), 'the mirror merged both Binds');
 my $n2 = query($m, 'late.example');
-my $a2 = check_answer($n2->{body}, $m->{pub}, \%keys);
+my $a2 = check_answer($n2->{body}, $m->{pub}, \%keys, 'late.example');
 ok($a2->{ok}, 'late.example answered again, validly');
 is(scalar(map { @{$_->{entries}} } values %{$a2->{timelines}}), 2,
     '... with both Binds, not the cached "no entries"');
 
-# Many distinct names: the cache stays within its limit and evicts.
+# Many distinct absent names: a range answer each range of the maps,
+# signed once and shared (two names in the maps: a handful of ranges).
+my $c0 = cache();
 my $ok = 1;
 for my $i (1 .. 60) {
-    $ok &&= query($m, "absent$i.example")->{code} == 200;
+    my $q = query($m, "absent$i.example");
+    $ok &&= $q->{code} == 200
+        && check_answer($q->{body}, $m->{pub}, \%keys, "absent$i.example")
+           ->{ok};
 }
-ok($ok, '60 distinct absent names answered');
+ok($ok, '60 distinct absent names answered, validly');
 my $c = cache();
+my $built = $c->{misses} - $c0->{misses};
+ok($built <= 8, "... $built of them built and signed, the rest shared");
+like(query($m, 'absent7.example')->{body}, qr{^Name: \*/\d+/[0-9a-f-]+$}m,
+    '... a range answer');
+
+# Answers by since: one asked with since does not replace another.
+query($m, 'a.example');
+query($m, 'a.example', 5);
+my $hits = cache()->{hits};
+query($m, 'a.example');
+query($m, 'a.example', 5);
+is(cache()->{hits}, $hits + 2, 'a.example with and without since: both '
+    . 'still cached');
+
+# Absent names' answers (60 since values of one absent range) take a
+# quarter of the bytes at most: a.example's stays.
+query($m, 'absent1.example', $_) for 1 .. 60;
+$hits = cache()->{hits};
+query($m, 'a.example');
+is(cache()->{hits}, $hits + 1, "absent names' answers did not push out "
+    . 'a.example\'s');
+
+# Many distinct answers: the cache stays within its limit and evicts.
+for my $i (1 .. 60) {
+    $ok &&= query($m, 'a.example', 1000 + $i)->{code} == 200;
+}
+ok($ok, 'a.example with 60 since values answered');
+$c = cache();
 ok($c->{bytes} <= $limit, "cache holds $c->{bytes} bytes, within $limit");
 ok($c->{bytes} > $limit / 2, '... and is used');
 is($c->{limit}, $limit, '... the configured limit');
-ok($c->{answers} < 15, "$c->{answers} answers held");
-ok($c->{evictions} >= 62 - 15, "$c->{evictions} answers evicted");
+ok($c->{answers} < 20, "$c->{answers} answers held");
+ok($c->{evictions} >= 60 - 20, "$c->{evictions} answers evicted");
 # The newest is still there; the oldest was evicted (built again: a miss).
 my $miss = $c->{misses};
-query($m, 'absent60.example');
-is(cache()->{misses}, $miss, 'the newest absent name: still cached');
-query($m, 'absent1.example');
+query($m, 'a.example', 1060);
+is(cache()->{misses}, $miss, 'the newest: still cached');
+query($m, 'a.example', 1001);
 is(cache()->{misses}, $miss + 1, 'the oldest: evicted, built again');
 
 # query_cache_size 0: nothing kept.

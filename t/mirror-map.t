@@ -106,7 +106,7 @@ sub answer {
     my ($name, $since) = @_;
     my $r = query($m, $name, $since);
     is($r->{code}, 200, "$name: 200") or diag($r->{body});
-    my $c = check_answer($r->{body}, $m->{pub}, \%keys);
+    my $c = check_answer($r->{body}, $m->{pub}, \%keys, $name);
     ok($c->{ok}, "$name: every signature, inclusion and map proof checks")
         or diag($c->{err});
     return ($c, $r->{body});

@@ -145,7 +145,7 @@ sub check_sig { return SKMirror::check_stamp($_[0], $keys{$_[1]}[0]) }
 
 # Answers leave the renegades out.
 $r = query($m, 'x.example');
-my $a = check_answer($r->{body}, $m->{pub}, \%keys);
+my $a = check_answer($r->{body}, $m->{pub}, \%keys, 'x.example');
 ok($a->{ok}, 'answer verifies') or diag($a->{err} . $r->{body});
 is($a->{timelines}{11}{state}, 'Corrupt', 'the renegade is listed Corrupt');
 is(scalar @{$a->{timelines}{11}{entries}}, 0, '... with nothing from it');

@@ -47,7 +47,7 @@ my %keys = map { $_->[0] => [$_->[2], $_->[3]] } @tl;
 sub answer {
     my $r = query($m, 'example.com');
     return { ok => 0, err => "HTTP $r->{code}" } if $r->{code} != 200;
-    return check_answer($r->{body}, $m->{pub}, \%keys);
+    return check_answer($r->{body}, $m->{pub}, \%keys, 'example.com');
 }
 ok(wait_until(sub { my $a = answer(); $a->{ok}
     && 3 == grep { @{$a->{timelines}{$_}{entries}} } 7, 8, 9 }, 20),

@@ -112,7 +112,7 @@ sub answer {
     my ($name, $since) = @_;
     my $r = query($m, $name, $since);
     return { code => $r->{code}, a => check_answer($r->{body}, $m->{pub},
-        \%keys), body => $r->{body} };
+        \%keys, $name), body => $r->{body} };
 }
 
 sub sns {

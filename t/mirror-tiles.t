@@ -123,7 +123,7 @@ is(join(' ', map { "$_:" . join(',', map { $_->{sn} }
     @{$a->{timelines}{$_}{entries}}) } 7, 8), '7:2 8:2',
     'the Bind from each tiled timeline');
 $r = query($m, 'x.example');
-$a = check_answer($r->{body}, $m->{pub}, \%keys);
+$a = check_answer($r->{body}, $m->{pub}, \%keys, 'x.example');
 ok($a->{ok}, 'x.example: answer verifies') or diag($a->{err});
 is(join(',', map { $_->{sn} } @{$a->{timelines}{32}{entries}}),
     join(',', 1 .. 299),

@@ -149,7 +149,7 @@ like(http('GET', "$m->{url}/reneged/9")->{body},
 my %keys = map { $_->[0] => [$_->[2], $_->[3]] } @tl[0, 1];
 $r = query($m, 'example.test');
 is($r->{code}, 200, 'query example.test: 200');
-my $a = check_answer($r->{body}, $m->{pub}, \%keys);
+my $a = check_answer($r->{body}, $m->{pub}, \%keys, 'example.test');
 ok($a->{ok}, '... the answer verifies') or diag($a->{err});
 like($a->{timelines}{7}{entries}[0]{text} // '', qr/^DNSSEC-Chain: /m,
     '... with the Bind and its DNSSEC-Chain');

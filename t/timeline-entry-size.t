@@ -47,7 +47,10 @@ like(slurp($t->{log}), qr/"max_body": 400000 is more than any append needs (?#
     )\(394234: an entry and its ref of 65535 bytes each/,
     '... naming the limit') or diag(slurp($t->{log}));
 
+# The chain alone is past max_chain_bytes too (24576, its own 413):
+# raised, so that the entry's stamped length is what is refused.
 $t->{conf}{max_body} = 300000;
+$t->{conf}{max_chain_bytes} = 200000;
 restart_timeline($t);
 ok($t->{up}, 'max_body 300000: listens') or BAIL_OUT(slurp($t->{log}));
 is(append($t, root_entry(cert => "$ca.crt", key => $op))->{code}, 201,
@@ -105,7 +108,7 @@ like(slurp($m->{log}), qr/timeline 9: source chunks: GET \S+\/tile\/entries(?#
     )\/000\.p\/6: HTTP 500/, '... through the chunks, saying why');
 $r = query($m, 'big.example');
 is($r->{code}, 200, 'query big.example: 200') or diag($r->{body});
-my $a = check_answer($r->{body}, $m->{pub}, \%keys);
+my $a = check_answer($r->{body}, $m->{pub}, \%keys, 'big.example');
 ok($a->{ok}, '... the answer verifies') or diag($a->{err});
 is(join(',', map { $_->{sn} } @{$a->{timelines}{9}{entries}}), '4',
     '... with the long Bind, SN 4 of timeline 9');

@@ -11,6 +11,8 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
+use POSIX ();
+use Time::HiRes ();
 use HTTP::Tiny;
 use MIME::Base64 qw(decode_base64);
 use SKTest;
@@ -134,27 +136,48 @@ is($r->{out}, "200 1\n400 0\n200 0\n",
     or diag($r->{out}, $r->{err});
 stop_daemon($t->{pid});
 
-# The global rate limit: 3 new entries per second.
+# The global rate limit: 3 new entries a second, a second's worth saved
+# up; an append waits up to 1 s for its place, then 503 (issue 40: before
+# it is checked).  Twelve at once: the first three, about three more as
+# places come, the rest 503.
 mkdir "$d/b";
 my $s = start_timeline("$d/b", operator_key => "$d/operator.pub",
-    rate_global => 3, clock_file => "$d/clock");
+    rate_global => 3, rate_per_client => 0);
 ok($s->{up}, 'a rate-limited timeline');
-my @codes = map {
-    append($s, root_entry(cert => "$ca.crt", key => $op, serial => $_))->{code}
-} 1 .. 5;
-is_deeply(\@codes, [201, 201, 201, 503, 503], 'three a second, then 503');
-like(append($s, root_entry(cert => "$ca.crt", key => $op))->{body},
-    qr/^rate limit: more than 3 new entries per second$/m, '503 says why');
-spew("$d/clock", ($now + 11) . "\n");
-is(append($s, root_entry(cert => "$ca.crt", key => $op, serial => 9))->{code},
-    201, 'the next second: accepted again');
+my $rk = ed25519_key($d, 'rated');
+my @at = map { bind_entry(name => "r$_.example", key => $rk,
+    chain => [issue($d, $ca, $rk, "r$_.example", "$d/r$_")]) } 1 .. 12;
+is(append($s, root_entry(cert => "$ca.crt", key => $op))->{code}, 201,
+    'its root');
+my @kids;
+my $t0 = Time::HiRes::time();
+for my $i (0 .. $#at) {
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        my $r = append($s, $at[$i]);
+        spew("$d/b/r$i", "$r->{code}\n$r->{body}");
+        POSIX::_exit(0);
+    }
+    push @kids, $pid;
+}
+waitpid($_, 0) for @kids;
+my $span = Time::HiRes::time() - $t0;
+my @r = map { slurp("$d/b/r$_") } 0 .. $#at;
+my $took = grep { /^201\n/ } @r;
+my $most = 3 + 3 * $span + 1;
+ok($took >= 2 && $took <= $most, sprintf('twelve at once: %d taken in %.1f '
+    . 's (a second\'s worth, and 3 a second)', $took, $span));
+ok((grep { /^503\nrate limit: more than 3 new entries per second$/m } @r)
+    == @r - $took, '... the others 503, saying why');
+ok($most >= 12 || $took < 12, '... some of them');
 stop_daemon($s->{pid});
 
 # Proofs for every size up to N, from the daemon, against the model: N / 2
 # appends, each a batch ended by its Map-Root entry.
 my $N = 260;
 mkdir "$d/c";
-my $p = start_timeline("$d/c", operator_key => "$d/operator.pub");
+my $p = start_timeline("$d/c", operator_key => "$d/operator.pub",
+    rate_per_client => 0);       # N / 2 appends at once from one client
 ok($p->{up}, 'a timeline for the proofs');
 my $ua = HTTP::Tiny->new(keep_alive => 1);
 my %f = ('CA-Cert' => der_b64("$ca.crt"), map { $_ => 'N/A' }

@@ -171,18 +171,15 @@ like(http('GET', "$url/status/$tok")->{body},
     qr/\A503 Service Unavailable\nclock: \d+ is behind the newest entry's \d+\n\z/,
     'clock still behind after clock_wait_ms: the outcome is 503');
 
-# A queued entry meets the state when it is stamped: here a 403.
+# The name's state is looked up before anything waits or is checked (a
+# replay costs a lookup, issue 40): an update for an unbound name is a 403
+# at once, clock behind or not.
 $r = append($t, cs_entry(name => 'nobody.com', services => 'https',
     key => $sk{other}));
-($tok) = $r->{body} =~ /^Token: ([0-9a-f]{32})$/m;
-is($r->{code}, 202, 'an update for an unbound name, clock behind: 202');
+is($r->{code}, 403, 'an update for an unbound name, clock behind: 403 at once');
+like($r->{body}, qr/\Achange-services: nobody.com is not bound\n\z/,
+    '... naming the rule');
 spew("$d/clock", ($last + 8) . "\n");
-$r = wait_until(sub {
-    my $s = http('GET', "$url/status/$tok");
-    return $s->{body} =~ /\A202 / ? undef : $s;
-}, 5);
-like($r->{body}, qr/\A403 Forbidden\nchange-services: nobody.com is not bound\n\z/,
-    'its outcome: 403 naming the rule');
 is(http('GET', "$url/status/" . ('0' x 32))->{code}, 410,
     'a token never issued: 410');
 

@@ -69,6 +69,8 @@ typedef struct {
     uint64_t   http_threads;    /* HTTP polling threads */
     sk_httpd_limits_t  http;    /* connections, timeouts */
     uint64_t   rate_global;     /* new entries per second, 0 = unlimited */
+    uint64_t   max_chain;       /* certificates in a CA-Cert-Chain */
+    uint64_t   max_chain_bytes; /* bytes of a CA-Cert-Chain value */
     uint64_t   sk_budget;       /* Unbind/Change-Services per SK */
     uint64_t   sk_refill;       /* seconds per budget token */
     uint64_t   clock_wait_ms;   /* wait this long for a lagging clock */
@@ -169,13 +171,6 @@ typedef struct {
 
 typedef struct tl_ocsp_s tl_ocsp_t;
 
-/* A CA certificate of some chain, decoded once (tl_validate.c). */
-#define TL_CERT_CACHE  256
-typedef struct {
-    unsigned char     hash[SK_SHA256_BYTES];    /* of its DER */
-    X509             *cert;
-} tl_cert_t;
-
 /* A 403's rule, a 503's reason: what tl_validate reports besides err. */
 typedef enum {
     TL_OK = 0,              /* 201 */
@@ -191,8 +186,10 @@ typedef enum {
                                Unbind/Change-Services budget spent */
     TL_QUEUED,              /* 202: the outcome comes with a token; the
                                final verdicts are those before it */
-    TL_PARKED               /* written, its answer left to the batch's
+    TL_PARKED,              /* written, its answer left to the batch's
                                sync (tl_park_t) */
+    TL_GONE                 /* the client left before its turn: no
+                               answer, the connection closed */
 } tl_verdict_t;
 
 /* An append written and parked until its batch is durable: no thread
@@ -257,24 +254,50 @@ typedef struct {
     int64_t           ts;           /* tl_now when signed */
 } tl_note_t;
 
-typedef struct tl_task_s  tl_task_t;
+typedef struct tl_task_s     tl_task_t;
+typedef struct tl_wclient_s  tl_wclient_t;
 
 struct tl_task_s {
     tl_task_t        *next;
     void            (*run)(tl_task_t *t);
+    struct MHD_Connection *c;       /* whose request it is */
+    tl_wclient_t     *client;       /* its client's queue (tl_work.c) */
+    uint64_t          queued_ms;    /* tl_ms() when queued */
+    tl_verdict_t      refuse;       /* TL_OK: run it; else answer this at
+                                       once, no work done (TL_GONE: nobody
+                                       to answer; TL_UNAVAILABLE: no
+                                       rate_global place in time) */
+    int               token;        /* it holds a place of rate_global */
 };
+
+/* One client's appends, queued (tl_work.c). */
+struct tl_wclient_s {
+    tl_wclient_t     *hnext;        /* hash chain */
+    tl_wclient_t     *rnext;        /* the next client with tasks queued */
+    uint64_t          key;          /* sk_httpd_client */
+    tl_task_t        *head, *tail;
+    size_t            queued;
+    unsigned          held;         /* its tasks in threads */
+    int               in_ring;
+};
+
+#define TL_WORK_BUCKETS  256
 
 typedef struct {
     pthread_mutex_t   lock;         /* the fields below */
     pthread_cond_t    wake;         /* a task came, or stopping */
     pthread_cond_t    gone;         /* a thread ended */
-    tl_task_t        *head, *tail;
+    tl_wclient_t     *ring, *ring_tail;     /* clients with tasks queued,
+                                       served in turn */
+    tl_wclient_t     *clients[TL_WORK_BUCKETS];
     size_t            queued;
     unsigned          threads;      /* started, not yet ended */
     unsigned          idle;         /* of them, waiting for a task */
     unsigned          running;      /* of them, in a task and not blocked */
     unsigned          cpus;         /* the most running at once */
     int               stopping;
+    double            places;       /* of rate_global, to give now */
+    uint64_t          places_at;    /* tl_ms() they were counted at */
 } tl_work_t;
 
 /* A CA certificate the log stores once (tl_calog.c). */
@@ -344,6 +367,14 @@ typedef enum {
     TL_OCSP_RESULTS
 } tl_ocsp_result_t;
 
+/* Refusals of appends by the fair queue (tl_work.c), in the HTTP front's
+ * sk_timeline_refused_total beside its own (sk/httpd.h). */
+enum {
+    TL_METRICS_CLIENT_QUEUE = 0,    /* 429: its client's queue is full */
+    TL_METRICS_RATE_GLOBAL,         /* 503: no place of rate_global */
+    TL_METRICS_REFUSALS
+};
+
 typedef struct {
     sk_metrics_t     *reg;
     sk_httpd_t       *h;
@@ -360,6 +391,7 @@ typedef struct {
     sk_metric_t      *pending;      /* answered 202, not yet settled */
     sk_metric_t      *refused;
     sk_metric_t      *checkpoint_age;
+    sk_metric_t      *queue_refused[TL_METRICS_REFUSALS];  /* by tl_work.c */
     sk_metric_t      *checkpoint_interval;
     /* set by the publisher thread, also while stopping (last: kept by
      * tl_metrics_stop) */
@@ -482,8 +514,6 @@ struct tl_timeline_s {
     uint32_t          ca_next;      /* a root change needs a CA-Serial at
                                        least this: the newest one's + 1 */
 
-    int64_t           rate_sec;     /* global limit window */
-    uint64_t          rate_count;
 
     tl_peer_t        *peers;        /* next_sn under lock */
     size_t            npeers;
@@ -500,8 +530,6 @@ struct tl_timeline_s {
 
     pthread_mutex_t   store_lock;   /* store, the pointer: taken under
                                        lock, or alone to read it */
-    pthread_mutex_t   certs_lock;   /* certs */
-    tl_cert_t         certs[TL_CERT_CACHE];
 
     tl_token_t       *tokens;       /* ring of conf.tokens outcomes */
     uint64_t          tokens_made;  /* the next goes to made % conf.tokens */
@@ -782,14 +810,22 @@ unsigned tl_index_check(tl_timeline_t *tl);
 
 /* tl_validate.c */
 /* Checks that need no state: run without the lock.  now is the claim
- * time; ocsp 0 skips the OCSP question (an incorporated entry's claim
- * time is past: an answer today says nothing about it). */
+ * time; own: a submission to this timeline, whose CA-Cert-Chain must be
+ * exactly the path it verifies by and gets the OCSP question (0: an
+ * incorporated copy, stamped elsewhere, whose claim time is past: an
+ * answer today says nothing about it). */
 tl_verdict_t tl_validate_static(tl_timeline_t *tl, const sk_entry_t *e,
-    int64_t now, int ocsp, sk_err_t *err);
+    int64_t now, int own, sk_err_t *err);
 /* Loads the DNSSEC trust anchors when conf.evidence has dnssec. */
 int tl_validate_init(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
-/* The decoded CA certificates kept for the next chains, the anchors. */
+/* The anchors. */
 void tl_validate_free(tl_timeline_t *tl);
+/* With tl->lock held: the checks against the state that need no
+ * signature (a Bind for a bound name, an Unbind for an unbound one), run
+ * before tl_validate_static so that a replayed entry costs a lookup, not
+ * a chain check; tl_validate_state makes them again. */
+tl_verdict_t tl_validate_early(tl_timeline_t *tl, const sk_entry_t *e,
+    sk_err_t *err);
 /* Checks against the state; called with tl->lock held. */
 tl_verdict_t tl_validate_state(tl_timeline_t *tl, const sk_entry_t *e,
     int64_t now, sk_err_t *err);
@@ -943,17 +979,23 @@ void tl_thread_stop(tl_thread_t *t, pthread_mutex_t *lock,
  * wait for them.  libmicrohttpd's polling threads never block: an append
  * (OCSP, the clock, group commit) is handed to one of these.  At most one
  * per CPU runs a task at once; one that blocks says so (tl_work_block),
- * and another task may start meanwhile. */
+ * and another task may start meanwhile.  Tasks are queued per client and
+ * taken from each client in turn; each takes a place of rate_global
+ * first. */
 void tl_work_init(tl_timeline_t *tl);
 /* Around a wait that uses no CPU (an OCSP responder, a lagging clock):
  * from an append thread, its CPU goes to the next task; from any other
  * thread, nothing. */
 void tl_work_block(tl_timeline_t *tl);
 void tl_work_unblock(tl_timeline_t *tl);
-/* Suspend c and queue t; -1 (c untouched) once stopping, or if no
- * thread runs and none can start. */
-int tl_work_submit(tl_timeline_t *tl, tl_task_t *t, struct MHD_Connection *c)
-    SK_WUR;
+/* Suspend c and queue t as client's; -1 (c untouched) once stopping, or
+ * if no thread runs and none can start; 1 if client has TL_WORK_QUEUE_MAX
+ * queued already. */
+#define TL_WORK_QUEUE_MAX  32
+int tl_work_submit(tl_timeline_t *tl, tl_task_t *t, struct MHD_Connection *c,
+    uint64_t client) SK_WUR;
+/* The rate_global place of a task whose entry was not stored goes back. */
+void tl_work_refund(tl_timeline_t *tl, tl_task_t *t);
 /* Run every task queued, then end the threads. */
 void tl_work_stop(tl_timeline_t *tl);
 
@@ -968,6 +1010,10 @@ void tl_metrics_stop(tl_timeline_t *tl);
 /* An append's final verdict after us microseconds (TL_QUEUED: not
  * final, not counted). */
 void tl_metrics_append(tl_timeline_t *tl, tl_verdict_t v, uint64_t us);
+/* The queue's refusal series, once the HTTP front made its family
+ * (after sk_httpd_start); an append refused by the queue (TL_METRICS_*). */
+int tl_metrics_refusals_start(tl_timeline_t *tl, sk_err_t *err) SK_WUR;
+void tl_metrics_queue_refused(tl_timeline_t *tl, int reason);
 /* One fdatasync of the log took us microseconds. */
 void tl_metrics_fsync(tl_timeline_t *tl, uint64_t us);
 /* The timeline just signed a TFM or checkpoint on its own (a chunk's, a

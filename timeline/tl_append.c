@@ -15,11 +15,51 @@
 #define TL_CLOCK_POLL_MS  20
 
 
+/* CA-Cert-Chain within max_chain certificates and max_chain_bytes, read
+ * off the text before anything is decoded: a chain is the costliest part
+ * of an entry to parse, and past these it is refused unread. */
 static tl_verdict_t
-tl_append_parse(sk_entry_t **e, const char *text, size_t len, sk_err_t *err)
+tl_append_chain_size(const tl_timeline_t *tl, const char *text, size_t len,
+    sk_err_t *err)
+{
+    static const char  field[] = "\nCA-Cert-Chain: ";
+    const char        *v, *end;
+    size_t             n = 1;
+
+    v = memmem(text, len, field, sizeof(field) - 1);
+    if (v == NULL) {
+        return TL_OK;
+    }
+    v += sizeof(field) - 1;
+    end = memchr(v, '\n', len - (size_t) (v - text));
+    end = end != NULL ? end : text + len;
+    if ((uint64_t) (end - v) > tl->conf.max_chain_bytes) {
+        sk_err_set(err, SK_ERR_FORMAT, "entry: CA-Cert-Chain of %zu bytes, "
+            "more than %" PRIu64 " (max_chain_bytes)", (size_t) (end - v),
+            tl->conf.max_chain_bytes);
+        return TL_TOO_LARGE;
+    }
+    for (; v < end; v++) {
+        n += *v == ',';
+    }
+    if (n > tl->conf.max_chain) {
+        sk_err_set(err, SK_ERR_FORMAT, "entry: CA-Cert-Chain of %zu "
+            "certificates, more than %" PRIu64 " (max_chain): send the "
+            "end-entity certificate and the intermediates of its path only",
+            n, tl->conf.max_chain);
+        return TL_BAD_REQUEST;
+    }
+    return TL_OK;
+}
+
+
+static tl_verdict_t
+tl_append_parse(tl_timeline_t *tl, sk_entry_t **e, const char *text,
+    size_t len, sk_err_t *err)
 {
     static const char *const  stamp[] = { "SN", "TID", "Timestamp",
                                           "Signature" };
+    tl_verdict_t              v;
     size_t                    i;
 
     for (i = 0; i < len; i++) {
@@ -28,6 +68,9 @@ tl_append_parse(sk_entry_t **e, const char *text, size_t len, sk_err_t *err)
                 "entry: byte %zu is not printable ascii", i + 1);
             return TL_BAD_REQUEST;
         }
+    }
+    if ((v = tl_append_chain_size(tl, text, len, err)) != TL_OK) {
+        return v;
     }
     if (sk_entry_parse(e, text, len, err) != 0) {
         sk_err_prefix(err, "entry");
@@ -102,26 +145,6 @@ tl_append_clock(tl_timeline_t *tl, int64_t *now, const tl_wait_t *w,
 }
 
 
-static tl_verdict_t
-tl_append_rate(tl_timeline_t *tl, int64_t now, sk_err_t *err)
-{
-    if (tl->conf.rate_global == 0) {
-        return TL_OK;
-    }
-    if (now != tl->rate_sec) {
-        tl->rate_sec = now;
-        tl->rate_count = 0;
-    }
-    if (tl->rate_count >= tl->conf.rate_global) {
-        sk_err_set(err, SK_ERR_UNAVAILABLE,
-            "rate limit: more than %" PRIu64 " new entries per second",
-            tl->conf.rate_global);
-        return TL_UNAVAILABLE;
-    }
-    return TL_OK;
-}
-
-
 /* The stamped entry, len bytes, must fit in an entry bundle
  * (/tile/entries/): each of its entries is a uint16 length and the text,
  * so one stored longer would stall every tiles client for good. */
@@ -186,7 +209,6 @@ tl_append_locked(tl_timeline_t *tl, sk_entry_t *e, const sk_entry_t *ref,
             return TL_FAULT;
         }
         if ((v = tl_append_clock(tl, &now, w, err)) == TL_OK
-            && (v = tl_append_rate(tl, now, err)) == TL_OK
             && (v = tl_validate_state(tl, e, now, err)) == TL_OK
             && ref != NULL)
         {
@@ -215,7 +237,6 @@ tl_append_locked(tl_timeline_t *tl, sk_entry_t *e, const sk_entry_t *ref,
         }
         w->stamped = 1;
         w->sn = tl->size - 1;
-        tl->rate_count++;
         if ((ref != NULL ? tl_state_incorporate(tl, e, ref, now, err)
                          : tl_state_apply(tl, e, now, err)) != 0)
         {
@@ -416,18 +437,27 @@ tl_append(tl_timeline_t *tl, char **out, size_t *outlen, const char *text,
     uint64_t       ms, start_us = tl_us();
 
     tl->appending++;
-    if ((v = tl_append_parse(&e, text, len, err)) != TL_OK) {
+    if ((v = tl_append_parse(tl, &e, text, len, err)) != TL_OK) {
         tl->appending--;
         tl_metrics_append(tl, v, tl_us() - start_us);
         return v;
     }
-    if (sk_entry_type(e) == SK_ENTRY_INCORPORATE) {
-        v = tl_inc_validate_static(tl, e, ref_text, ref_len, &ref, err);
-    } else if (ref_text != NULL) {
+    /* A lookup before any signature or chain is checked: a replayed
+     * Bind of a bound name costs no more. */
+    if (ref_text != NULL && sk_entry_type(e) != SK_ENTRY_INCORPORATE) {
         sk_err_set(err, SK_ERR_FORMAT,
             "form: field \"ref\" is only for an Incorporate");
         v = TL_BAD_REQUEST;
-    } else {
+    }
+    pthread_mutex_lock(&tl->lock);
+    if (v == TL_OK && !tl->failed && !tl->index_bad) {
+        v = tl_validate_early(tl, e, err);
+        v = tl->index_bad ? TL_OK : v;     /* decided again, rebuilt */
+    }
+    pthread_mutex_unlock(&tl->lock);
+    if (v == TL_OK && sk_entry_type(e) == SK_ENTRY_INCORPORATE) {
+        v = tl_inc_validate_static(tl, e, ref_text, ref_len, &ref, err);
+    } else if (v == TL_OK) {
         v = tl_validate_static(tl, e, tl_now(tl), 1, err);
     }
     tl->appending--;

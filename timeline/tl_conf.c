@@ -46,6 +46,7 @@ static const sk_conf_def_t  tl_confdefs[] = {
     TL_S("origin", origin),
     TL_S("clock_file", clock_file),
     TL_S("metrics_listen", metrics_listen),
+    TL_S("trusted_proxies", http.proxies),
     TL_U("max_body", max_body, "65536"),
     TL_U("threads", threads, "256"),
     TL_U("http_threads", http_threads, "2"),
@@ -53,7 +54,11 @@ static const sk_conf_def_t  tl_confdefs[] = {
     TL_U("connections_per_ip", http.per_ip, "64"),
     TL_U("request_timeout", http.request_timeout, "10"),
     TL_U("idle_timeout", http.idle_timeout, "30"),
+    TL_U("rate_per_client", http.rate, "20"),
+    TL_U("rate_burst", http.burst, "100"),
     TL_U("rate_global", rate_global, "0"),
+    TL_U("max_chain", max_chain, "8"),
+    TL_U("max_chain_bytes", max_chain_bytes, "24576"),
     TL_U("sk_budget", sk_budget, "5"),
     TL_U("sk_refill", sk_refill, "1209600"),
     TL_U("clock_wait_ms", clock_wait_ms, "2000"),
@@ -253,6 +258,10 @@ tl_conf_finish(tl_conf_t *conf, sk_err_t *err)
             " is more than any append needs (%d: an entry and its ref of %d "
             "bytes each, every byte percent-encoded; no entry is longer)",
             conf->max_body, TL_BODY_MAX, SK_TILE_ENTRY_MAX);
+    }
+    if (conf->max_chain == 0 || conf->max_chain_bytes == 0) {
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "\"max_chain\" and \"max_chain_bytes\" must be above 0");
     }
     if (conf->http_threads == 0 || conf->http_threads > 64) {
         return sk_err_set(err, SK_ERR_FORMAT,

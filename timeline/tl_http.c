@@ -501,7 +501,8 @@ tl_http_unpark(tl_park_t *p, tl_verdict_t v, char *token,
 
 
 /* In an append thread: the append, then the connection goes on, or, once
- * written, waits for its batch's sync without the thread. */
+ * written, waits for its batch's sync without the thread.  A task the
+ * queue refused is answered at once. */
 static void
 tl_http_run(tl_task_t *t)
 {
@@ -509,9 +510,23 @@ tl_http_run(tl_task_t *t)
     tl_verdict_t   v;
 
     sk_err_clear(&rq->err);
+    if (t->refuse != TL_OK) {
+        if (t->refuse == TL_UNAVAILABLE) {     /* 503, Retry-After */
+            sk_err_set(&rq->err, SK_ERR_UNAVAILABLE, "rate limit: more "
+                "than %" PRIu64 " new entries per second",
+                rq->tl->conf.rate_global);
+            tl_metrics_queue_refused(rq->tl, TL_METRICS_RATE_GLOBAL);
+        }
+        tl_http_resume(rq, t->refuse == TL_UNAVAILABLE ? TL_RETRY
+                                                       : t->refuse);
+        return;
+    }
     rq->park.done = tl_http_unpark;
     v = tl_append(rq->tl, &rq->out, &rq->outlen, rq->e, rq->elen,
         rq->ref, rq->reflen, &rq->park, &rq->err);
+    if (v != TL_OK && v != TL_PARKED && v != TL_QUEUED) {
+        tl_work_refund(rq->tl, t);      /* nothing stored */
+    }
     if (v != TL_PARKED) {       /* else rq may be gone already */
         tl_http_resume(rq, v);
     }
@@ -524,6 +539,9 @@ tl_http_append_reply(struct MHD_Connection *c, tl_req_t *rq)
     char  *out = rq->out;
 
     rq->out = NULL;             /* the reply takes it */
+    if (rq->v == TL_GONE) {
+        return MHD_NO;          /* nobody to answer: closed */
+    }
     if (rq->v == TL_OK) {
         return sk_httpd_reply(c, MHD_HTTP_CREATED, out, rq->outlen,
             TL_HTTP_TEXT);
@@ -546,6 +564,8 @@ static enum MHD_Result
 tl_http_append_done(struct MHD_Connection *c, tl_timeline_t *tl,
     tl_req_t *rq)
 {
+    int  rc;
+
     if (rq->done) {
         return tl_http_append_reply(c, rq);
     }
@@ -576,7 +596,13 @@ tl_http_append_done(struct MHD_Connection *c, tl_timeline_t *tl,
             "%s: contains a NUL byte\n",
             strlen(rq->e) != rq->elen ? "entry" : "ref");
     }
-    if (tl_work_submit(tl, &rq->task, c) != 0) {
+    rc = tl_work_submit(tl, &rq->task, c, sk_httpd_client(c));
+    if (rc > 0) {
+        tl_metrics_queue_refused(tl, TL_METRICS_CLIENT_QUEUE);
+        return sk_httpd_too_many(c, 1, "append: %d appends of this client "
+            "wait already: retry\n", TL_WORK_QUEUE_MAX);
+    }
+    if (rc < 0) {
         return sk_httpd_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "append: not "
             "taken now (stopping, or no thread could start): retry\n");
     }
@@ -681,6 +707,16 @@ tl_http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 
+/* What takes a token of its client's (rate_per_client): an append. */
+static int
+tl_http_costly(void *cls, const char *method, const char *url)
+{
+    (void) cls;
+    return strcmp(method, MHD_HTTP_METHOD_POST) == 0
+           && strcmp(url, "/append") == 0;
+}
+
+
 int
 tl_http_start(tl_timeline_t *tl, sk_httpd_t **h, sk_err_t *err)
 {
@@ -705,7 +741,14 @@ tl_http_start(tl_timeline_t *tl, sk_httpd_t **h, sk_err_t *err)
     hc.completed = tl_http_completed;
     hc.cls = tl;
     hc.metrics = tl_metrics_http(tl);
+    hc.costly = tl_http_costly;
     if (sk_httpd_start(h, &hc, err) != 0) {
+        tl_append_stop(tl);
+        tl_store_stop(tl);
+        return -1;
+    }
+    if (tl_metrics_refusals_start(tl, err) != 0) {
+        sk_httpd_stop(*h);
         tl_append_stop(tl);
         tl_store_stop(tl);
         return -1;

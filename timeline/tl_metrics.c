@@ -103,6 +103,12 @@ static const sk_metric_def_t  tl_metrics_checkpoint_interval = {
     SK_METRIC_GAUGE, NULL, 0
 };
 
+/* The fair queue's refusals, in the HTTP front's family (sk/httpd.h). */
+static const char *const  tl_metrics_refusals[TL_METRICS_REFUSALS] = {
+    [TL_METRICS_CLIENT_QUEUE] = "client_queue",
+    [TL_METRICS_RATE_GLOBAL] = "rate_global"
+};
+
 /* Label values of each final verdict. */
 static const char *const  tl_metrics_results[TL_QUEUED] = {
     [TL_OK] = "created", [TL_BAD_REQUEST] = "bad_request",
@@ -272,6 +278,30 @@ tl_metrics_stop(tl_timeline_t *tl)
     /* All but what the publisher thread may still set; nothing else
      * counts once appends are drained. */
     memset(mt, 0, offsetof(tl_metrics_t, caught_ms));
+}
+
+
+int
+tl_metrics_refusals_start(tl_timeline_t *tl, sk_err_t *err)
+{
+    tl_metrics_t  *mt = &tl->metrics;
+    size_t         i;
+
+    for (i = 0; mt->reg != NULL && i < TL_METRICS_REFUSALS; i++) {
+        mt->queue_refused[i] = sk_httpd_metrics_refusal(&mt->http,
+            tl_metrics_refusals[i], err);
+        if (mt->queue_refused[i] == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
+void
+tl_metrics_queue_refused(tl_timeline_t *tl, int reason)
+{
+    sk_metric_inc(tl->metrics.queue_refused[reason], 1);
 }
 
 

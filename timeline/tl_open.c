@@ -43,7 +43,6 @@ tl_init(tl_timeline_t *tl, tl_mode_t mode)
     pthread_cond_init(&tl->jobs_done, NULL);
     pthread_mutex_init(&tl->chunk_lock, NULL);
     pthread_mutex_init(&tl->store_lock, NULL);
-    pthread_mutex_init(&tl->certs_lock, NULL);
     pthread_rwlock_init(&tl->calog_lock, NULL);
     pthread_cond_init(&tl->chunk_wake, NULL);
     pthread_mutex_init(&tl->sign_lock, NULL);

@@ -24,45 +24,6 @@ tl_forbid(sk_err_t *err, const char *rule)
 }
 
 
-/* A certificate of a chain (sk_chain_d2i_fn): CA certificates
- * (intermediates, shared by many chains) are decoded once and kept, by
- * the SHA-256 of their DER. */
-static X509 *
-tl_validate_cert(void *arg, const unsigned char *der, size_t len, int i)
-{
-    tl_timeline_t        *tl = arg;
-    const unsigned char  *p = der;
-    unsigned char         h[SK_SHA256_BYTES];
-    tl_cert_t            *c;
-    X509                 *x = NULL;
-
-    if (i == 0) {
-        return d2i_X509(NULL, &p, (long) len);
-    }
-    sk_merkle_digest(h, der, len);
-    c = &tl->certs[(h[0] | (unsigned) h[1] << 8) % TL_CERT_CACHE];
-    pthread_mutex_lock(&tl->certs_lock);
-    if (c->cert != NULL && memcmp(c->hash, h, sizeof(h)) == 0
-        && X509_up_ref(c->cert) == 1)
-    {
-        x = c->cert;
-    }
-    pthread_mutex_unlock(&tl->certs_lock);
-    if (x != NULL) {
-        return x;
-    }
-    x = d2i_X509(NULL, &p, (long) len);
-    if (x != NULL && X509_check_ca(x) > 0 && X509_up_ref(x) == 1) {
-        pthread_mutex_lock(&tl->certs_lock);
-        X509_free(c->cert);
-        memcpy(c->hash, h, sizeof(h));
-        c->cert = x;
-        pthread_mutex_unlock(&tl->certs_lock);
-    }
-    return x;
-}
-
-
 int
 tl_validate_init(tl_timeline_t *tl, sk_err_t *err)
 {
@@ -81,23 +42,45 @@ tl_validate_init(tl_timeline_t *tl, sk_err_t *err)
 void
 tl_validate_free(tl_timeline_t *tl)
 {
-    size_t  i;
-
     sk_dnssec_anchors_free(tl->anchors);
     tl->anchors = NULL;
-    for (i = 0; i < TL_CERT_CACHE; i++) {
-        X509_free(tl->certs[i].cert);
-        tl->certs[i].cert = NULL;
+}
+
+
+/* The chain a submission carries must be the path it verified by, end-
+ * entity first, with or without the root: nothing else is kept for good
+ * in certs.log (Sunlight and Google's CT front end store exactly the
+ * verified path, too). */
+static tl_verdict_t
+tl_validate_path(const sk_entry_t *e, STACK_OF(X509) *path, sk_err_t *err)
+{
+    STACK_OF(X509)  *sent = sk_entry_get0_chain(e);
+    int              i, n = sk_X509_num(sent), m = sk_X509_num(path);
+
+    for (i = 0; i < n && i < m; i++) {
+        if (X509_cmp(sk_X509_value(sent, i), sk_X509_value(path, i)) != 0) {
+            break;
+        }
     }
+    if (i == n && n >= m - 1) {
+        return TL_OK;
+    }
+    sk_err_set(err, SK_ERR_FORMAT, "chain: CA-Cert-Chain is not the "
+        "verified path: certificate %d of %d is %s (send the end-entity "
+        "certificate and the intermediates of its path to the root, in "
+        "order, and nothing else)", i + 1, n, i < m ? "not the path's next"
+                                                  : "past the root");
+    return TL_FORBIDDEN;
 }
 
 
 /* "CA chain valid to a trusted root at claim time, name matches the
- * end-entity certificate, the key is bound by it" (sk/chain.h), then the
- * OCSP question on the verified chain. */
+ * end-entity certificate, the key is bound by it" (sk/chain.h); for a
+ * submission of its own, exactly the verified path, then the OCSP
+ * question on it. */
 static tl_verdict_t
 tl_validate_chain(tl_timeline_t *tl, const sk_entry_t *e, const sk_key_t *sk,
-    int64_t now, int ocsp, sk_err_t *err)
+    int64_t now, int own, sk_err_t *err)
 {
     STACK_OF(X509)  *chain = NULL;
     X509_STORE      *st;
@@ -108,13 +91,13 @@ tl_validate_chain(tl_timeline_t *tl, const sk_entry_t *e, const sk_key_t *sk,
         sk_err_crypto(err, "chain: verifier");
         return TL_FAULT;
     }
-    if (sk_chain_check_by(ocsp ? &chain : NULL, e, sk, st, now,
-            tl_validate_cert, tl, err) != 0)
-    {
+    if (sk_chain_check(own ? &chain : NULL, e, sk, st, now, err) != 0) {
         v = err != NULL && err->code == SK_ERR_NOMEM ? TL_FAULT
                                                      : TL_FORBIDDEN;
-    } else {
-        v = ocsp ? tl_ocsp_check(tl, chain, st, err) : TL_OK;
+    } else if (own && (v = tl_validate_path(e, chain, err)) == TL_OK) {
+        v = tl_ocsp_check(tl, chain, st, err);
+    } else if (!own) {
+        v = TL_OK;
     }
     sk_X509_pop_free(chain, X509_free);
     X509_STORE_free(st);
@@ -155,7 +138,7 @@ tl_validate_dnssec(tl_timeline_t *tl, const sk_entry_t *e,
 
 static tl_verdict_t
 tl_validate_bind(tl_timeline_t *tl, const sk_entry_t *e, const char *rule,
-    int64_t now, int ocsp, sk_err_t *err)
+    int64_t now, int own, sk_err_t *err)
 {
     sk_key_t      *sk;
     tl_verdict_t   v;
@@ -175,7 +158,7 @@ tl_validate_bind(tl_timeline_t *tl, const sk_entry_t *e, const char *rule,
             "(evidence = %s)", tl->conf.evidence);
         v = TL_FORBIDDEN;
     } else {
-        v = tl_validate_chain(tl, e, sk, now, ocsp, err);
+        v = tl_validate_chain(tl, e, sk, now, own, err);
     }
     sk_key_free(sk);
     if (v == TL_TIMEOUT) {
@@ -202,13 +185,13 @@ tl_validate_operator(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
 /* An Incorporate's own checks are tl_inc_validate_static's. */
 tl_verdict_t
 tl_validate_static(tl_timeline_t *tl, const sk_entry_t *e, int64_t now,
-    int ocsp, sk_err_t *err)
+    int own, sk_err_t *err)
 {
     switch (sk_entry_type(e)) {
     case SK_ENTRY_BIND:
-        return tl_validate_bind(tl, e, "bind", now, ocsp, err);
+        return tl_validate_bind(tl, e, "bind", now, own, err);
     case SK_ENTRY_REBIND:
-        return tl_validate_bind(tl, e, "rebind", now, ocsp, err);
+        return tl_validate_bind(tl, e, "rebind", now, own, err);
     case SK_ENTRY_ADD_ROOT_CA:
     case SK_ENTRY_REMOVE_ROOT_CA:
         return tl_validate_operator(tl, e, err);
@@ -269,18 +252,14 @@ tl_validate_bound(const tl_name_t *n)
 }
 
 
-/* Unbind and Change-Services: bound, signed by its SK, within budget. */
+/* Unbind and Change-Services, once bound (tl_validate_early): signed by
+ * its SK, within budget. */
 static tl_verdict_t
 tl_validate_update(tl_timeline_t *tl, const sk_entry_t *e, const char *rule,
     int64_t now, sk_err_t *err)
 {
-    tl_name_t  *n = tl_state_name(tl, sk_entry_name(e));
+    tl_name_t  *n = tl_state_name(tl, sk_entry_name(e));   /* bound */
 
-    if (!tl_validate_bound(n)) {
-        sk_err_set(err, SK_ERR_NOT_FOUND, "%s is not bound",
-            sk_entry_name(e));
-        return tl_forbid(err, rule);
-    }
     if (tl_validate_sig_by(n, e, SK_SIG_SK, err) != 0) {
         sk_err_prefix(err, "SK-Signature");
         return tl_forbid(err, rule);
@@ -310,11 +289,6 @@ tl_validate_rebind(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
     tl_name_t   *n = tl_state_name(tl, sk_entry_name(e)), *r;
     const char  *rb = sk_entry_get(e, "Rebinder-Name");
 
-    if (n == NULL || n->last != SK_ENTRY_UNBIND) {
-        sk_err_set(err, SK_ERR_FORMAT,
-            "newest entry for %s is not an Unbind", sk_entry_name(e));
-        return tl_forbid(err, "rebind");
-    }
     if (!tl_validate_listed(n->rebinders, rb)) {
         sk_err_set(err, SK_ERR_PERM, "%s is not among the rebinders of %s",
             rb, n->name);
@@ -334,9 +308,10 @@ tl_validate_rebind(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
 
 
 tl_verdict_t
-tl_validate_state(tl_timeline_t *tl, const sk_entry_t *e, int64_t now,
-    sk_err_t *err)
+tl_validate_early(tl_timeline_t *tl, const sk_entry_t *e, sk_err_t *err)
 {
+    tl_name_t  *n;
+
     switch (sk_entry_type(e)) {
     case SK_ENTRY_BIND:
         if (tl_state_name(tl, sk_entry_name(e)) != NULL) {
@@ -345,6 +320,39 @@ tl_validate_state(tl_timeline_t *tl, const sk_entry_t *e, int64_t now,
             return tl_forbid(err, "bind");
         }
         return TL_OK;
+    case SK_ENTRY_REBIND:
+        n = tl_state_name(tl, sk_entry_name(e));
+        if (n == NULL || n->last != SK_ENTRY_UNBIND) {
+            sk_err_set(err, SK_ERR_FORMAT,
+                "newest entry for %s is not an Unbind", sk_entry_name(e));
+            return tl_forbid(err, "rebind");
+        }
+        return TL_OK;
+    case SK_ENTRY_UNBIND:
+    case SK_ENTRY_CHANGE_SERVICES:
+        if (!tl_validate_bound(tl_state_name(tl, sk_entry_name(e)))) {
+            sk_err_set(err, SK_ERR_NOT_FOUND, "%s is not bound",
+                sk_entry_name(e));
+            return tl_forbid(err, sk_entry_type(e) == SK_ENTRY_UNBIND
+                ? "unbind" : "change-services");
+        }
+        return TL_OK;
+    default:
+        return TL_OK;
+    }
+}
+
+
+tl_verdict_t
+tl_validate_state(tl_timeline_t *tl, const sk_entry_t *e, int64_t now,
+    sk_err_t *err)
+{
+    tl_verdict_t  v = tl_validate_early(tl, e, err);
+
+    if (v != TL_OK) {
+        return v;
+    }
+    switch (sk_entry_type(e)) {
     case SK_ENTRY_REBIND:
         return tl_validate_rebind(tl, e, err);
     case SK_ENTRY_UNBIND:

@@ -12,6 +12,7 @@
 
 #include "sk/b64.h"
 #include "sk/chain.h"
+#include "sk/merkle.h"
 
 
 /*
@@ -166,92 +167,142 @@ sk_chain_d2i_ee(const unsigned char **pp, long len)
 }
 
 
-int
-sk_chain_decode(STACK_OF(X509) **chain, const char *v, sk_err_t *err)
-{
-    return sk_chain_decode_by(chain, v, NULL, NULL, err);
-}
+/*
+ * CA certificates recur in every Bind their CA's customers make: the last
+ * SK_CHAIN_CA_CACHE that decoded cleanly are kept decoded, by the SHA-256
+ * of their DER, and shared (up-referenced) by every chain that carries
+ * them.  End-entity certificates, one per name, are always decoded.
+ */
+#define SK_CHAIN_CA_CACHE  64
+
+static struct {
+    pthread_mutex_t  lock;
+    unsigned char    hash[SK_CHAIN_CA_CACHE][SK_SHA256_BYTES];
+    X509            *x[SK_CHAIN_CA_CACHE];
+    size_t           next;
+} sk_chain_cas = { PTHREAD_MUTEX_INITIALIZER, { { 0 } }, { NULL }, 0 };
 
 
-/* The default sk_chain_d2i_fn: OpenSSL's own decoder. */
+/* The cached certificate of this hash, up-referenced, or NULL. */
 static X509 *
-sk_chain_d2i_der(void *arg, const unsigned char *der, size_t len, int i)
+sk_chain_ca_get(const unsigned char h[SK_SHA256_BYTES])
 {
-    const unsigned char  *p = der;
+    X509    *x = NULL;
+    size_t   i;
 
-    (void) arg;
-    (void) i;
-    return d2i_X509(NULL, &p, (long) len);
+    pthread_mutex_lock(&sk_chain_cas.lock);
+    for (i = 0; i < SK_CHAIN_CA_CACHE && sk_chain_cas.x[i] != NULL; i++) {
+        if (memcmp(sk_chain_cas.hash[i], h, SK_SHA256_BYTES) == 0) {
+            x = X509_up_ref(sk_chain_cas.x[i]) == 1 ? sk_chain_cas.x[i]
+                                                    : NULL;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&sk_chain_cas.lock);
+    return x;
 }
 
 
-/* The certificates of v, comma-separated, pushed onto chain in turn. */
-static int
-sk_chain_push_all(STACK_OF(X509) *chain, const char *v, sk_chain_d2i_fn d2i,
-    void *arg, sk_err_t *err)
+static void
+sk_chain_ca_put(const unsigned char h[SK_SHA256_BYTES], X509 *x)
 {
-    const char     *comma;
-    unsigned char  *der;
-    size_t          n, len;
-    X509           *x;
+    X509  *old;
 
-    for (;;) {
-        comma = strchr(v, ',');
-        len = comma != NULL ? (size_t) (comma - v) : strlen(v);
-        if (sk_b64_decode(&der, &n, v, len, err) != 0) {
-            return -1;
-        }
-        x = (d2i != NULL ? d2i : sk_chain_d2i_der)(arg, der, n,
-            sk_X509_num(chain));
+    if (X509_up_ref(x) != 1) {
+        return;
+    }
+    pthread_mutex_lock(&sk_chain_cas.lock);
+    old = sk_chain_cas.x[sk_chain_cas.next];
+    memcpy(sk_chain_cas.hash[sk_chain_cas.next], h, SK_SHA256_BYTES);
+    sk_chain_cas.x[sk_chain_cas.next] = x;
+    sk_chain_cas.next = (sk_chain_cas.next + 1) % SK_CHAIN_CA_CACHE;
+    pthread_mutex_unlock(&sk_chain_cas.lock);
+    X509_free(old);
+}
+
+
+/* Certificate i (0: the end-entity) of a chain, s[0..len) in base64url;
+ * any key type but the SK's is left undecoded (sk_chain_d2i_ee), which
+ * only a certificate that is no SK and no usual CA has. */
+static int
+sk_chain_cert(X509 **out, const char *s, size_t len, int i, sk_err_t *err)
+{
+    const unsigned char  *p;
+    unsigned char        *der, h[SK_SHA256_BYTES];
+    size_t                n;
+    X509                 *x;
+
+    if (len == 0) {
+        return sk_err_set(err, SK_ERR_FORMAT, "empty (want base64url)");
+    }
+    if (sk_b64_decode(&der, &n, s, len, err) != 0) {
+        return -1;
+    }
+    if (n > (size_t) SK_ENTRY_MAX) {
         free(der);
-        if (x == NULL || sk_X509_push(chain, x) == 0) {
-            X509_free(x);
-            return sk_err_crypto(err, "certificate %d",
-                sk_X509_num(chain) + 1);
-        }
-        if (comma == NULL) {
+        return sk_err_set(err, SK_ERR_FORMAT, "not a DER certificate");
+    }
+    if (i > 0) {
+        sk_merkle_digest(h, der, n);
+        if ((*out = sk_chain_ca_get(h)) != NULL) {
+            free(der);
             return 0;
         }
-        v = comma + 1;
     }
+    p = der;
+    x = sk_chain_d2i_ee(&p, (long) n);
+    if (x == NULL) {
+        free(der);
+        sk_err_crypto(err, "not a DER certificate");
+        if (err != NULL && err->code == SK_ERR_CRYPTO) {
+            err->code = SK_ERR_FORMAT;      /* bad input, not our fault */
+        }
+        return -1;
+    }
+    if ((size_t) (p - der) != n) {
+        free(der);
+        X509_free(x);
+        return sk_err_set(err, SK_ERR_FORMAT,
+            "trailing bytes after the certificate");
+    }
+    free(der);
+    if (i > 0 && X509_check_ca(x) > 0) {
+        sk_chain_ca_put(h, x);
+    }
+    *out = x;
+    return 0;
 }
 
 
 int
-sk_chain_decode_by(STACK_OF(X509) **chain, const char *v,
-    sk_chain_d2i_fn d2i, void *arg, sk_err_t *err)
+sk_chain_decode(STACK_OF(X509) **chain, const char *v, size_t len,
+    sk_err_t *err)
 {
+    const char  *comma;
+    size_t       off, end;
+    X509        *x = NULL;
+
     *chain = sk_X509_new_null();
     if (*chain == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "chain");
     }
-    return sk_chain_push_all(*chain, v, d2i, arg, err);
-}
-
-
-/* e's chain: the end-entity certificate as parsing decoded it (not its
- * text again), then the others by d2i. */
-static int
-sk_chain_of(STACK_OF(X509) **chain, const sk_entry_t *e, const char *v,
-    sk_chain_d2i_fn d2i, void *arg, sk_err_t *err)
-{
-    X509        *ee = sk_entry_get0_ee(e);
-    const char  *comma;
-
-    if (ee == NULL) {
-        return sk_chain_decode_by(chain, v, d2i, arg, err);
+    for (off = 0; ; off = end + 1) {
+        comma = memchr(v + off, ',', len - off);
+        end = comma == NULL ? len : (size_t) (comma - v);
+        if (sk_chain_cert(&x, v + off, end - off, sk_X509_num(*chain), err)
+            != 0)
+        {
+            return sk_err_prefix(err, "certificate %d",
+                sk_X509_num(*chain) + 1);
+        }
+        if (sk_X509_push(*chain, x) == 0) {
+            X509_free(x);
+            return sk_err_set(err, SK_ERR_NOMEM, "chain");
+        }
+        if (comma == NULL) {
+            return 0;
+        }
     }
-    *chain = sk_X509_new_null();
-    if (*chain == NULL || X509_up_ref(ee) != 1) {
-        return sk_err_set(err, SK_ERR_NOMEM, "chain");
-    }
-    if (sk_X509_push(*chain, ee) == 0) {
-        X509_free(ee);
-        return sk_err_set(err, SK_ERR_NOMEM, "chain");
-    }
-    comma = strchr(v, ',');
-    return comma != NULL ? sk_chain_push_all(*chain, comma + 1, d2i, arg, err)
-                         : 0;
 }
 
 
@@ -259,18 +310,9 @@ int
 sk_chain_check(STACK_OF(X509) **verified, const sk_entry_t *e,
     const sk_key_t *sk, X509_STORE *roots, int64_t at, sk_err_t *err)
 {
-    return sk_chain_check_by(verified, e, sk, roots, at, NULL, NULL, err);
-}
-
-
-int
-sk_chain_check_by(STACK_OF(X509) **verified, const sk_entry_t *e,
-    const sk_key_t *sk, X509_STORE *roots, int64_t at, sk_chain_d2i_fn d2i,
-    void *arg, sk_err_t *err)
-{
-    STACK_OF(X509)  *chain = NULL;
+    STACK_OF(X509)  *chain = sk_entry_get0_chain(e);
     X509_STORE_CTX  *ctx = NULL;
-    const char      *name = sk_entry_name(e), *v;
+    const char      *name = sk_entry_name(e);
     EVP_PKEY        *eek;
     X509            *ee;
     int              rc = -1;
@@ -278,14 +320,9 @@ sk_chain_check_by(STACK_OF(X509) **verified, const sk_entry_t *e,
     if (verified != NULL) {
         *verified = NULL;
     }
-    v = sk_entry_get(e, "CA-Cert-Chain");
-    if (v == NULL || name == NULL) {
+    if (chain == NULL || name == NULL) {
         return sk_err_set(err, SK_ERR_FORMAT, "chain: no CA-Cert-Chain (not "
             "a Bind or Rebind, or one with DNSSEC evidence)");
-    }
-    if (sk_chain_of(&chain, e, v, d2i, arg, err) != 0) {
-        sk_err_prefix(err, "chain: CA-Cert-Chain");
-        goto done;
     }
     ee = sk_X509_value(chain, 0);
     /* Decoded knowing only the key types an SK can be (sk_chain_d2i_ee):
@@ -333,6 +370,5 @@ sk_chain_check_by(STACK_OF(X509) **verified, const sk_entry_t *e,
     rc = 0;
 done:
     X509_STORE_CTX_free(ctx);
-    sk_X509_pop_free(chain, X509_free);
     return rc;
 }

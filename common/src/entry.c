@@ -198,15 +198,17 @@ struct sk_entry_s {
     char             *values[SK_ENTRY_FIELDS_MAX];  /* NULL: "N/A", or
                                                        an absent evidence
                                                        field */
-    X509             *ee;       /* CA-Cert-Chain's first, as decoded */
+    STACK_OF(X509)   *chain;    /* CA-Cert-Chain, as decoded */
     sk_key_t         *key;      /* Key, as decoded */
 };
 
 /* What checking a value decoded, kept with the entry so that no one
- * decodes it again: a chain's end-entity certificate, a Key. */
+ * decodes it again: a chain's certificates, a Key.  defer: the parser's
+ * call, which decodes a chain later (sk_entry_decode_chain). */
 typedef struct {
-    X509             *ee;
+    STACK_OF(X509)   *chain;
     sk_key_t         *key;
+    int               defer;
 } sk_entry_decoded_t;
 
 /* Reading canonical text line by line. */
@@ -451,51 +453,12 @@ sk_entry_decode_key(sk_key_t **key, const char *s, size_t len,
 }
 
 
-/*
- * CA certificates recur in every Bind their CA's customers make, and
- * OpenSSL 3.0 decodes each in ~0.2 ms (its public key through the decoder
- * framework).  The SHA-256 of the DER of the last few CA certificates that
- * decoded cleanly stands for the check.  End-entity certificates, one per
- * name, are always decoded.
- */
-#define SK_ENTRY_CA_SEEN 32
-
-static struct {
-    pthread_mutex_t  lock;
-    unsigned char    hash[SK_ENTRY_CA_SEEN][SK_SHA256_BYTES];
-    size_t           n, next;
-} sk_ca_seen = { PTHREAD_MUTEX_INITIALIZER, { { 0 } }, 0, 0 };
-
-
+/* CA-Cert: one certificate (a root), decoded to be checked. */
 static int
-sk_entry_ca_seen(const unsigned char hash[SK_SHA256_BYTES], int add)
-{
-    size_t  i;
-    int     found = 0;
-
-    pthread_mutex_lock(&sk_ca_seen.lock);
-    for (i = 0; i < sk_ca_seen.n && !found; i++) {
-        found = memcmp(sk_ca_seen.hash[i], hash, SK_SHA256_BYTES) == 0;
-    }
-    if (!found && add) {
-        memcpy(sk_ca_seen.hash[sk_ca_seen.next], hash, SK_SHA256_BYTES);
-        sk_ca_seen.next = (sk_ca_seen.next + 1) % SK_ENTRY_CA_SEEN;
-        if (sk_ca_seen.n < SK_ENTRY_CA_SEEN) {
-            sk_ca_seen.n++;
-        }
-    }
-    pthread_mutex_unlock(&sk_ca_seen.lock);
-    return found;
-}
-
-
-/* One certificate; *keep (if not NULL) gets it decoded, so that the chain
- * check need not decode an end-entity certificate a second time. */
-static int
-sk_entry_decode_cert(const char *s, size_t len, X509 **keep, sk_err_t *err)
+sk_entry_check_cert(const char *s, size_t len, sk_err_t *err)
 {
     const unsigned char  *p;
-    unsigned char        *der, hash[SK_SHA256_BYTES];
+    unsigned char        *der;
     size_t                n;
     X509                 *x;
 
@@ -506,48 +469,21 @@ sk_entry_decode_cert(const char *s, size_t len, X509 **keep, sk_err_t *err)
         free(der);
         return sk_err_set(err, SK_ERR_FORMAT, "not a DER certificate");
     }
-    /* An end-entity certificate is decoded whatever: no lookup. */
-    if (keep == NULL) {
-        sk_merkle_digest(hash, der, n);
-        if (sk_entry_ca_seen(hash, 0)) {
-            free(der);
-            return 0;
-        }
-    }
     p = der;
-    x = keep != NULL ? sk_chain_d2i_ee(&p, (long) n)
-                     : d2i_X509(NULL, &p, (long) n);
+    x = d2i_X509(NULL, &p, (long) n);
     if (x == NULL) {
         free(der);
         sk_err_crypto(err, "not a DER certificate");
         return sk_entry_bad_input(err);
     }
+    X509_free(x);
     if ((size_t) (p - der) != n) {
         free(der);
-        X509_free(x);
         return sk_err_set(err, SK_ERR_FORMAT,
             "trailing bytes after the certificate");
     }
-    if (X509_check_ca(x) > 0) {
-        if (keep != NULL) {
-            sk_merkle_digest(hash, der, n);
-        }
-        (void) sk_entry_ca_seen(hash, 1);
-    }
     free(der);
-    if (keep != NULL) {
-        *keep = x;
-    } else {
-        X509_free(x);
-    }
     return 0;
-}
-
-
-static int
-sk_entry_check_cert(const char *s, size_t len, sk_err_t *err)
-{
-    return sk_entry_decode_cert(s, len, NULL, err);
 }
 
 
@@ -640,27 +576,28 @@ sk_entry_check_services(const char *s, size_t len, sk_err_t *err)
 }
 
 
-/* A chain, its first (end-entity) certificate kept decoded in *ee. */
+/* A chain: no certificate empty; decoded into *chain unless defer (the
+ * parser decodes it once every other field has passed: the cheap checks
+ * first). */
 static int
-sk_entry_check_chain(const char *s, size_t len, X509 **ee, sk_err_t *err)
+sk_entry_check_chain(const char *s, size_t len, STACK_OF(X509) **chain,
+    int defer, sk_err_t *err)
 {
-    const char  *comma = memchr(s, ',', len);
-    size_t       first = comma != NULL ? (size_t) (comma - s) : len;
+    const char  *comma;
+    size_t       off, end, i;
 
-    if (first == 0) {
-        return sk_err_set(err, SK_ERR_FORMAT, "certificate 1 is empty");
+    for (off = 0, i = 1; ; off = end + 1, i++) {
+        comma = memchr(s + off, ',', len - off);
+        end = comma == NULL ? len : (size_t) (comma - s);
+        if (end == off) {
+            return sk_err_set(err, SK_ERR_FORMAT, "certificate %zu is empty",
+                i);
+        }
+        if (comma == NULL) {
+            break;
+        }
     }
-    if (sk_entry_decode_cert(s, first, ee, err) != 0) {
-        return sk_err_prefix(err, "certificate 1");
-    }
-    if (comma != NULL && sk_entry_check_list(comma + 1, len - first - 1,
-            "certificate", 2, SIZE_MAX, sk_entry_check_cert, err) != 0)
-    {
-        X509_free(*ee);
-        *ee = NULL;
-        return -1;
-    }
-    return 0;
+    return defer ? 0 : sk_chain_decode(chain, s, len, err);
 }
 
 
@@ -706,7 +643,7 @@ sk_entry_check_kind(sk_val_kind_t kind, const char *s, size_t len,
     case SK_VAL_CERT:
         return sk_entry_check_cert(s, len, err);
     case SK_VAL_CERTS:
-        return sk_entry_check_chain(s, len, &d->ee, err);
+        return sk_entry_check_chain(s, len, &d->chain, d->defer, err);
     case SK_VAL_DNSSEC:
         return sk_entry_check_dnssec(s, len, err);
     }
@@ -780,14 +717,15 @@ sk_entry_check_pairs(const sk_entry_t *e, int id, sk_err_t *err)
 
 
 /* Check and store field pos; on failure the entry is unchanged and err
- * (unprefixed) says what is wrong with the value. */
+ * (unprefixed) says what is wrong with the value.  defer: a chain is
+ * decoded later (the parser's sk_entry_decode_chain). */
 static int
 sk_entry_set_at(sk_entry_t *e, size_t pos, const char *v, size_t len,
-    sk_err_t *err)
+    int defer, sk_err_t *err)
 {
     const sk_field_def_t *def = sk_entry_def(e, pos);
     char                 *copy, *old;
-    sk_entry_decoded_t    d = { NULL, NULL };
+    sk_entry_decoded_t    d = { NULL, NULL, defer };
     sk_key_t             *old_key = e->key;
 
     if (sk_entry_check_chars(v, len, err) != 0) {
@@ -810,7 +748,7 @@ sk_entry_set_at(sk_entry_t *e, size_t pos, const char *v, size_t len,
     }
     copy = malloc(len + 1);
     if (copy == NULL) {
-        X509_free(d.ee);
+        sk_X509_pop_free(d.chain, X509_free);
         sk_key_free(d.key);
         return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
     }
@@ -825,14 +763,14 @@ sk_entry_set_at(sk_entry_t *e, size_t pos, const char *v, size_t len,
         e->values[pos] = old;
         e->key = old_key;
         free(copy);
-        X509_free(d.ee);
+        sk_X509_pop_free(d.chain, X509_free);
         sk_key_free(d.key);
         return -1;
     }
     free(old);
     if (def->kind == SK_VAL_CERTS) {
-        X509_free(e->ee);
-        e->ee = d.ee;
+        sk_X509_pop_free(e->chain, X509_free);
+        e->chain = d.chain;
     }
     if (def->kind == SK_VAL_KEY) {
         sk_key_free(old_key);
@@ -866,17 +804,24 @@ sk_entry_free(sk_entry_t *e)
         for (i = 0; i < SK_ENTRY_FIELDS_MAX; i++) {
             free(e->values[i]);
         }
-        X509_free(e->ee);
+        sk_X509_pop_free(e->chain, X509_free);
         sk_key_free(e->key);
         free(e);
     }
 }
 
 
+STACK_OF(X509) *
+sk_entry_get0_chain(const sk_entry_t *e)
+{
+    return e->chain;
+}
+
+
 X509 *
 sk_entry_get0_ee(const sk_entry_t *e)
 {
-    return e->ee;
+    return e->chain != NULL ? sk_X509_value(e->chain, 0) : NULL;
 }
 
 
@@ -891,8 +836,10 @@ sk_entry_dup(const sk_entry_t *e)
         return NULL;
     }
     d->type = e->type;
-    if (e->ee != NULL && X509_up_ref(e->ee) == 1) {
-        d->ee = e->ee;
+    if (e->chain != NULL && (d->chain = X509_chain_up_ref(e->chain)) == NULL)
+    {
+        sk_entry_free(d);
+        return NULL;
     }
     if (e->key != NULL && sk_key_dup(&d->key, e->key, NULL) != 0) {
         sk_entry_free(d);
@@ -1090,6 +1037,22 @@ sk_entry_check_evidence(const sk_entry_t *e, sk_err_t *err)
 }
 
 
+/* The chain the parser left undecoded (on line, for messages). */
+static int
+sk_entry_decode_chain(sk_entry_t *e, size_t line, sk_err_t *err)
+{
+    const char  *v = e->values[sk_entry_pos(e, SK_F_CA_CERT_CHAIN)];
+
+    if (v != NULL && sk_chain_decode(&e->chain, v, strlen(v), err) != 0) {
+        sk_X509_pop_free(e->chain, X509_free);
+        e->chain = NULL;
+        return sk_err_prefix(err, "line %zu: field \"CA-Cert-Chain\"",
+            line);
+    }
+    return 0;
+}
+
+
 static int
 sk_entry_parse_fields(sk_entry_t *e, sk_entry_reader_t *r, size_t total,
     sk_err_t *err)
@@ -1097,7 +1060,7 @@ sk_entry_parse_fields(sk_entry_t *e, sk_entry_reader_t *r, size_t total,
     const sk_field_def_t *def;
     sk_entry_reader_t     at;
     const char           *s;
-    size_t                n, i, nlen;
+    size_t                n, i, nlen, chain_line = 0;
     char                  want[64];
 
     for (i = 0; i < sk_schemas[e->type].nfields; i++) {
@@ -1124,9 +1087,12 @@ sk_entry_parse_fields(sk_entry_t *e, sk_entry_reader_t *r, size_t total,
         if (nlen != strlen(def->name) || memcmp(s, def->name, nlen) != 0) {
             return sk_entry_misplaced(e, r, s, nlen, (long) i, err);
         }
-        if (sk_entry_set_at(e, i, s + nlen + 2, n - nlen - 2, err) != 0) {
+        if (sk_entry_set_at(e, i, s + nlen + 2, n - nlen - 2, 1, err) != 0) {
             return sk_err_prefix(err, "line %zu: field \"%s\"", r->line,
                 def->name);
+        }
+        if (def->kind == SK_VAL_CERTS) {
+            chain_line = r->line;
         }
     }
 
@@ -1142,7 +1108,10 @@ sk_entry_parse_fields(sk_entry_t *e, sk_entry_reader_t *r, size_t total,
         }
         return sk_entry_misplaced(e, r, s, nlen, -1, err);
     }
-    return sk_entry_check_evidence(e, err);
+    if (sk_entry_check_evidence(e, err) != 0) {
+        return -1;
+    }
+    return chain_line > 0 ? sk_entry_decode_chain(e, chain_line, err) : 0;
 }
 
 
@@ -1329,7 +1298,8 @@ sk_entry_set(sk_entry_t *e, const char *field, const char *value,
         return sk_err_set(err, SK_ERR_USAGE, "field \"%.40s\": not a field "
             "of %s entries", field, sk_schemas[e->type].name);
     }
-    if (sk_entry_set_at(e, (size_t) pos, value, strlen(value), err) != 0) {
+    if (sk_entry_set_at(e, (size_t) pos, value, strlen(value), 0, err) != 0)
+    {
         return sk_err_prefix(err, "field \"%s\"", sk_entry_def(e, pos)->name);
     }
     return 0;
@@ -1473,7 +1443,7 @@ sk_entry_fill_key(sk_entry_t *e, const sk_key_t *key, sk_err_t *err)
         if (b64 == NULL) {
             return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
         }
-        rc = sk_entry_set_at(e, (size_t) kpos, b64, strlen(b64), err);
+        rc = sk_entry_set_at(e, (size_t) kpos, b64, strlen(b64), 0, err);
         free(b64);
         if (rc != 0) {
             return sk_err_prefix(err, "field \"Key\"");
@@ -1542,7 +1512,7 @@ sk_entry_sign(sk_entry_t *e, sk_sig_field_t which, const sk_key_t *key,
     if (b64 == NULL) {
         return sk_err_set(err, SK_ERR_NOMEM, "out of memory");
     }
-    rc = sk_entry_set_at(e, pos, b64, strlen(b64), err);
+    rc = sk_entry_set_at(e, pos, b64, strlen(b64), 0, err);
     free(b64);
     if (rc != 0) {
         return sk_err_prefix(err, "field \"%s\"", sk_entry_def(e, pos)->name);
@@ -1595,7 +1565,7 @@ sk_entry_set_uint(sk_entry_t *e, int id, uint64_t v, sk_err_t *err)
 
     snprintf(buf, sizeof(buf), "%llu", (unsigned long long) v);
     if (sk_entry_set_at(e, (size_t) sk_entry_pos(e, id), buf, strlen(buf),
-            err) != 0)
+            0, err) != 0)
     {
         return sk_err_prefix(err, "field \"%s\"", sk_fields[id].name);
     }

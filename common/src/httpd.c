@@ -11,6 +11,16 @@
  * list at MHD_CONNECTION_NOTIFY_CLOSED, which comes before libmicrohttpd
  * closes the socket, under the list's lock: the reaper never shuts down a
  * socket number that may have been reused.
+ *
+ * The same list and lock share the server out among clients
+ * (sk/httpd.h): each connection counts against its client
+ * (httpd_client.c) from MHD_CONNECTION_NOTIFY_STARTED to CLOSED; the
+ * accept policy closes a client's connection past per_ip before
+ * libmicrohttpd does any work for it; past "connections" in all, the
+ * connection closed (shut down, as the reaper does) is a waiting one of
+ * the client holding the most.  libmicrohttpd's own limit is set above
+ * ours, so that it never leaves a newcomer in the listen backlog while a
+ * connection given up is still closing.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -22,17 +32,21 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include <errno.h>
+
 #include "sk/addr.h"
 #include "sk/httpd.h"
 #include "internal.h"
 
 #define SK_HTTPD_TICK_MS    250     /* the reaper's round */
 #define SK_HTTPD_LOG_EVERY  10000   /* ms between its summaries */
+#define SK_HTTPD_SWEEP_EVERY 5000   /* ms between sweeps of the clients */
 #define SK_HTTPD_MHD_LINES  20      /* libmicrohttpd lines a minute */
 #define SK_HTTPD_FD_SPARE   256     /* descriptors besides connections */
 #define SK_HTTPD_MAX_CONNECTIONS  1000000
 #define SK_HTTPD_MAX_TIMEOUT      86400
 #define SK_HTTPD_METRICS_CONNS    16      /* scrapers at once */
+#define SK_HTTPD_RATE_MAX         1000000
 
 typedef struct sk_httpd_conn_s  sk_httpd_conn_t;
 
@@ -46,6 +60,13 @@ struct sk_httpd_conn_s {
     uint64_t           began;       /* us its request began; 0: not
                                        counted (its polling thread only) */
     unsigned           ep;          /* its endpoint (metrics) */
+    sk_httpd_client_t *client;      /* whose it is (lock; NULL: none) */
+    int                proxy;       /* from a trusted proxy */
+    int                evicted;     /* shut down to make room: no longer
+                                       counted (lock) */
+    uint64_t           who;         /* the client of its request (its
+                                       polling thread only) */
+    int                costly;      /* and whether that costs work */
 };
 
 /* *con_cls from sk_httpd_uri to sk_httpd_access: the raw target has a
@@ -61,12 +82,23 @@ struct sk_httpd_s {
     int                 stopping;
     uint64_t            reaped;     /* closed since the last summary */
     uint64_t            reaped_at;  /* ms of the last summary */
+    uint64_t            swept_at;   /* ms of the last clients' sweep */
+    uint64_t            refused_at; /* ms of the last refusals' summary */
     uint64_t            log_min;    /* minute of libmicrohttpd's lines */
     unsigned            log_lines;  /* lines shown in it */
     unsigned long       log_hidden; /* lines not shown in it */
     pthread_t           reaper;
     int                 reaper_up;
     sk_httpd_stats_t   *stats;      /* NULL: no metrics */
+    sk_httpd_clients_t  clients;    /* (lock) */
+    uint64_t            total;      /* connections counted (lock) */
+    uint64_t            most;       /* all taken and none to make room
+                                       from: what the newcomer's client
+                                       held; 0 once a place is free */
+    uint64_t            proxies[SK_HTTPD_PROXIES_MAX];
+    size_t              nproxies;
+    uint64_t            refusals[SK_HTTPD_REASONS];   /* since the last
+                                       summary (lock) */
 };
 
 
@@ -139,6 +171,56 @@ sk_httpd_mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 
+/* Under the lock: one refusal more. */
+static void
+sk_httpd_count(sk_httpd_t *h, int reason)
+{
+    h->refusals[reason]++;
+    sk_httpd_stats_refused(h->stats, (unsigned) reason);
+}
+
+
+/* Under the lock: what was closed or refused since the last such line,
+ * a line each kind, every SK_HTTPD_LOG_EVERY ms at most. */
+static void
+sk_httpd_summary(sk_httpd_t *h, uint64_t now)
+{
+    uint64_t  *r = h->refusals;
+    size_t     i;
+
+    if (h->reaped > 0 && now - h->reaped_at >= SK_HTTPD_LOG_EVERY) {
+        sk_httpd_log(h, "closed %" PRIu64 " connections that sent no "
+            "whole request within %" PRIu64 " s (request_timeout): slow "
+            "or idle clients", h->reaped, h->conf.limits.request_timeout);
+        h->reaped = 0;
+        h->reaped_at = now;
+    }
+    for (i = 0; i < SK_HTTPD_REASONS && r[i] == 0; i++) {
+    }
+    if (i == SK_HTTPD_REASONS || now - h->refused_at < SK_HTTPD_LOG_EVERY) {
+        return;
+    }
+    if (r[SK_HTTPD_R_CLIENT] + r[SK_HTTPD_R_FULL] + r[SK_HTTPD_R_EVICTED]
+        > 0)
+    {
+        sk_httpd_log(h, "closed %" PRIu64 " new connections of clients "
+            "holding %" PRIu64 " (connections_per_ip), %" PRIu64 " with all "
+            "%" PRIu64 " taken (connections), and %" PRIu64 " waiting ones "
+            "of the clients holding the most, to make room",
+            r[SK_HTTPD_R_CLIENT], h->conf.limits.per_ip, r[SK_HTTPD_R_FULL],
+            h->conf.limits.connections, r[SK_HTTPD_R_EVICTED]);
+    }
+    if (r[SK_HTTPD_R_RATE] + r[SK_HTTPD_R_GONE] > 0) {
+        sk_httpd_log(h, "answered %" PRIu64 " requests 429 (past "
+            "rate_per_client %" PRIu64 "/s), dropped %" PRIu64 " whose "
+            "client had gone", r[SK_HTTPD_R_RATE], h->conf.limits.rate,
+            r[SK_HTTPD_R_GONE]);
+    }
+    memset(h->refusals, 0, sizeof(h->refusals));
+    h->refused_at = now;
+}
+
+
 static void *
 sk_httpd_reap(void *arg)
 {
@@ -151,19 +233,17 @@ sk_httpd_reap(void *arg)
     while (!h->stopping) {
         now = sk_httpd_ms();
         for (k = h->conns; k != NULL; k = k->next) {
-            if (k->since != 0 && now - k->since >= limit) {
+            if (k->since != 0 && !k->evicted && now - k->since >= limit) {
                 shutdown(k->fd, SHUT_RDWR);
                 k->since = 0;
                 h->reaped++;
                 sk_httpd_stats_reaped(h->stats, 1);
             }
         }
-        if (h->reaped > 0 && now - h->reaped_at >= SK_HTTPD_LOG_EVERY) {
-            sk_httpd_log(h, "closed %" PRIu64 " connections that sent no "
-                "whole request within %" PRIu64 " s (request_timeout): slow "
-                "or idle clients", h->reaped, h->conf.limits.request_timeout);
-            h->reaped = 0;
-            h->reaped_at = now;
+        sk_httpd_summary(h, now);
+        if (now - h->swept_at >= SK_HTTPD_SWEEP_EVERY) {
+            sk_httpd_clients_sweep(&h->clients, now);
+            h->swept_at = now;
         }
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += SK_HTTPD_TICK_MS * 1000000L;
@@ -175,6 +255,133 @@ sk_httpd_reap(void *arg)
     }
     pthread_mutex_unlock(&h->lock);
     return NULL;
+}
+
+
+static int
+sk_httpd_is_proxy(const sk_httpd_t *h, uint64_t key)
+{
+    size_t  i;
+
+    for (i = 0; i < h->nproxies; i++) {
+        if (h->proxies[i] == key) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+
+/* Before libmicrohttpd makes anything of a new connection: closed at
+ * once if its client already holds per_ip. */
+static enum MHD_Result
+sk_httpd_policy(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+    sk_httpd_t         *h = cls;
+    sk_httpd_client_t  *cl;
+    uint64_t            key;
+    int                 full;
+
+    (void) len;
+    if (h->conf.limits.per_ip == 0 || sk_httpd_client_key(&key, sa) != 0
+        || sk_httpd_is_proxy(h, key))
+    {
+        return MHD_YES;
+    }
+    pthread_mutex_lock(&h->lock);
+    cl = sk_httpd_clients_get(&h->clients, key, 0, 0);
+    if (cl != NULL && cl->conns >= h->conf.limits.per_ip) {
+        sk_httpd_count(h, SK_HTTPD_R_CLIENT);
+        full = 1;
+    } else if (h->most > 0 && h->total >= h->conf.limits.connections
+               && cl != NULL && cl->conns + 1 >= h->most)
+    {
+        /* All taken, and none holds more to make room from: a client
+         * that comes back at once after each refusal costs an accept. */
+        sk_httpd_count(h, SK_HTTPD_R_FULL);
+        full = 1;
+    } else {
+        full = 0;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return full ? MHD_NO : MHD_YES;
+}
+
+
+/* Under the lock: k no longer counts, and its socket is shut down
+ * (libmicrohttpd, reading end of file, closes it). */
+static void
+sk_httpd_evict(sk_httpd_t *h, sk_httpd_conn_t *k, int reason)
+{
+    shutdown(k->fd, SHUT_RDWR);
+    k->evicted = 1;
+    if (k->client != NULL) {
+        k->client->conns--;
+    }
+    h->total--;
+    sk_httpd_count(h, reason);
+}
+
+
+/* Under the lock, with more than "connections" counted since k came: the
+ * place of the longest waiting connection (between requests, or still
+ * sending one) of the client holding the most, if that is more than k's
+ * own client holds; else k's own. */
+static void
+sk_httpd_make_room(sk_httpd_t *h, sk_httpd_conn_t *k)
+{
+    sk_httpd_conn_t  *q, *best = NULL;
+    uint64_t          most = k->proxy || k->client == NULL
+                             ? 0 : k->client->conns;
+
+    for (q = h->conns; q != NULL; q = q->next) {
+        if (q == k || q->evicted || q->proxy || q->client == NULL
+            || q->since == 0)
+        {
+            continue;
+        }
+        if (q->client->conns > most
+            || (best != NULL && q->client == best->client
+                && q->since < best->since))
+        {
+            most = q->client->conns;
+            best = q;
+        }
+    }
+    if (best != NULL) {
+        sk_httpd_evict(h, best, SK_HTTPD_R_EVICTED);
+    } else {
+        h->most = most;         /* until a place is free again */
+        sk_httpd_evict(h, k, SK_HTTPD_R_FULL);
+    }
+}
+
+
+/* Under the lock: a new connection counts against its client, and past
+ * the limits one connection goes. */
+static void
+sk_httpd_admit(sk_httpd_t *h, sk_httpd_conn_t *k, struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo  *ci;
+    uint64_t                         key;
+
+    ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci != NULL && sk_httpd_client_key(&key, ci->client_addr) == 0) {
+        k->who = key;
+        k->proxy = sk_httpd_is_proxy(h, key);
+        k->client = sk_httpd_clients_get(&h->clients, key, k->since, 1);
+    }
+    if (k->client != NULL) {
+        k->client->conns++;
+    }
+    h->total++;
+    if (!k->proxy && k->client != NULL && h->conf.limits.per_ip != 0
+        && k->client->conns > h->conf.limits.per_ip)
+    {
+        sk_httpd_evict(h, k, SK_HTTPD_R_CLIENT);    /* raced the policy */
+    } else if (h->total > h->conf.limits.connections) {
+        sk_httpd_make_room(h, k);
+    }
 }
 
 
@@ -202,6 +409,7 @@ sk_httpd_notify(void *cls, struct MHD_Connection *c, void **ctx,
             h->conns->prev = k;
         }
         h->conns = k;
+        sk_httpd_admit(h, k, c);
         pthread_mutex_unlock(&h->lock);
         *ctx = k;
         return;
@@ -217,6 +425,15 @@ sk_httpd_notify(void *cls, struct MHD_Connection *c, void **ctx,
     }
     if (k->next != NULL) {
         k->next->prev = k->prev;
+    }
+    if (!k->evicted) {
+        if (k->client != NULL) {
+            k->client->conns--;
+        }
+        h->total--;
+    }
+    if (h->total < h->conf.limits.connections) {
+        h->most = 0;
     }
     pthread_mutex_unlock(&h->lock);
     free(k);
@@ -240,10 +457,75 @@ sk_httpd_mark(sk_httpd_t *h, sk_httpd_conn_t *k, uint64_t since)
 {
     if (k != NULL) {
         pthread_mutex_lock(&h->lock);
-        k->since = since;
+        k->since = k->evicted ? 0 : since;
         pthread_mutex_unlock(&h->lock);
         k->body = 0;
     }
+}
+
+
+uint64_t
+sk_httpd_client(struct MHD_Connection *c)
+{
+    sk_httpd_conn_t  *k = sk_httpd_conn(c);
+
+    return k != NULL ? k->who : 0;
+}
+
+
+int
+sk_httpd_gone(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo  *ci;
+    char                             b;
+    ssize_t                          n;
+
+    ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci == NULL) {
+        return 0;
+    }
+    n = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK
+                      && errno != EINTR);
+}
+
+
+/* A new request on k: whose it is (a trusted proxy's: the client its
+ * X-Real-IP names; the proxy's own if none) and, if it costs work, a
+ * token of that client's.  MHD_YES with *answered 0: on to the handler. */
+static enum MHD_Result
+sk_httpd_limit(sk_httpd_t *h, sk_httpd_conn_t *k, struct MHD_Connection *c,
+    const char *method, const char *url, int *answered)
+{
+    sk_httpd_client_t  *cl;
+    uint64_t            key, retry = 0, now;
+
+    *answered = 0;
+    if (k->proxy && sk_httpd_client_parse(&key, MHD_lookup_connection_value(
+            c, MHD_HEADER_KIND, "X-Real-IP")) == 0)
+    {
+        k->who = key;
+    }
+    k->costly = h->conf.costly != NULL
+                && h->conf.costly(h->conf.cls, method, url);
+    if (!k->costly || h->conf.limits.rate == 0) {
+        return MHD_YES;
+    }
+    now = sk_httpd_ms();
+    pthread_mutex_lock(&h->lock);
+    cl = sk_httpd_clients_get(&h->clients, k->who, now, 1);
+    retry = cl != NULL ? sk_httpd_client_take(&h->clients, cl, now) : 0;
+    if (retry != 0) {
+        sk_httpd_count(h, SK_HTTPD_R_RATE);
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (retry == 0) {
+        return MHD_YES;
+    }
+    *answered = 1;
+    return sk_httpd_too_many(c, retry, "rate limit: more than %" PRIu64
+        " requests a second from one client (rate_per_client): retry in %"
+        PRIu64 " s\n", h->conf.limits.rate, retry);
 }
 
 
@@ -427,12 +709,21 @@ sk_httpd_access(void *cls, struct MHD_Connection *c, const char *url,
         nul = *con_cls == &sk_httpd_nul;
         *con_cls = NULL;
         rc = sk_httpd_screen(h, c, nul, &answered);
+        if (!answered && k != NULL) {
+            rc = sk_httpd_limit(h, k, c, method, url, &answered);
+        }
         if (answered) {
             sk_httpd_mark(h, k, 0);
             return rc;
         }
     } else if (*size == 0) {
         sk_httpd_mark(h, k, 0);
+        if (k != NULL && k->costly && sk_httpd_gone(c)) {
+            pthread_mutex_lock(&h->lock);
+            sk_httpd_count(h, SK_HTTPD_R_GONE);
+            pthread_mutex_unlock(&h->lock);
+            return MHD_NO;      /* nobody to answer: close */
+        }
     } else if (k != NULL) {
         k->body += *size;
         if (k->body > h->conf.max_body) {
@@ -468,13 +759,24 @@ sk_httpd_done(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 
+/* libmicrohttpd's own limit: ours, and room for the connections given up
+ * to make room that are still closing (each polling thread gets its
+ * share of it). */
+static uint64_t
+sk_httpd_mhd_limit(const sk_httpd_conf_t *conf)
+{
+    return conf->limits.connections + conf->limits.connections / 8
+           + 16 * (uint64_t) conf->threads;
+}
+
+
 /* Room for every connection: raise the soft limit on descriptors (to the
  * hard one at most), or say what is missing. */
 static void
 sk_httpd_nofile(const sk_httpd_t *h)
 {
     struct rlimit  rl;
-    rlim_t         need = (rlim_t) h->conf.limits.connections
+    rlim_t         need = (rlim_t) sk_httpd_mhd_limit(&h->conf)
                           + SK_HTTPD_FD_SPARE;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need) {
@@ -494,15 +796,60 @@ static void
 sk_httpd_free(sk_httpd_t *h)
 {
     sk_httpd_stats_free(h->stats);
+    sk_httpd_clients_free(&h->clients);
     pthread_cond_destroy(&h->wake);
     pthread_mutex_destroy(&h->lock);
     free(h);
 }
 
 
+/* "trusted_proxies": numeric addresses, comma-separated (blanks around
+ * each allowed), into keys[0..*n). */
+static int
+sk_httpd_proxies(uint64_t *keys, size_t *n, const char *v, sk_err_t *err)
+{
+    const char  *p = v;
+    size_t       len;
+    char         one[64];
+
+    *n = 0;
+    while (v != NULL && *p != '\0') {
+        p += strspn(p, " \t");
+        len = strcspn(p, ", \t");
+        if (len == 0 || len >= sizeof(one)) {
+            return sk_err_set(err, SK_ERR_FORMAT, "\"trusted_proxies\": want "
+                "numeric addresses, comma-separated, not \"%.64s\"", v);
+        }
+        memcpy(one, p, len);
+        one[len] = '\0';
+        if (*n == SK_HTTPD_PROXIES_MAX) {
+            return sk_err_set(err, SK_ERR_FORMAT, "\"trusted_proxies\": "
+                "more than %d", SK_HTTPD_PROXIES_MAX);
+        }
+        if (sk_httpd_client_parse(&keys[*n], one) != 0) {
+            return sk_err_set(err, SK_ERR_FORMAT, "\"trusted_proxies\": "
+                "\"%s\" is not a numeric IPv4 or IPv6 address", one);
+        }
+        (*n)++;
+        p += len;
+        p += strspn(p, " \t");
+        if (*p == ',') {
+            p++;
+        } else if (*p != '\0') {
+            return sk_err_set(err, SK_ERR_FORMAT, "\"trusted_proxies\": "
+                "want a comma-separated list, not \"%.64s\"", v);
+        }
+    }
+    return 0;
+}
+
+
 int
 sk_httpd_limits_check(const sk_httpd_limits_t *l, sk_err_t *err)
 {
+    uint64_t  keys[SK_HTTPD_PROXIES_MAX];
+    size_t    n;
+
     if (l->connections == 0 || l->connections > SK_HTTPD_MAX_CONNECTIONS) {
         return sk_err_set(err, SK_ERR_FORMAT, "\"connections\" must be "
             "within 1..%d", SK_HTTPD_MAX_CONNECTIONS);
@@ -518,7 +865,14 @@ sk_httpd_limits_check(const sk_httpd_limits_t *l, sk_err_t *err)
             "\"idle_timeout\" must be within 1..%d seconds",
             SK_HTTPD_MAX_TIMEOUT);
     }
-    return 0;
+    if (l->rate > SK_HTTPD_RATE_MAX || l->burst > SK_HTTPD_RATE_MAX
+        || (l->rate != 0 && l->burst == 0))
+    {
+        return sk_err_set(err, SK_ERR_FORMAT, "\"rate_per_client\" and "
+            "\"rate_burst\" must be within 0..%d, the burst at least 1 "
+            "with a rate", SK_HTTPD_RATE_MAX);
+    }
+    return sk_httpd_proxies(keys, &n, l->proxies, err);
 }
 
 
@@ -538,6 +892,19 @@ sk_httpd_start(sk_httpd_t **hp, const sk_httpd_conf_t *conf, sk_err_t *err)
         return sk_err_set(err, SK_ERR_NOMEM, "http");
     }
     h->conf = *conf;
+    if (sk_httpd_clients_init(&h->clients, (double) conf->limits.rate,
+            (double) conf->limits.burst) != 0)
+    {
+        free(h);
+        return sk_err_set(err, SK_ERR_NOMEM, "http");
+    }
+    if (sk_httpd_proxies(h->proxies, &h->nproxies, conf->limits.proxies,
+            err) != 0)
+    {
+        sk_httpd_clients_free(&h->clients);
+        free(h);
+        return -1;
+    }
     pthread_mutex_init(&h->lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -561,12 +928,14 @@ sk_httpd_start(sk_httpd_t **hp, const sk_httpd_conf_t *conf, sk_err_t *err)
     if (ss.ss_family == AF_INET6) {
         flags |= MHD_USE_IPv6;
     }
-    h->d = MHD_start_daemon(flags, 0, NULL, NULL, sk_httpd_access, h,
+    /* Ours are the limits (sk_httpd_policy, sk_httpd_admit): past
+     * libmicrohttpd's, a newcomer would wait in the listen backlog while
+     * the connections given up for it are still closing. */
+    h->d = MHD_start_daemon(flags, 0, sk_httpd_policy, h, sk_httpd_access, h,
         MHD_OPTION_EXTERNAL_LOGGER, sk_httpd_mhd_log, h,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &ss,
         MHD_OPTION_THREAD_POOL_SIZE, conf->threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned) conf->limits.connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned) conf->limits.per_ip,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned) sk_httpd_mhd_limit(conf),
         MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned) conf->limits.idle_timeout,
         MHD_OPTION_NOTIFY_COMPLETED, sk_httpd_done, h,
@@ -639,6 +1008,36 @@ sk_httpd_reply_cached(struct MHD_Connection *c, unsigned status, char *body,
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, cache_control);
     rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+
+enum MHD_Result
+sk_httpd_too_many(struct MHD_Connection *c, uint64_t retry, const char *fmt,
+    ...)
+{
+    struct MHD_Response  *r;
+    enum MHD_Result       rc;
+    va_list               ap;
+    char                  body[256], after[24];
+    int                   n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(body, sizeof(body), fmt, ap);
+    va_end(ap);
+    n = n < 0 ? 0 : n >= (int) sizeof(body) ? (int) sizeof(body) - 1 : n;
+    r = MHD_create_response_from_buffer((size_t) n, body,
+        MHD_RESPMEM_MUST_COPY);
+    if (r == NULL) {
+        return MHD_NO;
+    }
+    snprintf(after, sizeof(after), "%" PRIu64, retry);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+        "text/plain; charset=us-ascii");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, after);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    rc = MHD_queue_response(c, MHD_HTTP_TOO_MANY_REQUESTS, r);
     MHD_destroy_response(r);
     return rc;
 }

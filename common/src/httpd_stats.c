@@ -1,7 +1,8 @@
 /*
  * httpd_stats.c -- what the HTTP front of sk-timeline and sk-mirror
  * counts (sk/httpd.h, sk_httpd_metrics_t): requests by endpoint and
- * status code, their time, those in flight, the connections.
+ * status code, their time, those in flight, the connections, the
+ * refusals of clients by reason.
  *
  * The hot path is an atomic add or two: a request's series are found by
  * index (its endpoint, its status), and a status code's series is made
@@ -19,7 +20,8 @@
 
 enum {
     SK_HTTPD_M_REQUESTS = 0, SK_HTTPD_M_DURATION, SK_HTTPD_M_INFLIGHT,
-    SK_HTTPD_M_CONNS, SK_HTTPD_M_CONNS_MAX, SK_HTTPD_M_TIMEOUTS
+    SK_HTTPD_M_CONNS, SK_HTTPD_M_CONNS_MAX, SK_HTTPD_M_TIMEOUTS,
+    SK_HTTPD_M_REFUSED
 };
 
 struct sk_httpd_stats_s {
@@ -27,6 +29,7 @@ struct sk_httpd_stats_s {
     _Atomic(sk_metric_t *)    *req;         /* [endpoint][code - 100] */
     sk_metric_t              **dur;         /* [endpoint] */
     sk_metric_t               *inflight, *conns, *timeouts;
+    sk_metric_t               *refused[SK_HTTPD_REASONS];
 };
 
 static const struct {
@@ -46,6 +49,16 @@ static const struct {
     { "_http_request_timeouts_total", "Connections closed for not sending a "
       "whole request within request_timeout (slow or idle clients).",
       SK_METRIC_COUNTER },
+    { "_refused_total", "Requests and connections refused before any work, "
+      "by reason (rate: 429 past rate_per_client; client_connections, "
+      "connections, evicted: connection limits; gone: the client left "
+      "first; the daemon's own: docs/operations.md).", SK_METRIC_COUNTER },
+};
+
+
+const char *const  sk_httpd_reasons[SK_HTTPD_REASONS] = {
+    SK_HTTPD_REFUSED_RATE, SK_HTTPD_REFUSED_CLIENT, SK_HTTPD_REFUSED_FULL,
+    SK_HTTPD_REFUSED_EVICTED, SK_HTTPD_REFUSED_GONE
 };
 
 
@@ -133,8 +146,40 @@ sk_httpd_stats_new(sk_httpd_stats_t **out, sk_httpd_metrics_t *mc,
         return -1;
     }
     sk_metric_set(max, (double) connections);
+    for (i = 0; i < SK_HTTPD_REASONS; i++) {
+        st->refused[i] = sk_httpd_metrics_refusal(mc, sk_httpd_reasons[i],
+            err);
+        if (st->refused[i] == NULL) {
+            sk_httpd_stats_free(st);
+            return -1;
+        }
+    }
     *out = st;
     return 0;
+}
+
+
+sk_metric_t *
+sk_httpd_metrics_refusal(sk_httpd_metrics_t *mc, const char *reason,
+    sk_err_t *err)
+{
+    static const char *const  name[] = { "reason" };
+
+    if (mc == NULL) {
+        sk_err_set(err, SK_ERR_USAGE, "http metrics: none");
+        return NULL;
+    }
+    return sk_metrics_series(mc->reg, &mc->defs[SK_HTTPD_M_REFUSED], name,
+        &reason, 1, err);
+}
+
+
+void
+sk_httpd_stats_refused(sk_httpd_stats_t *st, unsigned reason)
+{
+    if (st != NULL) {
+        sk_metric_inc(st->refused[reason], 1);
+    }
 }
 
 

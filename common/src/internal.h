@@ -149,5 +149,48 @@ unsigned sk_httpd_stats_begin(sk_httpd_stats_t *st, const char *url,
 /* It ended after us microseconds, answered with status (0: none). */
 void sk_httpd_stats_end(sk_httpd_stats_t *st, unsigned ep, unsigned status,
     uint64_t us);
+/* The front refused a client (SK_HTTPD_R_*) before any work. */
+enum {
+    SK_HTTPD_R_RATE = 0,            /* 429 past rate_per_client */
+    SK_HTTPD_R_CLIENT,              /* past connections_per_ip */
+    SK_HTTPD_R_FULL,                /* all taken, none to make room from */
+    SK_HTTPD_R_EVICTED,             /* closed to make room */
+    SK_HTTPD_R_GONE,                /* its client left first */
+    SK_HTTPD_REASONS
+};
+extern const char *const  sk_httpd_reasons[SK_HTTPD_REASONS];
+void sk_httpd_stats_refused(sk_httpd_stats_t *st, unsigned reason);
+
+/* httpd_client.c: the clients httpd.c shares out among (an IPv4 address
+ * or an IPv6 /64, as a 64-bit key), their connections and their token
+ * buckets of costly requests.  Not locked: httpd.c holds its lock. */
+struct sockaddr;
+typedef struct sk_httpd_client_s  sk_httpd_client_t;
+struct sk_httpd_client_s {
+    sk_httpd_client_t  *next;           /* hash chain */
+    uint64_t            key;
+    uint64_t            conns;          /* connections it holds now */
+    double              tokens;         /* costly requests it may make */
+    uint64_t            at;             /* ms tokens was refilled to */
+};
+typedef struct {
+    sk_httpd_client_t **bucket;
+    size_t              n;
+    double              rate, burst;    /* tokens a second, at most */
+} sk_httpd_clients_t;
+/* The client of a socket address; -1 for neither IPv4 nor IPv6. */
+int sk_httpd_client_key(uint64_t *key, const struct sockaddr *sa);
+/* The same from a numeric address ("X-Real-IP"); -1 if it is none. */
+int sk_httpd_client_parse(uint64_t *key, const char *s);
+int sk_httpd_clients_init(sk_httpd_clients_t *t, double rate, double burst);
+void sk_httpd_clients_free(sk_httpd_clients_t *t);
+/* key's entry (made, its bucket full, if make), or NULL. */
+sk_httpd_client_t *sk_httpd_clients_get(sk_httpd_clients_t *t, uint64_t key,
+    uint64_t now_ms, int make);
+/* Take a token: 0, or the seconds until one is there (Retry-After). */
+uint64_t sk_httpd_client_take(const sk_httpd_clients_t *t,
+    sk_httpd_client_t *c, uint64_t now_ms);
+/* Drop the entries of clients with no connection and a full bucket. */
+void sk_httpd_clients_sweep(sk_httpd_clients_t *t, uint64_t now_ms);
 
 #endif

@@ -70,7 +70,7 @@ sub answers {
     my %a;
     for my $n (@names) {
         my $r = query($m, $n);
-        my $c = check_answer($r->{body}, $m->{pub}, \%keys);
+        my $c = check_answer($r->{body}, $m->{pub}, \%keys, $n);
         return undef unless $r->{code} == 200 && $c->{ok};
         $a{$n} = join ';', map { my $tid = $_;
             "$tid:" . join ',', map { "$_->{sn}=" . length($_->{text}) }

@@ -77,7 +77,7 @@ is(settled(), 'Idle', 'mirror synced') or BAIL_OUT(slurp($m->{log}));
 sub sns_of {
     my ($name) = @_;
     my $r = query($m, $name);
-    my $c = check_answer($r->{body}, $m->{pub}, \%keys);
+    my $c = check_answer($r->{body}, $m->{pub}, \%keys, $name);
     ok($c->{ok}, "$name: the answer checks") or diag($c->{err} // $r->{body});
     return { map { $_ => [map { $_->{sn} } @{$c->{timelines}{$_}{entries}}] }
         1, 2 };

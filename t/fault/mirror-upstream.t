@@ -35,7 +35,8 @@ my (%t, @tl);
 for my $tid (1, 2, 3) {
     mkdir "$d/tl$tid";
     $t{$tid} = start_timeline("$d/tl$tid", tid => $tid,
-        operator_key => "$d/operator.pub", chunk_interval => 2);
+        operator_key => "$d/operator.pub", chunk_interval => 2,
+        rate_per_client => 0);      # 301 appends in one burst
     ok($t{$tid}{up}, "timeline $tid listens") or BAIL_OUT(slurp($t{$tid}{log}));
     append($t{$tid}, root_entry(cert => "$ca.crt", key => $op));
 }
@@ -127,7 +128,7 @@ like(tl1()->{reason}, qr/^GET \Q$link->{url}\E\/checkpoint: /,
 
 for my $name (qw(a.example b.example)) {
     my $r = query($m, $name);
-    my $a = check_answer($r->{body}, $m->{pub}, \%keys);
+    my $a = check_answer($r->{body}, $m->{pub}, \%keys, $name);
     ok($a->{ok}, "$name: answered by the two healthy timelines")
         or diag($a->{err});
     is($a->{timelines}{1}{state}, 'Stuck', "$name: timeline 1 listed Stuck");

@@ -53,7 +53,7 @@ my $CLIENT = "$FindBin::Bin/../../" . ($ENV{BUILD} // 'build')
 plan skip_all => "no $CLIENT" unless -x $CLIENT;
 my $inter = make_intermediate($d, $ca, 'inter');
 my $t = start_timeline($d, operator_key => "$d/operator.pub",
-    chunk_interval => 3600);
+    chunk_interval => 3600, rate_per_client => 0);
 ok($t->{up}, 'sk-timeline listens') or BAIL_OUT(slurp($t->{log}));
 # The root and 256 Binds, fast (the bench's client): a full tile, whose
 # entries are read through the index.

@@ -49,7 +49,8 @@ sub restart_logged {
 }
 
 my $t = start_timeline($d, operator_key => "$d/operator.pub",
-    sk_budget => 1000000, index_batch => 3, chunk_interval => 1);
+    sk_budget => 1000000, index_batch => 3, chunk_interval => 1,
+    rate_per_client => 0);
 ok($t->{up}, 'sk-timeline listens') or BAIL_OUT(slurp($t->{log}));
 is(append($t, root_entry(cert => "$ca.crt", key => $op))->{code}, 201,
     'root added');
@@ -254,7 +255,7 @@ SKIP: {
         '-sha256', '-extfile', "$b/inter.ext", '-out', "$b/inter.crt");
     my $big = start_timeline($b, operator_key => "$b/op.pub", ocsp => 'no',
         reply_ms => 60000, threads => 64, chunk_interval => 3600,
-        sk_budget => 1000);
+        sk_budget => 1000, rate_per_client => 0);
     ok($big->{up}, 'a second timeline listens') or diag(slurp($big->{log}));
     my $c = run_cmd([$CLIENT, '127.0.0.1', $big->{port}, "$b/op.key",
         "$b/sk.key", "$b/root.crt", "$b/inter.crt", "$b/inter.key", $N, 16]);

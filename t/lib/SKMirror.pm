@@ -13,12 +13,14 @@ package SKMirror;
 #   tl_state(M, TID)                 that timeline's state
 #   wait_state(M, TID, STATE, SECS)  1 once it is in STATE
 #   query(M, NAME[, SINCE])          { code, body }
-#   check_answer(BODY, MIRRORPUB, {TID => [pubfile, origin]})
-#                     { ok, err, name, timelines => {TID => {state, size,
+#   check_answer(BODY, MIRRORPUB, {TID => [pubfile, origin]}[, NAME])
+#                     { ok, err, name, range, timelines => {TID => {state, size,
 #                     entries => [{sn, text}], last => text of the last
 #                     entry, map => present|absent|unmapped}} } -- every
 #                     signature and proof checked, the map proof too (and
-#                     that the entries are the name's whole history)
+#                     that the entries are the name's whole history); a
+#                     range answer (Name: */<depth>/<hex>) needs NAME, the
+#                     name asked, which must be in the range
 #   map_value(SNS, LEAVES)           a name's map value (docs/protocol.md)
 #   stamp(TEXT, TID, SN, TS, KEY)    the entry stamped and signed
 #   checkpoint_note(ORIGIN, KEY, SIZE, ROOT, TS)
@@ -266,8 +268,21 @@ sub verify_map_proof {
     return $p->{end} eq 'leaf' && $p->{key} eq $key ? (1, $p->{value}) : (0);
 }
 
+# A range answer's Name, "*/<depth>/<hex>" (docs/protocol.md, "Range
+# answers"): 1 if SHA-256 of $name starts with those depth bits.
+sub in_range {
+    my ($range, $name) = @_;
+    my ($depth, $hex) = $range =~ m{\A\*/(\d+)/([0-9a-f]+|-)\z} or return 0;
+    return 0 if $depth > 256;
+    my $bits = unpack('B*', sha256($name));
+    my $want = $hex eq '-' ? '' : unpack('B*', pack('H*', $hex));
+    return 0 if length($want) != 8 * int(($depth + 7) / 8);
+    return 0 if substr($want, $depth) =~ /1/;       # unused bits 0
+    return substr($bits, 0, $depth) eq substr($want, 0, $depth);
+}
+
 sub check_answer {
-    my ($body, $mpub, $keys) = @_;
+    my ($body, $mpub, $keys, $asked) = @_;
     my $res = eval {
         my ($signed, $sig) = $body
             =~ /\A(.*\n)Signature: ([A-Za-z0-9_-]{86})\n\z/s
@@ -278,6 +293,14 @@ sub check_answer {
         my %a;
         take_line(\$s, 'SK-Mirror-Answer: 1', 'the header');
         $a{name} = (take_line(\$s, 'Name: \S+', 'Name') =~ /: (.*)/)[0];
+        if ($a{name} =~ m{\A\*/}) {
+            die "a range answer ($a{name}): the name asked is needed\n"
+                unless defined $asked;
+            die "a range answer ($a{name}) that $asked is not in\n"
+                unless in_range($a{name}, $asked);
+            $a{range} = $a{name};
+            $a{name} = $asked;
+        }
         $a{since} = (take_line(\$s, 'Since: \d+', 'Since') =~ /: (.*)/)[0];
         $a{time} = (take_line(\$s, 'Timestamp: \d+', 'Timestamp')
             =~ /: (.*)/)[0];
@@ -367,6 +390,13 @@ sub check_answer {
             }
         }
         die "bytes after the last timeline\n" if length $s;
+        if ($a{range}) {
+            for my $t (values %{$a{timelines}}) {
+                die "a range answer with a timeline that does not prove the "
+                    . "name absent\n"
+                    if ($t->{size} // 0) > 0 && $t->{map} ne 'absent';
+            }
+        }
         \%a;
     };
     return { ok => 0, err => $@ } if !$res;

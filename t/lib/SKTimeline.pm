@@ -207,7 +207,8 @@ sub bind_entry {
         Key => spki_b64($a{key}), 'Key-Type' => 'ECC',
         Services => $a{services} // 'https',
         'Rebinder-Names' => $a{rebinders} // 'none',
-        'CA-Cert-Chain' => join(',', map { der_b64($_) } @{$a{chain}}),
+        'CA-Cert-Chain' => $a{chain_text}
+            // join(',', map { der_b64($_) } @{$a{chain}}),
         stamp_na() };
     sign_entry('Bind', $f, 'SK-Signature', $a{signer} // $a{key});
     return canon('Bind', $f);

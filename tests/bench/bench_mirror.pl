@@ -54,8 +54,11 @@ for my $tid (1, 2) {
         key => $key));
 }
 my @tl = map { [$_, $t{$_}{url}, "$d/tl$_/timeline.pub"] } 1, 2;
-my $mc = start_mirror("$d/mc", \@tl, poll_interval => 600, threads => 2);
+# One load client asks everything: no per-client rate limit.
+my $mc = start_mirror("$d/mc", \@tl, poll_interval => 600, threads => 2,
+    rate_per_client => 0);
 my $mu = start_mirror("$d/mu", \@tl, poll_interval => 600, threads => 2,
+    rate_per_client => 0,
     query_cache => 0);
 for my $m ($mc, $mu) {
     wait_until(sub { 2 == grep { tl_state($m, $_) eq 'Idle' } 1, 2 }, 20)

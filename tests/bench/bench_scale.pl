@@ -239,7 +239,8 @@ for my $n (@sizes) {
     my $synced = "$mdir/.synced";
     $m = start_mirror($mdir, [[1, $url, "$d/timeline.pub"],
         [2, $side->{url}, "$set/side/timeline.pub"]],
-        poll_interval => 1, fetch_timeout_ms => 120000);
+        poll_interval => 1, fetch_timeout_ms => 120000,
+        rate_per_client => 0);      # one load client
     my ($t0, $from, $t1);
     wait_until(sub {
         my $s = mirror_status($m) or return 0;

@@ -63,6 +63,7 @@ start_tl() {
         echo "reply_ms = 10000"
         echo "chunk_interval = 5"
         echo "threads = 512"
+        echo "rate_per_client = 0"     # one client posts them all
         for l in "$@"; do echo "$l"; done
     } >"$data/tl.conf"
     ${TL_BENCH_SERVER_WRAP:-} "$tl" -c "$data/tl.conf" 2>"$data/tl.log" &

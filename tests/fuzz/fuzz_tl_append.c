@@ -75,6 +75,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     tl.conf.tid = 7;
     tl.conf.threads = 4;
     tl.conf.tokens = 16;
+    tl.conf.max_chain = 8;
+    tl.conf.max_chain_bytes = 24576;
     tl.conf.sk_budget = 5;
     tl.conf.sk_refill = 1209600;
     tl.conf.reply_ms = 1000000;     /* never hand off to a thread */

@@ -805,11 +805,22 @@ test_accessors(void **state)
     sk_key_free(key);
     sk_key_free(want);
 
-    /* The chain's end-entity certificate, decoded once by the parse, is
-     * the first of the chain, shared by a copy, replaced with the field. */
+    /* The chain's certificates, decoded once by the parse, the end-entity
+     * first, shared by a copy, replaced with the field. */
     assert_non_null(sk_entry_get0_ee(e));
     tu_assert_ok(sk_chain_decode(&chain, sk_entry_get(e, "CA-Cert-Chain"),
-        &err), &err);
+        strlen(sk_entry_get(e, "CA-Cert-Chain")), &err), &err);
+    assert_int_equal(sk_X509_num(sk_entry_get0_chain(e)),
+        sk_X509_num(chain));
+    assert_int_equal(X509_cmp(sk_X509_value(sk_entry_get0_chain(e), 1),
+        sk_X509_value(chain, 1)), 0);
+    /* A CA certificate is decoded once for every chain that carries it;
+     * the end-entity certificate, once for each entry. */
+    n = parse_ok(DOC_BIND);
+    assert_ptr_equal(sk_X509_value(sk_entry_get0_chain(n), 1),
+        sk_X509_value(chain, 1));
+    assert_ptr_not_equal(sk_entry_get0_ee(n), sk_entry_get0_ee(e));
+    sk_entry_free(n);
     assert_int_equal(X509_cmp(sk_entry_get0_ee(e), sk_X509_value(chain, 0)),
         0);
     n = sk_entry_dup(e);
@@ -973,6 +984,11 @@ static const reject_t rejects[] = {
     { DOC_BIND, "," CERT_ROOT, ",MIIB",
       "line 2: field \"CA-Cert-Chain\": certificate 2: not a DER "
       "certificate" },
+    /* certificates are decoded once every other field passed: a bad
+     * field after a bad certificate is the one named */
+    { DOC_BIND, "," CERT_ROOT "\nIncludes-Subdomains: 0",
+      ",MIIB\nIncludes-Subdomains: 2",
+      "line 3: field \"Includes-Subdomains\": not 0 or 1" },
     { DOC_BIND, "Name: example.com", "Name: Example.com",
       "line 6: field \"Name\": name: label 1" },
     /* evidence: exactly one of CA-Cert-Chain and DNSSEC-Chain */

@@ -16,15 +16,12 @@
 #include "err.h"
 #include "key.h"
 
-/* Makes one certificate of a chain from its DER: a new reference, or
- * NULL.  i is its place (0: the end-entity).  A hook for callers that keep
- * the CA certificates many chains share decoded (sk-timeline). */
-typedef X509 *(*sk_chain_d2i_fn)(void *arg, const unsigned char *der,
-    size_t len, int i);
-
-/* The end-entity certificate of e's CA-Cert-Chain as parsing decoded it
- * (borrowed: valid while e is), or NULL if e has no chain.  The chain
- * check uses it, so a Bind's certificate is decoded once. */
+/* The certificates of e's CA-Cert-Chain as parsing decoded them,
+ * end-entity first (borrowed: valid while e is), or NULL if e has no
+ * chain.  Each is decoded once, when the entry is parsed; a CA
+ * certificate many chains share, once for all of them (chain.c). */
+STACK_OF(X509) *sk_entry_get0_chain(const sk_entry_t *e);
+/* Its first, the end-entity certificate, or NULL. */
 X509 *sk_entry_get0_ee(const sk_entry_t *e);
 
 /* d2i_X509 for an end-entity certificate whose key is to be an SK: the
@@ -32,26 +29,21 @@ X509 *sk_entry_get0_ee(const sk_entry_t *e);
  * d2i_X509's cost in OpenSSL 3.0 (chain.c).  Thread-safe. */
 X509 *sk_chain_d2i_ee(const unsigned char **pp, long len);
 
-/* Decode CA-Cert-Chain into *chain (new stack; free with
- * sk_X509_pop_free(*chain, X509_free), also on failure). */
-int sk_chain_decode(STACK_OF(X509) **chain, const char *value,
+/* Decode a CA-Cert-Chain value v[0..len) into *chain (new stack; free
+ * with sk_X509_pop_free(*chain, X509_free), also on failure), errors
+ * naming the certificate ("certificate 2: not a DER certificate").
+ * Every certificate is decoded as sk_chain_d2i_ee does; a CA certificate
+ * seen lately comes from a shared cache instead. */
+int sk_chain_decode(STACK_OF(X509) **chain, const char *v, size_t len,
     sk_err_t *err) SK_WUR;
-/* The same with d2i (NULL: d2i_X509) making each certificate. */
-int sk_chain_decode_by(STACK_OF(X509) **chain, const char *value,
-    sk_chain_d2i_fn d2i, void *arg, sk_err_t *err) SK_WUR;
 
 /* Check e's chain with roots at time at.  On success *verified (if not
- * NULL) is the verified chain, end-entity first (get1: free it as
- * above).  SK_ERR_SIGNATURE: not valid to a trusted root then;
- * SK_ERR_FORMAT: not for the name or malformed; SK_ERR_KEY_MISMATCH: the
- * end-entity key is not sk; SK_ERR_NOMEM: no verifier could be made (a
- * fault of this host, not of the chain). */
+ * NULL) is the verified chain, end-entity first, ending in the root
+ * (get1: free it as above).  SK_ERR_SIGNATURE: not valid to a trusted
+ * root then; SK_ERR_FORMAT: not for the name or malformed;
+ * SK_ERR_KEY_MISMATCH: the end-entity key is not sk; SK_ERR_NOMEM: no
+ * verifier could be made (a fault of this host, not of the chain). */
 int sk_chain_check(STACK_OF(X509) **verified, const sk_entry_t *e,
     const sk_key_t *sk, X509_STORE *roots, int64_t at, sk_err_t *err) SK_WUR;
-/* The same, decoding the CA certificates with sk_chain_decode_by(d2i,
- * arg); the end-entity certificate is e's own (sk_entry_get0_ee). */
-int sk_chain_check_by(STACK_OF(X509) **verified, const sk_entry_t *e,
-    const sk_key_t *sk, X509_STORE *roots, int64_t at, sk_chain_d2i_fn d2i,
-    void *arg, sk_err_t *err) SK_WUR;
 
 #endif

@@ -10,6 +10,7 @@
 
 #include <sk/client.h>
 #include <sk/b64.h>
+#include <sk/map.h>
 
 #include "client_int.h"
 
@@ -25,6 +26,7 @@ typedef struct {
     sk_client_answer_info_t  *info;
     uint64_t                  since;
     const sk_client_trust_t  *t;
+    int                       range;        /* a range answer's */
 } sk_answer_t;
 
 
@@ -86,6 +88,86 @@ sk_answer_num(sk_answer_t *a, const char *prefix, uint64_t *n, uint64_t *m,
 }
 
 
+/* The Name line of a range answer (docs/protocol.md, "Range answers"),
+ * past its "*" and "/": "<depth>/<hex>", the first depth bits of every
+ * name key it covers, in ceil(depth / 8) bytes of lowercase hex ("-" for
+ * none), unused bits 0; name's key must be among them. */
+static int
+sk_answer_range(const char *s, const char *name, sk_err_t *err)
+{
+    unsigned char  key[SK_MAP_KEY_BYTES];
+    const char    *hex;
+    uint64_t       depth;
+    unsigned       i, n, b, mask;
+    char           num[8];
+    size_t         len;
+
+    hex = strchr(s, '/');
+    len = hex != NULL ? (size_t) (hex - s) : 0;
+    if (len == 0 || len >= sizeof(num)) {
+        goto bad;
+    }
+    memcpy(num, s, len);
+    num[len] = '\0';
+    if (sk_cl_nums(num, &depth, NULL) != 0 || depth > SK_MAP_DEPTH_MAX) {
+        goto bad;
+    }
+    hex++;
+    n = (unsigned) (depth + 7) / 8;
+    if ((n == 0 && strcmp(hex, "-") != 0)
+        || (n > 0 && strlen(hex) != 2 * n))
+    {
+        goto bad;
+    }
+    if (sk_map_key(key, name, err) != 0) {
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        if (sscanf(hex + 2 * i, "%2x", &b) != 1
+            || strspn(hex + 2 * i, "0123456789abcdef") < 2)
+        {
+            goto bad;
+        }
+        mask = i + 1 < n || depth % 8 == 0 ? 0xff
+                                           : 0xff & (0xff << (8 - depth % 8));
+        if ((b & ~mask) != 0) {
+            goto bad;
+        }
+        if ((key[i] & mask) != b) {
+            return sk_err_set(err, SK_ERR_FORMAT, "answer: Name: a range "
+                "(*" "/%s) that %s is not in", s, name);
+        }
+    }
+    return 0;
+bad:
+    return sk_err_set(err, SK_ERR_FORMAT, "answer: Name: \"*" "/%.40s\" "
+        "is not a range \"*" "/<depth>/<hex>\"", s);
+}
+
+
+/* A range answer proves the name absent in every timeline it gives a
+ * non-empty tree of, and lists no entry. */
+static int
+sk_answer_range_check(const sk_client_view_t *v, const char *name,
+    sk_err_t *err)
+{
+    size_t  i;
+
+    for (i = 0; i < v->ncps; i++) {
+        if (v->cps[i].cp.size > 0 && v->cps[i].map != SK_CLIENT_MAP_ABSENT) {
+            return sk_err_set(err, SK_ERR_FORMAT, "answer: a range answer, "
+                "but timeline %" PRIu64 " does not prove %s absent",
+                v->cps[i].tid, name);
+        }
+    }
+    if (v->nitems > 0) {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: a range answer "
+            "with entries");
+    }
+    return 0;
+}
+
+
 static int
 sk_answer_header(sk_answer_t *a, const char *name, sk_err_t *err)
 {
@@ -100,9 +182,16 @@ sk_answer_header(sk_answer_t *a, const char *name, sk_err_t *err)
             "SK-Mirror-Answer: 1");
     }
     a->p += strlen(SK_ANSWER_MAGIC);
-    if (sk_cl_line(&a->p, a->end, "Name: ", val, sizeof(val)) != 0
-        || strcmp(val, name) != 0)
-    {
+    if (sk_cl_line(&a->p, a->end, "Name: ", val, sizeof(val)) != 0) {
+        return sk_err_set(err, SK_ERR_FORMAT, "answer: Name is not %s",
+            name);
+    }
+    if (strncmp(val, "*/", 2) == 0) {
+        if (sk_answer_range(val + 2, name, err) != 0) {
+            return -1;
+        }
+        a->range = 1;
+    } else if (strcmp(val, name) != 0) {
         return sk_err_set(err, SK_ERR_FORMAT, "answer: Name is not %s",
             name);
     }
@@ -456,7 +545,9 @@ sk_client_answer_verify(sk_client_view_t *v, sk_client_answer_info_t *info,
         sk_err_prefix(err, "answer");
         goto fail;
     }
-    if (sk_answer_ages(v, info, err) != 0) {
+    if ((a.range && sk_answer_range_check(v, name, err) != 0)
+        || sk_answer_ages(v, info, err) != 0)
+    {
         goto fail;
     }
     return 0;
