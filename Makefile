@@ -316,6 +316,16 @@ $(BUILD)/bench/mirror_client: tests/bench/mirror_client.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
 
+# The floods of issue 40 and their victim (t/fault/flood-*.t,
+# tests/bench/bench_flood.pl).
+FLOOD = $(BUILD)/bench/flood
+all: $(FLOOD)
+bench: $(FLOOD)
+
+$(FLOOD): tests/bench/flood.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $<
+
 $(BUILD)/bench/mirror_gen: tests/bench/mirror_gen.c $(LIBSK)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIBSK) $(LIBS)

@@ -39,6 +39,36 @@ package SKLoad;
 #                   "request line" => bytes of its answer }
 #   addrs(N[, SKIP])  N loopback source addresses, 127.0.0.2 on (after
 #                   the first SKIP of them)
+#   flood(PORT, FROM, CONNS, MODE, ARG[, SECS])
+#                   start build/bench/flood's load: CONNS connections from
+#                   the addresses @$FROM, MODE get PATH, post FILE, hold or
+#                   churn (issue 40's floods), for SECS at most (an hour);
+#                   returns once it runs
+#   flood_end(F)    stop it (or, with SECS, wait for its end): { sent,
+#                   answered, closed, codes => {C => N} }
+#   append_request(FILE, ENTRY)
+#                   a request file (flood's) of one POST /append of ENTRY
+#   hostile_appends(DIR, SK, INTER)
+#                   request files DIR/junk, a valid Bind (of
+#                   n0.bench.example, key SK, issued by INTER) carrying 190
+#                   junk certificates, and DIR/bad, a malformed Bind of 200:
+#                   small end-entity certificates (233 bytes, no CA: never
+#                   taken from a cache of CA certificates), each entry
+#                   within max_body
+#   binds_timeline(DIR, NAME, NFLOOD, NVICTIM, CONF...)
+#                   a timeline in DIR/NAME (operator DIR/operator.pub, OCSP
+#                   off, conf CONF) whose root build/bench/tl_client posts
+#                   (keys DIR/operator.key, DIR/sk.key; CA DIR/root.crt,
+#                   DIR/inter.{crt,key}), and its Binds for fresh names as
+#                   request files: {flood} of NFLOOD, {victim} of NVICTIM
+#                   after them; {err} says what failed
+#   split_requests(FILE, N)
+#                   a request file (flood's) cut in two: FILE.flood, its
+#                   first N requests, and FILE.victim, the rest
+#   victim(PORT, FROM, N, MODE, ARG[, SKIP])
+#                   N requests one at a time from FROM, each on a fresh
+#                   connection, 10 s each at most: { ok, n, p50, p99, max
+#                   (seconds), codes => {C => N} }
 #   raise_nofile()  raise the soft limit on open files to the hard one
 
 use strict;
@@ -52,9 +82,13 @@ use IO::Socket::INET;
 use POSIX ();
 use Time::HiRes qw(time sleep);
 use SKTest;
+use SKTimeline ();
 
 our @EXPORT = qw(hold held release timed raw addrs raise_nofile slow_link
-    link_sent);
+    link_sent flood flood_end victim split_requests append_request
+    hostile_appends binds_timeline);
+
+our $FLOOD = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/bench/flood';
 
 sub addrs {
     my ($n, $skip) = @_;
@@ -165,6 +199,125 @@ sub child {
         }
     }
     $write->();
+}
+
+sub codes {
+    my ($s) = @_;
+    return { map { split /:/ } grep { $_ ne '-' } split /,/, $s // '' };
+}
+
+sub flood {
+    my ($port, $from, $conns, $mode, $arg, $secs) = @_;
+    my $dir = SKTest::tmpdir();
+    my $pid = fork;
+    die "flood: fork: $!" unless defined $pid;
+    if ($pid == 0) {
+        open STDOUT, '>', "$dir/out";
+        { exec $FLOOD, 'load', '127.0.0.1', $port, join(',', @$from),
+            $conns, $secs // 3600, $mode, defined $arg ? $arg : () }
+        POSIX::_exit(127);
+    }
+    wait_until(sub { -e "$dir/out" && SKTest::slurp("$dir/out") =~ /^running/m
+        || waitpid($pid, POSIX::WNOHANG()) != 0 }, 30);
+    return { pid => $pid, out => "$dir/out", timed => defined $secs };
+}
+
+sub flood_end {
+    my ($f) = @_;
+    kill 'TERM', $f->{pid} unless $f->{timed};
+    waitpid($f->{pid}, 0);
+    my $out = -e $f->{out} ? SKTest::slurp($f->{out}) : '';
+    my %r = $out =~ /(sent|answered|closed) (\d+)/g;
+    $r{codes} = codes(($out =~ / codes (\S+)/)[0]);
+    return \%r;
+}
+
+sub append_request {
+    my ($file, $entry) = @_;
+    my $body = 'e=' . join '', map { /[A-Za-z0-9_.-]/ ? $_
+        : sprintf('%%%02X', ord) } split //, $entry;
+    my $req = "POST /append HTTP/1.1\r\nHost: flood\r\nContent-Type: "
+        . "application/x-www-form-urlencoded\r\nContent-Length: "
+        . length($body) . "\r\n\r\n$body";
+    SKTest::spew($file, length($req) . "\n$req");
+    return $file;
+}
+
+sub hostile_appends {
+    my ($d, $sk, $inter) = @_;
+    SKTest::spew("$d/junk.ext", "basicConstraints=CA:FALSE\n"
+        . "subjectKeyIdentifier=none\nauthorityKeyIdentifier=none\n");
+    SKTimeline::ossl('genpkey', '-algorithm', 'ed25519', '-out',
+        "$d/junk.key");
+    SKTimeline::ossl('req', '-new', '-key', "$d/junk.key", '-subj', '/CN=j',
+        '-out', "$d/junk.csr");
+    SKTimeline::ossl('x509', '-req', '-in', "$d/junk.csr", '-signkey',
+        "$d/junk.key", '-days', 30, '-extfile', "$d/junk.ext", '-out',
+        "$d/junk.crt");
+    my $jb = SKTimeline::der_b64("$d/junk.crt");
+    my $ee = SKTimeline::issue($d, $inter, $sk, 'n0.bench.example',
+        "$d/n0");
+    append_request("$d/junk", SKTimeline::bind_entry(
+        name => 'n0.bench.example', key => $sk, chain_text => join(',',
+            SKTimeline::der_b64($ee), SKTimeline::der_b64("$inter.crt"),
+            ($jb) x 190)));
+    append_request("$d/bad", "Bind: 1\nCA-Cert-Chain: "
+        . join(',', ($jb) x 200) . "\nIncludes-Subdomains: 2\n\n");
+    return ("$d/junk", "$d/bad");
+}
+
+sub binds_timeline {
+    my ($d, $name, $nflood, $nvictim, %conf) = @_;
+    my $client = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build')
+        . '/bench/tl_client';
+    mkdir "$d/$name";
+    my $t = SKTimeline::start_timeline("$d/$name",
+        operator_key => "$d/operator.pub", ocsp => 'no',
+        chunk_interval => 60, sk_budget => 1000000, %conf);
+    if (!$t->{up}) {
+        $t->{err} = SKTest::slurp($t->{log});
+        return $t;
+    }
+    local $ENV{TL_CLIENT_DUMP} = "$d/$name.binds";
+    # A load tool: what it leaves unfreed at exit is no finding (ASan).
+    local $ENV{ASAN_OPTIONS} = 'detect_leaks=0';
+    my $r = SKTest::run_cmd([$client, '127.0.0.1', $t->{port},
+        "$d/operator.key", "$d/sk.key", "$d/root.crt", "$d/inter.crt",
+        "$d/inter.key", $nflood + $nvictim, 1]);
+    if ($r->{rc} != 0) {
+        $t->{err} = "tl_client: $r->{out}$r->{err}";
+        return $t;
+    }
+    ($t->{flood}, $t->{victim}) = split_requests("$d/$name.binds", $nflood);
+    return $t;
+}
+
+sub split_requests {
+    my ($file, $n) = @_;
+    open my $in, '<', $file or die "$file: $!";
+    binmode $in;
+    open my $fl, '>', "$file.flood" or die "$file.flood: $!";
+    open my $vi, '>', "$file.victim" or die "$file.victim: $!";
+    my $i = 0;
+    while (defined(my $len = <$in>)) {
+        read($in, my $req, $len) == $len or die "$file: cut short";
+        print { $i++ < $n ? $fl : $vi } $len, $req;
+    }
+    close $_ for $fl, $vi;
+    return ("$file.flood", "$file.victim");
+}
+
+sub victim {
+    my ($port, $from, $n, $mode, $arg, $skip) = @_;
+    my $r = SKTest::run_cmd([$FLOOD, 'victim', '127.0.0.1', $port, $from, $n,
+        10000, $mode, $arg, defined $skip ? $skip : ()]);
+    my %v = $r->{out} =~ /(ok|p50_us|p99_us|max_us) (\d+)/g;
+    ($v{n}) = $r->{out} =~ / of (\d+)/;
+    return { ok => $v{ok} // 0, n => $v{n} // 0,
+        p50 => ($v{p50_us} // 0) / 1e6, p99 => ($v{p99_us} // 0) / 1e6,
+        max => ($v{max_us} // 0) / 1e6,
+        codes => codes(($r->{out} =~ / codes (\S+)/)[0]),
+        out => $r->{out} . $r->{err} };
 }
 
 sub held {

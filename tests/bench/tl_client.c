@@ -20,6 +20,8 @@
  *      shared by group commit).
  *
  * Prints "appends <rate>" and "crypto <rate>" for the script's BENCH line.
+ * With TL_CLIENT_DUMP=FILE the Binds are written to FILE as requests for
+ * tests/bench/flood.c instead (after the Add-Root-CA is posted).
  *
  * With ZONEDIR (tests/unit/dnssec_zones.sh DIR HEX N): the Binds are for
  * n<i>.example.test with DNSSEC evidence instead, each a DNSSEC-Chain of
@@ -611,6 +613,25 @@ bench_build(void *arg)
 }
 
 
+/* With TL_CLIENT_DUMP=FILE: the N Binds' requests into FILE, each after
+ * its length on a line (tests/bench/flood.c's request file), not posted. */
+static int
+bench_dump(const char *path, const bench_job_t *proto, size_t n)
+{
+    FILE    *f = fopen(path, "w");
+    size_t   i;
+
+    for (i = 0; f != NULL && i < n; i++) {
+        fprintf(f, "%zu\n", proto->e[i].len);
+        fwrite(proto->e[i].req, 1, proto->e[i].len, f);
+    }
+    if (f == NULL || fclose(f) != 0) {
+        die(path, NULL);
+    }
+    return 0;
+}
+
+
 int
 main(int argc, char **argv)
 {
@@ -696,6 +717,9 @@ main(int argc, char **argv)
         proto.tail = &tail;
     }
     (void) bench_run(bench_build, &proto, n, ncpu, &ok);
+    if (getenv("TL_CLIENT_DUMP") != NULL) {
+        return bench_dump(getenv("TL_CLIENT_DUMP"), &proto, n);
+    }
     crypto = proto.heads == NULL
              ? bench_run(bench_crypto, &proto, n, ncpu, &ok) : 0;
     cpu = cpu_s();
