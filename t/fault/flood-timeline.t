@@ -113,7 +113,7 @@ ok(($r->{flood}{codes}{503} // 0) > 0, '... the flood\'s over it 503');
 ok((metric($t, 'rate_global') // 0) > 0, '... counted (reason "rate_global")');
 ok(wait_until(sub { (metric($t, 'gone') // 0) > 0 }, 10),
     'queued appends of attackers gone: dropped unchecked (reason "gone")')
-    or diag(slurp("http://$t->{conf}{metrics_listen}/metrics"));
+    or diag(http('GET', "http://$t->{conf}{metrics_listen}/metrics")->{body});
 stop_daemon($t->{pid});
 unlike(slurp($_->{log}), qr/Sanitizer|runtime error/, 'no sanitizer reports')
     for $t;
