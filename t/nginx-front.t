@@ -3,7 +3,8 @@
 # users copy, dist/nginx/sk-timeline-front.conf and sk-mirror-front.conf
 # (TLS and the daemons' ports replaced for the test, nothing else):
 #   - nginx takes them (nginx -t), appends and queries pass through
-#   - mirror answers are cached by URI (MISS, then HIT, the same bytes)
+#   - mirror answers are cached by URI (MISS, then HIT, the same bytes),
+#     those of queries with a nonce not
 #   - limit_req: one address past its rate gets 429 from nginx
 #   - trusted_proxies: behind nginx each client keeps its own budget in
 #     the daemon (X-Real-IP), one client's 429 is not another's
@@ -80,6 +81,16 @@ is("$again->{code} $again->{cache}", '200 HIT', 'asked again: a HIT');
 is($again->{body}, $r->{body}, '... the same answer');
 is(get('127.0.0.2', '/query/a.example?since=5')->{cache}, 'MISS',
     'another since: its own answer');
+
+# A query with a nonce (docs/protocol.md, "Nonces") is for itself alone:
+# past nginx's cache, the daemon's cached answer and its trailer.
+for my $nonce ('A' x 42 . 'E', 'B' x 42 . 'A') {
+    my $nq = get('127.0.0.6', "/query/a.example?nonce=$nonce");
+    is("$nq->{code} $nq->{cache}", '200 BYPASS',
+        "a nonce: past nginx's cache");
+    is(nonce_answer($nq->{body} // '', $nonce, $m->{pub}), $r->{body},
+        '... the answer as cached, its nonce signed by the mirror');
+}
 
 # The daemon's budget (2 a second, 5 at once) is each client's, though all
 # come through nginx: one address spends its own, another keeps its.

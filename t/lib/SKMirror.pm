@@ -39,6 +39,9 @@ package SKMirror;
 #   nonce_trailer(KEY, ANSWER, NONCE)  the trailer sk-mirror appends for
 #                     NONCE (docs/protocol.md "Nonces"), a batch of one
 #   strip_trailer(BODY)              BODY without its nonce trailer
+#   nonce_answer(BODY, NONCE, MIRRORPUB)  the answer before BODY's trailer
+#                     if that trailer is for NONCE, alone in its batch, and
+#                     signed by the mirror's key; else undef
 
 use strict;
 use warnings;
@@ -58,7 +61,7 @@ our @EXPORT = qw(start_mirror restart_mirror mirror_status tl_state
     wait_state query check_answer stamp checkpoint_note tfm_text forge
     serve_forged ed_sign unb64url forged_timelines stamp_history
     publish_forged start_timelines generated_timelines redis_or_skip
-    map_value nonce_trailer strip_trailer);
+    map_value nonce_trailer strip_trailer nonce_answer);
 
 our $MR = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/sk-mirror';
 our $GEN = "$SKTest::ROOT/" . ($ENV{BUILD} // 'build') . '/bench/mirror_gen';
@@ -110,6 +113,16 @@ sub strip_trailer {
     my ($body) = @_;
     $body =~ s/Nonce: [^\n]*\nNonce-Batch: [^\n]*\nNonce-Signature: [^\n]*\n\z//;
     return $body;
+}
+
+sub nonce_answer {
+    my ($body, $nonce, $mpub) = @_;
+    my ($answer, $sig) = $body =~ /\A(.*\n)Nonce: \Q$nonce\E\n(?#
+        )Nonce-Batch: 0 1\nNonce-Signature: ([A-Za-z0-9_-]{86})\n\z/s
+        or return undef;
+    return ed_verify($mpub, "SK-Mirror-Nonces: 1\n"
+        . sha256("\x00" . unb64url($nonce) . sha256($answer)),
+        unb64url($sig)) ? $answer : undef;
 }
 
 sub raw_pub {
