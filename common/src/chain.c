@@ -292,17 +292,21 @@ sk_chain_decode(STACK_OF(X509) **chain, const char *v, size_t len,
         if (sk_chain_cert(&x, v + off, end - off, sk_X509_num(*chain), err)
             != 0)
         {
-            return sk_err_prefix(err, "certificate %d",
-                sk_X509_num(*chain) + 1);
+            sk_err_prefix(err, "certificate %d", sk_X509_num(*chain) + 1);
+            break;
         }
         if (sk_X509_push(*chain, x) == 0) {
             X509_free(x);
-            return sk_err_set(err, SK_ERR_NOMEM, "chain");
+            sk_err_set(err, SK_ERR_NOMEM, "chain");
+            break;
         }
         if (comma == NULL) {
             return 0;
         }
     }
+    sk_X509_pop_free(*chain, X509_free);
+    *chain = NULL;
+    return -1;
 }
 
 

@@ -1044,8 +1044,6 @@ sk_entry_decode_chain(sk_entry_t *e, size_t line, sk_err_t *err)
     const char  *v = e->values[sk_entry_pos(e, SK_F_CA_CERT_CHAIN)];
 
     if (v != NULL && sk_chain_decode(&e->chain, v, strlen(v), err) != 0) {
-        sk_X509_pop_free(e->chain, X509_free);
-        e->chain = NULL;
         return sk_err_prefix(err, "line %zu: field \"CA-Cert-Chain\"",
             line);
     }

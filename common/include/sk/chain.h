@@ -30,7 +30,7 @@ X509 *sk_entry_get0_ee(const sk_entry_t *e);
 X509 *sk_chain_d2i_ee(const unsigned char **pp, long len);
 
 /* Decode a CA-Cert-Chain value v[0..len) into *chain (new stack; free
- * with sk_X509_pop_free(*chain, X509_free), also on failure), errors
+ * with sk_X509_pop_free(*chain, X509_free); NULL on failure), errors
  * naming the certificate ("certificate 2: not a DER certificate").
  * Every certificate is decoded as sk_chain_d2i_ee does; a CA certificate
  * seen lately comes from a shared cache instead. */
