@@ -24,7 +24,7 @@ my $op = ed25519_key($d, 'operator');
 my $ca = make_ca($d, 'ca');
 my $inter = make_intermediate($d, $ca, 'inter');
 my $sk = ed25519_key($d, 'sk');
-my $crt = issue($d, $ca, $sk, 'example.com', "$d/example");
+my $crt = issue($d, $inter, $sk, 'example.com', "$d/example");
 
 mkdir "$d/$_" for qw(peer tl);
 my $p = start_timeline("$d/peer", tid => 8, operator_key => "$d/operator.pub");
