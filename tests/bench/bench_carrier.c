@@ -389,12 +389,12 @@ bench_dnssec(void)
 {
     static dx_chain_t     c;
     sk_dnssec_anchors_t  *a;
-    ldns_rr              *rr[2 * DNSSEC_SETS];
+    ldns_rr              *rr[4 * DNSSEC_SETS];
     dnssec_arg_t          da;
     rrsig_arg_t           ra;
     sk_key_t             *sk;
     sk_err_t              err;
-    size_t                pos = 0, n, k;
+    size_t                pos = 0, n, k, i;
     char                  tmpl[] = "/tmp/sk-bench.XXXXXX", *dir, cmd[256];
     char                  fp[SK_FINGERPRINT_SIZE];
 
@@ -415,18 +415,38 @@ bench_dnssec(void)
         die("anchors", &err);
     }
     for (n = 0; pos < c.len; n++) {
-        if (n == 2 * DNSSEC_SETS || ldns_wire2rr(&rr[n], c.p, c.len, &pos,
-                LDNS_SECTION_ANSWER) != LDNS_STATUS_OK)
+        if (n == sizeof(rr) / sizeof(rr[0])
+            || ldns_wire2rr(&rr[n], c.p, c.len, &pos, LDNS_SECTION_ANSWER)
+               != LDNS_STATUS_OK)
         {
             die("the chain's shape", NULL);
         }
     }
+    /* Each RRset, then its RRSIG (a zone's DNSKEY set may hold several
+     * keys, the root's two during a rollover); set k is signed by the
+     * keys of set k | 1. */
     for (k = 0; k < DNSSEC_SETS; k++) {
         ra.rrs[k] = ldns_rr_list_new();
         ra.keys[k] = ldns_rr_list_new();
-        ldns_rr_list_push_rr(ra.rrs[k], rr[2 * k]);
-        ldns_rr_list_push_rr(ra.keys[k], rr[2 * (k | 1)]);
-        ra.sig[k] = rr[2 * k + 1];
+    }
+    for (i = 0, k = 0; i < n; i++) {
+        if (k == DNSSEC_SETS) {
+            die("the chain's shape", NULL);
+        }
+        if (ldns_rr_get_type(rr[i]) == LDNS_RR_TYPE_RRSIG) {
+            ra.sig[k++] = rr[i];
+        } else {
+            ldns_rr_list_push_rr(ra.rrs[k], rr[i]);
+        }
+    }
+    if (k != DNSSEC_SETS) {
+        die("the chain's shape", NULL);
+    }
+    for (k = 0; k < DNSSEC_SETS; k++) {
+        for (i = 0; i < ldns_rr_list_rr_count(ra.rrs[k | 1]); i++) {
+            ldns_rr_list_push_rr(ra.keys[k], ldns_rr_list_rr(ra.rrs[k | 1],
+                i));
+        }
     }
     da.chain = &c;
     da.sk = sk;
